@@ -1,0 +1,111 @@
+/* response.c - building a struct response and reading request headers. */
+#include "core/http.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+const char *request_header(const struct request *req, const char *name)
+{
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, name) == 0)
+            return req->headers[i].value;
+    return NULL;
+}
+
+size_t request_header_count(const struct request *req, const char *name)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < req->nheaders; i++)
+        if (strcasecmp(req->headers[i].name, name) == 0)
+            n++;
+    return n;
+}
+
+void response_init(struct response *resp, struct arena *arena)
+{
+    memset(resp, 0, sizeof *resp);
+    resp->arena = arena;
+    buf_init(&resp->body);
+}
+
+void response_free(struct response *resp)
+{
+    buf_free(&resp->body);
+    resp->headers = NULL;
+    resp->nheaders = resp->cap = 0;
+}
+
+void response_header(struct response *resp, const char *name, const char *value)
+{
+    if (resp->nheaders == resp->cap) {
+        size_t cap = resp->cap ? resp->cap * 2 : 16;
+        struct http_header *h = arena_alloc(resp->arena, cap * sizeof *h);
+        if (resp->nheaders)
+            memcpy(h, resp->headers, resp->nheaders * sizeof *h);
+        resp->headers = h;
+        resp->cap = cap;
+    }
+    struct http_header *h = &resp->headers[resp->nheaders++];
+    h->name = arena_strdup(resp->arena, name);
+    h->value_len = strlen(value);
+    h->value = arena_strndup(resp->arena, value, h->value_len);
+}
+
+void response_headerf(struct response *resp, const char *name, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof tmp) {
+        response_header(resp, name, tmp);
+        return;
+    }
+    char *big = arena_alloc(resp->arena, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    response_header(resp, name, big);
+}
+
+const char *response_get_header(const struct response *resp, const char *name)
+{
+    for (size_t i = 0; i < resp->nheaders; i++)
+        if (strcasecmp(resp->headers[i].name, name) == 0)
+            return resp->headers[i].value;
+    return NULL;
+}
+
+const char *http_reason(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 412: return "Precondition Failed";
+    case 413: return "Request Entity Too Large";
+    case 415: return "Unsupported Media Type";
+    case 416: return "Requested Range Not Satisfiable";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+    }
+}
