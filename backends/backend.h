@@ -118,7 +118,7 @@ struct backend_ops {
        end given at iter_open). */
     int (*iter_seek)(struct backend_iter *it, const void *key, size_t key_len);
 
-    /* Advances to the next entry. Returns 1 with *key/*val set (pointers
+    /* Advances to the next entry. Returns 1 with *key and *val set (pointers
        valid until the next iter_* call on this cursor), 0 at the end, or a
        negative status on error. The first call returns the first entry. */
     int (*iter_next)(struct backend_iter *it, const void **key, size_t *key_len,
