@@ -1,0 +1,136 @@
+/* ctx.h - what the protocol layer knows about one request while handling it.
+ *
+ * service.c builds a struct req_ctx (account, version, route, negotiated
+ * format), the ops_*.c files run the operation, and the reply_* helpers in
+ * reply.c write status, headers and body in the service's exact shapes. */
+#ifndef TABLED_CTX_H
+#define TABLED_CTX_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "core/config.h"
+#include "core/http.h"
+#include "protocol/entity.h"
+#include "protocol/entity_json.h"
+#include "protocol/errors.h"
+#include "protocol/tables.h"
+#include "protocol/url.h"
+
+/* Operations after routing (SPEC 1.4). */
+enum op {
+    OP_NONE = 0,
+    OP_QUERY_TABLES,
+    OP_GET_TABLE,
+    OP_CREATE_TABLE,
+    OP_DELETE_TABLE,
+    OP_QUERY_ENTITIES,
+    OP_GET_ENTITY,
+    OP_INSERT_ENTITY,
+    OP_UPDATE_ENTITY,        /* PUT with If-Match */
+    OP_INSERT_OR_REPLACE,    /* PUT without If-Match */
+    OP_MERGE_ENTITY,         /* MERGE/PATCH with If-Match */
+    OP_INSERT_OR_MERGE,      /* MERGE/PATCH without If-Match */
+    OP_DELETE_ENTITY,
+    OP_BATCH,
+    OP_GET_ACL,
+    OP_SET_ACL,
+    OP_GET_SERVICE_PROPERTIES,
+    OP_SET_SERVICE_PROPERTIES,
+    OP_GET_SERVICE_STATS,
+    OP_PREFLIGHT,
+};
+
+/* Resource kinds a path can name (before the verb picks the operation). */
+enum resource {
+    RES_NONE = 0,
+    RES_SERVICE,     /* "/" with restype/comp */
+    RES_TABLES,      /* /Tables, /Tables() */
+    RES_TABLE_ENTRY, /* /Tables('T') */
+    RES_TABLE,       /* /T, /T() */
+    RES_ENTITY,      /* /T(PartitionKey='..',RowKey='..') */
+    RES_BATCH,       /* /$batch */
+};
+
+struct service {
+    const struct config *cfg;
+    const struct backend_ops *ops;
+    struct backend_store *st;
+    struct table_cache *tables;
+    int dirty;                 /* writes applied since the last sync */
+    int64_t last_timestamp;    /* strictly increasing write Timestamps */
+    uint64_t rng[2];           /* xorshift state for request ids */
+    struct buf key, val;       /* scratch for encoding (reset per use) */
+    struct arena *scratch;     /* per-row scratch of long scans */
+};
+
+struct req_ctx {
+    struct service *svc;
+    struct request *req;
+    struct response *resp;
+    struct arena *a;
+
+    char request_id[40];
+    const char *version;       /* effective x-ms-version */
+    const struct account_cfg *account;
+    int secondary;             /* "-secondary" endpoint */
+    const char *base;          /* scheme://host[:port][/account], no trailing '/' */
+
+    struct query_param *qp;
+    size_t nqp;
+
+    enum resource res;
+    enum http_method method;   /* after X-HTTP-Method tunnelling */
+    enum op op;
+    const char *table;         /* decoded table name from the URL */
+    size_t table_len;
+    const char *pk, *rk;       /* decoded keys of RES_ENTITY */
+    size_t pk_len, rk_len;
+
+    int odata;                 /* OData operation: JSON errors, no-cache headers */
+    enum odata_level level;    /* negotiated JSON level */
+    const char *prefer;        /* "return-content" / "return-no-content" / NULL */
+    int prefer_echo;           /* send Preference-Applied (insert operations) */
+};
+
+/* reply.c: answers. reply_error picks JSON or storage XML (SPEC 9.1.4). */
+void reply_error(struct req_ctx *c, enum terr e);
+void reply_error_msg(struct req_ctx *c, enum terr e, const char *message);
+/* Sets the JSON Content-Type of the negotiated level. */
+void reply_json_content_type(struct req_ctx *c);
+/* Adds the headers every response carries (called once, at the end). */
+void reply_finish(struct req_ctx *c);
+/* odata.metadata prefix: BASE + "/$metadata#" */
+const char *reply_metadata_url(struct req_ctx *c, const char *suffix);
+
+/* odata.c: content negotiation (SPEC 2.3, 2.4). 0 or the error to send. */
+enum terr odata_negotiate(struct req_ctx *c, int body_needed);
+/* Prefer header (SPEC 2.5). */
+void odata_prefer(struct req_ctx *c);
+
+/* ops_tables.c */
+void op_query_tables(struct req_ctx *c);
+void op_get_table(struct req_ctx *c);
+void op_create_table(struct req_ctx *c);
+void op_delete_table(struct req_ctx *c);
+
+/* ops_entities.c */
+void op_get_entity(struct req_ctx *c);
+void op_insert_entity(struct req_ctx *c);
+void op_write_entity(struct req_ctx *c);   /* update/merge/upserts */
+void op_delete_entity(struct req_ctx *c);
+
+/* ops_query.c */
+void op_query_entities(struct req_ctx *c);
+
+/* ops_service.c */
+void op_preflight(struct req_ctx *c);
+
+/* service.c helpers shared by the operations. */
+int64_t service_next_timestamp(struct service *svc);
+/* Applies writes; marks the service dirty. 0 or backend status (logged). */
+int service_apply(struct service *svc, const struct backend_write *w, size_t n);
+/* Looks up c->table for the account; TERR_TableNotFound when absent. */
+enum terr ctx_table(struct req_ctx *c, const struct table_info **out);
+
+#endif

@@ -1,0 +1,421 @@
+/* service.c - the request pipeline of the Table service: request id and
+ * version, account and route, verb tunnelling, content negotiation,
+ * dispatch to an operation, common headers (DESIGN.md "Data flow"). */
+#include "protocol/service.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "protocol/ctx.h"
+#include "protocol/edm.h"
+#include "protocol/route.h"
+
+/* Service versions accepted in x-ms-version (SPEC 12.1), ascending. */
+static const char *const versions[] = {
+    "2009-04-14", "2009-07-17", "2009-09-19", "2011-08-18", "2012-02-12",
+    "2013-08-15", "2014-02-14", "2015-02-21", "2015-04-05", "2015-07-08",
+    "2015-12-11", "2016-05-31", "2017-04-17", "2017-07-29", "2017-11-09",
+    "2018-02-01", "2018-03-28", "2018-06-17", "2018-11-09", "2019-02-02",
+    "2019-07-07", "2019-10-10", "2019-12-12", "2020-02-10", "2020-04-08",
+    "2020-06-12", "2020-08-04", "2020-10-02", "2020-12-06", "2021-02-12",
+    "2021-04-10", "2021-06-08", "2021-08-06", "2021-10-04", "2021-12-02",
+    "2022-11-02", "2023-01-03", "2023-05-03", "2023-08-03", "2023-11-03",
+    "2024-02-04", "2024-05-04", "2024-08-04", "2024-11-04", "2025-01-05",
+    "2025-05-05", "2025-07-05", "2025-11-05", "2026-02-06", "2026-04-06",
+    "2026-06-06",
+};
+#define NVERSIONS (sizeof versions / sizeof versions[0])
+
+/* The accepted version equal to v, or NULL. */
+static const char *known_version(const char *v)
+{
+    for (size_t i = 0; i < NVERSIONS; i++)
+        if (strcmp(versions[i], v) == 0)
+            return versions[i];
+    return NULL;
+}
+
+struct service *service_new(const struct config *cfg, const struct backend_ops *ops,
+                            struct backend_store *st, char *err, size_t errlen)
+{
+    struct service *svc = calloc(1, sizeof *svc);
+    if (!svc) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    svc->cfg = cfg;
+    svc->ops = ops;
+    svc->st = st;
+    svc->tables = tables_load(ops, st, err, errlen);
+    if (!svc->tables) {
+        free(svc);
+        return NULL;
+    }
+    if (getrandom(svc->rng, sizeof svc->rng, 0) != sizeof svc->rng) {
+        svc->rng[0] = (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ULL;
+        svc->rng[1] = (uint64_t)(uintptr_t)svc;
+    }
+    svc->rng[0] |= 1;
+    buf_init(&svc->key);
+    buf_init(&svc->val);
+    svc->scratch = arena_new(16384);
+    return svc;
+}
+
+void service_free(struct service *svc)
+{
+    if (!svc)
+        return;
+    tables_free(svc->tables);
+    buf_free(&svc->key);
+    buf_free(&svc->val);
+    arena_free(svc->scratch);
+    free(svc);
+}
+
+int service_dirty(const struct service *svc)
+{
+    return svc->dirty;
+}
+
+int service_sync(struct service *svc)
+{
+    char err[256] = "";
+    svc->dirty = 0;
+    int rc = svc->ops->sync(svc->st, err, sizeof err);
+    if (rc != BACKEND_OK)
+        log_error("backend sync failed: %s", err);
+    return rc;
+}
+
+int64_t service_next_timestamp(struct service *svc)
+{
+    int64_t now = edm_now_ticks();
+    if (now <= svc->last_timestamp)
+        now = svc->last_timestamp + 1;
+    svc->last_timestamp = now;
+    return now;
+}
+
+int service_apply(struct service *svc, const struct backend_write *w, size_t n)
+{
+    char err[256] = "";
+    int rc = svc->ops->apply(svc->st, w, n, err, sizeof err);
+    if (rc != BACKEND_OK) {
+        log_error("backend apply failed: %s", err);
+        return rc;
+    }
+    if (svc->cfg->durability == DURABILITY_BATCH)
+        svc->dirty = 1;
+    return 0;
+}
+
+enum terr ctx_table(struct req_ctx *c, const struct table_info **out)
+{
+    *out = tables_find(c->svc->tables, c->account->name, c->table, c->table_len);
+    return *out ? TERR_NONE : TERR_TableNotFound;
+}
+
+/* xorshift128+ : request ids need uniqueness, not secrecy. */
+static uint64_t rng_next(struct service *svc)
+{
+    uint64_t s1 = svc->rng[0];
+    const uint64_t s0 = svc->rng[1];
+    svc->rng[0] = s0;
+    s1 ^= s1 << 23;
+    svc->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+    return svc->rng[1] + s0;
+}
+
+/* Random version-4 UUID text into out (>= 37 bytes). */
+static void make_uuid(struct service *svc, char *out)
+{
+    uint8_t g[16];
+    uint64_t a = rng_next(svc), b = rng_next(svc);
+    memcpy(g, &a, 8);
+    memcpy(g + 8, &b, 8);
+    g[6] = (uint8_t)((g[6] & 0x0f) | 0x40);
+    g[8] = (uint8_t)((g[8] & 0x3f) | 0x80);
+    edm_guid_format(g, out);
+}
+
+/* Sets up the context common to every request. */
+static void ctx_init(struct req_ctx *c, struct service *svc, struct request *req,
+                     struct response *resp)
+{
+    memset(c, 0, sizeof *c);
+    c->svc = svc;
+    c->req = req;
+    c->resp = resp;
+    c->a = req->arena;
+    c->method = req->method;
+    c->version = versions[NVERSIONS - 1];
+    c->level = ODATA_MINIMAL;
+    c->odata = 1; /* JSON errors until an XML operation is recognised */
+    make_uuid(svc, c->request_id);
+}
+
+/* Applies X-HTTP-Method tunnelling (SPEC 1.4). */
+static enum terr tunnel_method(struct req_ctx *c)
+{
+    size_t n = request_header_count(c->req, "X-HTTP-Method");
+    if (n == 0)
+        return TERR_NONE;
+    if (c->req->method != HTTP_M_POST)
+        return TERR_XMethodNotUsingPost;
+    const char *v = request_header(c->req, "X-HTTP-Method");
+    if (n > 1 || strchr(v, ','))
+        return TERR_XMethodIncorrectCount;
+    if (strcmp(v, "PUT") == 0)
+        c->method = HTTP_M_PUT;
+    else if (strcmp(v, "MERGE") == 0)
+        c->method = HTTP_M_MERGE;
+    else if (strcmp(v, "DELETE") == 0)
+        c->method = HTTP_M_DELETE;
+    else
+        return TERR_XMethodIncorrectValue;
+    return TERR_NONE;
+}
+
+/* Picks the operation from verb, resource and query (SPEC 1.4). */
+static enum terr pick_op(struct req_ctx *c)
+{
+    const struct query_param *comp = url_query_get(c->qp, c->nqp, "comp");
+    const struct query_param *restype = url_query_get(c->qp, c->nqp, "restype");
+    enum http_method m = c->method;
+    if (m == HTTP_M_OPTIONS) {
+        c->op = OP_PREFLIGHT;
+        return TERR_NONE;
+    }
+    switch (c->res) {
+    case RES_SERVICE:
+        c->odata = 0;
+        if (!comp)
+            return TERR_InvalidUri;
+        if (!restype || strcmp(restype->value, "service") != 0)
+            return TERR_InvalidQueryParameterValue;
+        if (strcmp(comp->value, "properties") == 0) {
+            if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+                c->op = OP_GET_SERVICE_PROPERTIES;
+            else if (m == HTTP_M_PUT)
+                c->op = OP_SET_SERVICE_PROPERTIES;
+            else
+                return TERR_UnsupportedHttpVerb;
+        } else if (strcmp(comp->value, "stats") == 0) {
+            if (m != HTTP_M_GET && m != HTTP_M_HEAD)
+                return TERR_UnsupportedHttpVerb;
+            c->op = OP_GET_SERVICE_STATS;
+        } else {
+            return TERR_InvalidQueryParameterValue;
+        }
+        return TERR_NONE;
+    case RES_TABLES:
+        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+            c->op = OP_QUERY_TABLES;
+        else if (m == HTTP_M_POST)
+            c->op = OP_CREATE_TABLE;
+        else
+            return TERR_MethodNotAllowed;
+        return TERR_NONE;
+    case RES_TABLE_ENTRY:
+        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+            c->op = OP_GET_TABLE;
+        else if (m == HTTP_M_DELETE)
+            c->op = OP_DELETE_TABLE;
+        else
+            return TERR_MethodNotAllowed;
+        return TERR_NONE;
+    case RES_TABLE:
+        if (comp) {
+            c->odata = 0;
+            if (strcmp(comp->value, "acl") != 0)
+                return TERR_InvalidQueryParameterValue;
+            if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+                c->op = OP_GET_ACL;
+            else if (m == HTTP_M_PUT)
+                c->op = OP_SET_ACL;
+            else
+                return TERR_UnsupportedHttpVerb;
+            return TERR_NONE;
+        }
+        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+            c->op = OP_QUERY_ENTITIES;
+        else if (m == HTTP_M_POST)
+            c->op = OP_INSERT_ENTITY;
+        else
+            return TERR_MethodNotAllowed;
+        return TERR_NONE;
+    case RES_ENTITY: {
+        int has_if_match = request_header(c->req, "If-Match") != NULL;
+        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+            c->op = OP_GET_ENTITY;
+        else if (m == HTTP_M_PUT)
+            c->op = has_if_match ? OP_UPDATE_ENTITY : OP_INSERT_OR_REPLACE;
+        else if (m == HTTP_M_MERGE || m == HTTP_M_PATCH)
+            c->op = has_if_match ? OP_MERGE_ENTITY : OP_INSERT_OR_MERGE;
+        else if (m == HTTP_M_DELETE)
+            c->op = OP_DELETE_ENTITY;
+        else
+            return TERR_MethodNotAllowed;
+        return TERR_NONE;
+    }
+    case RES_BATCH:
+        if (m != HTTP_M_POST)
+            return TERR_MethodNotAllowed;
+        c->op = OP_BATCH;
+        return TERR_NONE;
+    default:
+        return TERR_InvalidUri;
+    }
+}
+
+/* True for operations that change data (refused on the secondary). */
+static int op_writes(enum op op)
+{
+    switch (op) {
+    case OP_CREATE_TABLE: case OP_DELETE_TABLE: case OP_INSERT_ENTITY:
+    case OP_UPDATE_ENTITY: case OP_INSERT_OR_REPLACE: case OP_MERGE_ENTITY:
+    case OP_INSERT_OR_MERGE: case OP_DELETE_ENTITY: case OP_BATCH:
+    case OP_SET_ACL: case OP_SET_SERVICE_PROPERTIES:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* True when the successful answer carries an OData body. */
+static int op_has_body(enum op op)
+{
+    switch (op) {
+    case OP_QUERY_TABLES: case OP_GET_TABLE: case OP_CREATE_TABLE:
+    case OP_QUERY_ENTITIES: case OP_GET_ENTITY: case OP_INSERT_ENTITY:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* OData query options the service does not support (SPEC 1.3, 6.7). */
+static int unsupported_option(const struct req_ctx *c)
+{
+    static const char *const opts[] = {"$orderby", "$skip", "$expand", "$inlinecount",
+                                       "$count", "$skiptoken", "$search"};
+    for (size_t i = 0; i < c->nqp; i++)
+        for (size_t j = 0; j < sizeof opts / sizeof opts[0]; j++)
+            if (strcasecmp(c->qp[i].name, opts[j]) == 0)
+                return 1;
+    return 0;
+}
+
+/* Version from x-ms-version (SPEC 12.1). */
+static enum terr pick_version(struct req_ctx *c)
+{
+    size_t n = request_header_count(c->req, "x-ms-version");
+    const struct query_param *api = url_query_get(c->qp, c->nqp, "api-version");
+    if (n > 1)
+        return TERR_InvalidHeaderValue;
+    if (n == 1 && api)
+        return TERR_MultipleVersionsSpecified;
+    const char *v = n ? request_header(c->req, "x-ms-version") : api ? api->value : NULL;
+    if (!v) {
+        const struct query_param *sv = url_query_get(c->qp, c->nqp, "sv");
+        if (sv && url_query_get(c->qp, c->nqp, "sig"))
+            v = sv->value;
+    }
+    if (!v)
+        return TERR_NONE;
+    const char *k = known_version(v);
+    if (!k)
+        return TERR_InvalidHeaderValue;
+    c->version = k;
+    return TERR_NONE;
+}
+
+/* Runs the operation chosen by pick_op. */
+static void dispatch(struct req_ctx *c)
+{
+    switch (c->op) {
+    case OP_QUERY_TABLES: op_query_tables(c); break;
+    case OP_GET_TABLE: op_get_table(c); break;
+    case OP_CREATE_TABLE: op_create_table(c); break;
+    case OP_DELETE_TABLE: op_delete_table(c); break;
+    case OP_QUERY_ENTITIES: op_query_entities(c); break;
+    case OP_GET_ENTITY: op_get_entity(c); break;
+    case OP_INSERT_ENTITY: op_insert_entity(c); break;
+    case OP_UPDATE_ENTITY: case OP_INSERT_OR_REPLACE:
+    case OP_MERGE_ENTITY: case OP_INSERT_OR_MERGE:
+        op_write_entity(c);
+        break;
+    case OP_DELETE_ENTITY: op_delete_entity(c); break;
+    case OP_PREFLIGHT: op_preflight(c); break;
+    default:
+        reply_error(c, TERR_NotImplemented);
+        break;
+    }
+}
+
+/* The pipeline up to dispatch; returns the error to answer, if any. */
+static enum terr prepare(struct req_ctx *c)
+{
+    const struct request *req = c->req;
+    if (url_parse_query(c->a, req->query, req->query_len, &c->qp, &c->nqp) != 0)
+        return TERR_InvalidInput;
+    enum terr e = pick_version(c);
+    if (e)
+        return e;
+    const char *cid = request_header(req, "x-ms-client-request-id");
+    if (cid && strlen(cid) > 1024)
+        return TERR_InvalidHeaderValue;
+    const char *rest;
+    size_t rest_len;
+    if ((e = route_account(c, &rest, &rest_len)))
+        return e;
+    if ((e = route_resource(c, rest, rest_len)))
+        return e;
+    if ((e = tunnel_method(c)))
+        return e;
+    if ((e = pick_op(c)))
+        return e;
+    if (c->op == OP_PREFLIGHT)
+        return TERR_NONE;
+    if (c->secondary && op_writes(c->op))
+        return TERR_InsufficientAccountPermissions;
+    if (c->odata) {
+        if (c->op == OP_CREATE_TABLE || c->op == OP_INSERT_ENTITY)
+            odata_prefer(c);
+        int body = op_has_body(c->op) && !(c->prefer && strcmp(c->prefer, "return-no-content") == 0);
+        if ((e = odata_negotiate(c, body)))
+            return e;
+        if (unsupported_option(c))
+            return TERR_NotImplemented;
+    }
+    return TERR_NONE;
+}
+
+void service_handle(struct service *svc, struct request *req, struct response *resp)
+{
+    struct req_ctx c;
+    ctx_init(&c, svc, req, resp);
+    enum terr e = prepare(&c);
+    if (e)
+        reply_error(&c, e);
+    else
+        dispatch(&c);
+    reply_finish(&c);
+}
+
+void service_error(struct service *svc, struct request *req, struct response *resp, int terr)
+{
+    struct req_ctx c;
+    ctx_init(&c, svc, req, resp);
+    reply_error(&c, (enum terr)terr);
+    reply_finish(&c);
+    if (terr_info((enum terr)terr)->status >= 400 && (terr == TERR_ContentLengthExceeded ||
+                                                      terr == TERR_RequestHeaderFieldsTooLarge))
+        resp->close = 1;
+}
