@@ -1,0 +1,814 @@
+/* conn.c - one client connection: llhttp parsing into a struct request,
+ * handing it to the service, serialising the response, keep-alive,
+ * pipelining, limits, timeouts and closing.
+ *
+ * Memory: the request-target and header text of the request being parsed
+ * are copied into c->head (reused across requests), its body into c->body;
+ * the struct request points into those two buffers and into c->arena, all
+ * three reset once the response has been serialised. Responses are written
+ * into the bufferevent's output (or c->pending while a group commit is
+ * outstanding), so nothing of a request outlives its turn.
+ *
+ * Ordering: requests of one connection are handled one after another as
+ * llhttp completes them, so pipelined replies go out in order by
+ * construction. Functions called from llhttp callbacks never free the
+ * connection; only the top-level libevent callbacks do, as their last step. */
+#include "core/conn.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "core/arena.h"
+#include "core/http.h"
+#include "core/log.h"
+#include "core/tls.h"
+#include "protocol/errors.h"
+#include "protocol/service.h"
+
+#define CONN_ARENA_CHUNK (16 * 1024)
+/* Stop parsing pipelined requests while this much output is unsent. */
+#define CONN_OUTPUT_HIGH (1024 * 1024)
+/* Bodies at least this large are handed to the evbuffer, not copied. */
+#define CONN_BODY_STEAL (64 * 1024)
+/* Per-connection buffers larger than this are freed after a request. */
+#define CONN_KEEP_BYTES (64 * 1024)
+
+/* Where one header's name and value sit in c->head. */
+struct hspan {
+    size_t name_off, name_len;
+    size_t value_off, value_len;
+};
+
+struct conn {
+    struct server *srv;
+    struct conn *prev, *next;   /* srv->conns */
+    struct conn *held_next;     /* srv->held */
+    struct bufferevent *bev;
+    int fd;
+    int tls;
+    char peer_ip[64];
+
+    llhttp_t parser;
+    struct arena *arena;
+    struct request req;
+    struct response resp;       /* its body buffer is reused */
+    struct buf head;            /* target + header text of the current request */
+    struct hspan *spans;
+    size_t nspans, spans_cap;
+    struct buf body;
+    size_t url_end;             /* target is head.data[0, url_end) */
+    size_t trailer_bytes;
+    int field_open, value_open;
+    int fail_terr;              /* error chosen inside a callback */
+
+    unsigned in_msg : 1;        /* between message begin and complete */
+    unsigned headers_done : 1;
+    unsigned closing : 1;       /* no more requests; close once flushed */
+    unsigned held : 1;          /* on srv->held */
+    unsigned read_deferred : 1; /* input waits for the group commit */
+    unsigned wpaused : 1;       /* parsing paused until output drains */
+    unsigned lingering : 1;     /* write side shut, discarding input */
+    unsigned eof : 1;           /* peer closed its side */
+
+    struct evbuffer *pending;   /* replies held for the group commit */
+    struct event *timer;        /* header, idle and linger deadlines */
+};
+
+/* Monotonic clock in microseconds. */
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ---- request parsing (llhttp callbacks) ---- */
+
+/* Charges n more head bytes against max_header_bytes (text plus the ": "
+ * and CRLF of each line). Fails with 431 when the head is too large. */
+static int head_room(struct conn *c, size_t n)
+{
+    size_t used = c->head.len + n + 4 * (c->nspans + 1) + 16;
+    if (used > c->srv->cfg->max_header_bytes) {
+        c->fail_terr = TERR_RequestHeaderFieldsTooLarge;
+        return -1;
+    }
+    return 0;
+}
+
+/* Starts a new request: clears the per-request buffers, starts the header
+ * deadline. */
+static int on_message_begin(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    buf_reset(&c->head);
+    buf_reset(&c->body);
+    c->nspans = 0;
+    c->url_end = 0;
+    c->trailer_bytes = 0;
+    c->field_open = c->value_open = 0;
+    c->in_msg = 1;
+    c->headers_done = 0;
+    c->req.start_us = now_us();
+    if (c->srv->header_tv)
+        evtimer_add(c->timer, c->srv->header_tv);
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len)
+{
+    struct conn *c = p->data;
+    if (head_room(c, len) < 0)
+        return -1;
+    buf_append(&c->head, at, len);
+    return 0;
+}
+
+static int on_url_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    c->url_end = c->head.len;
+    buf_putc(&c->head, '\0');
+    return 0;
+}
+
+/* Trailer fields (after a chunked body) are counted but not kept. */
+static int trailer_room(struct conn *c, size_t len)
+{
+    c->trailer_bytes += len;
+    if (c->trailer_bytes > c->srv->cfg->max_header_bytes) {
+        c->fail_terr = TERR_RequestHeaderFieldsTooLarge;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+    struct conn *c = p->data;
+    if (c->headers_done)
+        return trailer_room(c, len);
+    if (head_room(c, len) < 0)
+        return -1;
+    if (!c->field_open) {
+        if (c->nspans == c->spans_cap) {
+            size_t cap = c->spans_cap ? c->spans_cap * 2 : 32;
+            struct hspan *s = realloc(c->spans, cap * sizeof *s);
+            if (!s)
+                abort();
+            c->spans = s;
+            c->spans_cap = cap;
+        }
+        c->spans[c->nspans].name_off = c->head.len;
+        c->field_open = 1;
+        c->value_open = 0;
+    }
+    buf_append(&c->head, at, len);
+    return 0;
+}
+
+static int on_header_field_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    if (c->headers_done)
+        return 0;
+    if (!c->field_open)  /* cannot happen with llhttp; keep the spans sane */
+        return -1;
+    struct hspan *s = &c->spans[c->nspans];
+    s->name_len = c->head.len - s->name_off;
+    buf_putc(&c->head, '\0');
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+    struct conn *c = p->data;
+    if (c->headers_done)
+        return trailer_room(c, len);
+    if (head_room(c, len) < 0)
+        return -1;
+    if (!c->value_open) {
+        c->spans[c->nspans].value_off = c->head.len;
+        c->value_open = 1;
+    }
+    buf_append(&c->head, at, len);
+    return 0;
+}
+
+/* Ends one header line: trims the value and NUL-terminates it. */
+static int on_header_value_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    if (c->headers_done)
+        return 0;
+    if (!c->field_open)
+        return -1;
+    struct hspan *s = &c->spans[c->nspans];
+    if (!c->value_open)
+        s->value_off = c->head.len;
+    size_t off = s->value_off, end = c->head.len;
+    while (off < end && (c->head.data[off] == ' ' || c->head.data[off] == '\t'))
+        off++;
+    while (end > off && (c->head.data[end - 1] == ' ' || c->head.data[end - 1] == '\t'))
+        end--;
+    s->value_off = off;
+    s->value_len = end - off;
+    c->head.len = end;
+    buf_putc(&c->head, '\0');
+    c->nspans++;
+    c->field_open = c->value_open = 0;
+    return 0;
+}
+
+/* Our method enum from llhttp's. */
+static enum http_method map_method(uint8_t m)
+{
+    switch (m) {
+    case HTTP_GET: return HTTP_M_GET;
+    case HTTP_HEAD: return HTTP_M_HEAD;
+    case HTTP_POST: return HTTP_M_POST;
+    case HTTP_PUT: return HTTP_M_PUT;
+    case HTTP_DELETE: return HTTP_M_DELETE;
+    case HTTP_MERGE: return HTTP_M_MERGE;
+    case HTTP_PATCH: return HTTP_M_PATCH;
+    case HTTP_OPTIONS: return HTTP_M_OPTIONS;
+    default: return HTTP_M_OTHER;
+    }
+}
+
+/* A request with no fields, for errors found before the head was complete. */
+static void request_blank(struct conn *c)
+{
+    struct request *r = &c->req;
+    r->arena = c->arena;
+    r->method = HTTP_M_OTHER;
+    r->method_name = "-";
+    r->http_major = 1;
+    r->http_minor = 1;
+    r->target = r->path = r->query = "";
+    r->path_len = r->query_len = 0;
+    r->headers = NULL;
+    r->nheaders = 0;
+    r->body = NULL;
+    r->body_len = 0;
+}
+
+/* Points the struct request at the parsed head (c->head must not grow
+ * after this until the response is written). */
+static void request_build(struct conn *c)
+{
+    struct request *r = &c->req;
+    llhttp_t *p = &c->parser;
+    r->arena = c->arena;
+    r->method = map_method(p->method);
+    r->method_name = llhttp_method_name((llhttp_method_t)p->method);
+    r->http_major = p->http_major;
+    r->http_minor = p->http_minor;
+    char *target = c->head.data;
+    r->target = target;
+    char *q = memchr(target, '?', c->url_end);
+    if (q) {
+        r->path_len = (size_t)(q - target);
+        r->path = arena_strndup(c->arena, target, r->path_len);
+        r->query = q + 1;
+        r->query_len = c->url_end - r->path_len - 1;
+    } else {
+        r->path = target;
+        r->path_len = c->url_end;
+        r->query = "";
+        r->query_len = 0;
+    }
+    r->nheaders = c->nspans;
+    r->headers = c->nspans ? arena_alloc(c->arena, c->nspans * sizeof *r->headers) : NULL;
+    for (size_t i = 0; i < c->nspans; i++) {
+        r->headers[i].name = target + c->spans[i].name_off;
+        r->headers[i].value = target + c->spans[i].value_off;
+        r->headers[i].value_len = c->spans[i].value_len;
+    }
+    r->body = NULL;
+    r->body_len = 0;
+}
+
+/* Writes the interim "100 Continue" (behind any held replies). */
+static void send_continue(struct conn *c)
+{
+    static const char msg[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    struct evbuffer *out = c->held ? c->pending : bufferevent_get_output(c->bev);
+    evbuffer_add(out, msg, sizeof msg - 1);
+}
+
+/* The head is complete: build the request, check the announced body size,
+ * answer Expect: 100-continue. */
+static int on_headers_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    const struct config *cfg = c->srv->cfg;
+    if (!c->url_end) {  /* no request-target callback: treat as malformed */
+        c->fail_terr = TERR_InvalidInput;
+        return -1;
+    }
+    c->headers_done = 1;
+    request_build(c);
+    int has_len = (p->flags & F_CONTENT_LENGTH) != 0;
+    int chunked = (p->flags & F_CHUNKED) != 0;
+    if (has_len && p->content_length > cfg->max_body_bytes) {
+        c->fail_terr = TERR_ContentLengthExceeded;
+        return -1;
+    }
+    if ((chunked || (has_len && p->content_length > 0)) &&
+        (p->http_major > 1 || (p->http_major == 1 && p->http_minor >= 1))) {
+        const char *expect = request_header(&c->req, "Expect");
+        if (expect && strcasecmp(expect, "100-continue") == 0)
+            send_continue(c);
+    }
+    if (has_len && p->content_length > 0)
+        buf_reserve(&c->body, (size_t)p->content_length);
+    if (chunked || (has_len && p->content_length > 0))
+        evtimer_add(c->timer, c->srv->idle_tv);  /* body progress deadline */
+    return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+    struct conn *c = p->data;
+    if (c->body.len + len > c->srv->cfg->max_body_bytes) {
+        c->fail_terr = TERR_ContentLengthExceeded;
+        return -1;
+    }
+    buf_append(&c->body, at, len);
+    return 0;
+}
+
+/* ---- responses ---- */
+
+/* Starts a response for the current request, keeping the body buffer of
+ * the previous one to avoid a malloc per request. */
+static void response_begin(struct conn *c)
+{
+    struct buf keep = c->resp.body;
+    response_init(&c->resp, c->arena);
+    c->resp.body = keep;
+    buf_reset(&c->resp.body);
+}
+
+/* Where replies go right now: held for the group commit while one is
+ * outstanding (or this reply made the service dirty), else the socket. */
+static struct evbuffer *reply_buffer(struct conn *c)
+{
+    struct server *srv = c->srv;
+    if (srv->sync_pending || service_dirty(srv->svc)) {
+        if (!c->pending)
+            c->pending = evbuffer_new();
+        if (!c->held) {
+            c->held = 1;
+            c->held_next = srv->held;
+            srv->held = c;
+        }
+        server_want_sync(srv);
+        return c->pending;
+    }
+    return bufferevent_get_output(c->bev);
+}
+
+/* Headers core/ writes itself; copies from the service are dropped. */
+static int reserved_header(const char *name)
+{
+    return strcasecmp(name, "Content-Length") == 0 || strcasecmp(name, "Connection") == 0 ||
+           strcasecmp(name, "Transfer-Encoding") == 0;
+}
+
+static void free_cleanup(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    free(arg);
+}
+
+/* Serialises c->resp for c->req, logs it, and releases the request's
+ * memory. close: add "Connection: close" and close after writing. */
+static void conn_respond(struct conn *c, int close)
+{
+    struct server *srv = c->srv;
+    struct request *req = &c->req;
+    struct response *resp = &c->resp;
+    struct buf *h = &srv->head;
+    int status = resp->status >= 100 && resp->status <= 999 ? resp->status : 500;
+    const char *reason = resp->reason ? resp->reason : http_reason(status);
+    size_t blen = resp->body.len;
+
+    buf_reset(h);
+    buf_printf(h, "HTTP/1.1 %d %s\r\n", status, reason);
+    for (size_t i = 0; i < resp->nheaders; i++) {
+        const struct http_header *hd = &resp->headers[i];
+        if (reserved_header(hd->name))
+            continue;
+        buf_puts(h, hd->name);
+        buf_append(h, ": ", 2);
+        buf_append(h, hd->value, hd->value_len);
+        buf_append(h, "\r\n", 2);
+    }
+    buf_printf(h, "Content-Length: %zu\r\n", blen);
+    if (close)
+        buf_puts(h, "Connection: close\r\n");
+    else if (req->http_major == 1 && req->http_minor == 0)
+        buf_puts(h, "Connection: keep-alive\r\n");
+    buf_append(h, "\r\n", 2);
+
+    struct evbuffer *out = reply_buffer(c);
+    size_t sent = 0;
+    evbuffer_add(out, h->data, h->len);
+    if (!resp->no_body && blen) {
+        if (blen >= CONN_BODY_STEAL) {
+            char *data = resp->body.data;
+            if (evbuffer_add_reference(out, data, blen, free_cleanup, data) == 0)
+                buf_init(&resp->body);
+            else
+                evbuffer_add(out, data, blen);
+        } else {
+            evbuffer_add(out, resp->body.data, blen);
+        }
+        sent = blen;
+    }
+
+    if (srv->cfg->access_log) {
+        log_access(req->method_name, req->path, status, sent, now_us() - req->start_us,
+                   response_get_header(resp, "x-ms-request-id"));
+        server_note_access(srv);
+    }
+
+    /* The request is answered: release its memory. */
+    arena_reset(c->arena);
+    resp->headers = NULL;
+    resp->nheaders = resp->cap = 0;
+    if (resp->body.cap > CONN_KEEP_BYTES)
+        buf_free(&resp->body);
+    if (c->body.cap > CONN_KEEP_BYTES)
+        buf_free(&c->body);
+    else
+        buf_reset(&c->body);
+    if (c->head.cap > CONN_KEEP_BYTES)
+        buf_free(&c->head);
+    req->headers = NULL;
+    req->nheaders = 0;
+    req->body = NULL;
+    req->body_len = 0;
+    if (close)
+        c->closing = 1;
+}
+
+/* Answers a request core/ could not parse or accept, then closes. */
+static void conn_fail(struct conn *c, int terr)
+{
+    if (!c->headers_done)
+        request_blank(c);
+    c->req.body = NULL;
+    c->req.body_len = 0;
+    c->in_msg = 0;
+    response_begin(c);
+    service_error(c->srv->svc, &c->req, &c->resp, terr);
+    conn_respond(c, 1);
+}
+
+/* A whole request has arrived: run it and queue the reply. Pauses the
+ * parser when the connection is closing or too much output is queued. */
+static int on_message_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    struct server *srv = c->srv;
+    c->in_msg = 0;
+    if (c->body.len) {
+        c->req.body = c->body.data;
+        c->req.body_len = c->body.len;
+    }
+    response_begin(c);
+    if (c->req.method == HTTP_M_HEAD)
+        c->resp.no_body = 1;
+    service_handle(srv->svc, &c->req, &c->resp);
+    int close = c->resp.close || !llhttp_should_keep_alive(p) || srv->stopping;
+    conn_respond(c, close);
+    if (c->closing)
+        return HPE_PAUSED;
+    evtimer_add(c->timer, srv->idle_tv);
+    if (evbuffer_get_length(bufferevent_get_output(c->bev)) > CONN_OUTPUT_HIGH) {
+        c->wpaused = 1;
+        bufferevent_disable(c->bev, EV_READ);
+        return HPE_PAUSED;
+    }
+    return 0;
+}
+
+void conn_init_settings(struct server *srv)
+{
+    llhttp_settings_t *s = &srv->settings;
+    llhttp_settings_init(s);
+    s->on_message_begin = on_message_begin;
+    s->on_url = on_url;
+    s->on_url_complete = on_url_complete;
+    s->on_header_field = on_header_field;
+    s->on_header_field_complete = on_header_field_complete;
+    s->on_header_value = on_header_value;
+    s->on_header_value_complete = on_header_value_complete;
+    s->on_headers_complete = on_headers_complete;
+    s->on_body = on_body;
+    s->on_message_complete = on_message_complete;
+}
+
+/* Feeds buffered input to llhttp until it is used up, the connection
+ * starts closing, or output backs up. Never frees c. */
+static void conn_process(struct conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    while (!c->closing && !c->wpaused) {
+        struct evbuffer_iovec v;
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+            break;
+        const char *data = v.iov_base;
+        enum llhttp_errno e = llhttp_execute(&c->parser, data, v.iov_len);
+        size_t used = v.iov_len;
+        if (e == HPE_PAUSED) {
+            used = (size_t)(llhttp_get_error_pos(&c->parser) - data);
+            llhttp_resume(&c->parser);
+        } else if (e == HPE_PAUSED_UPGRADE) {
+            /* Upgrade/CONNECT: we speak only HTTP/1.1; the reply is out. */
+            c->closing = 1;
+        } else if (e != HPE_OK) {
+            int terr = c->fail_terr ? c->fail_terr : TERR_InvalidInput;
+            if (!c->fail_terr)
+                log_debug("bad request from %s: %s", c->peer_ip, llhttp_get_error_reason(&c->parser));
+            evbuffer_drain(in, evbuffer_get_length(in));
+            conn_fail(c, terr);
+            return;
+        }
+        evbuffer_drain(in, used);
+    }
+    if (c->closing)
+        evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+/* ---- closing ---- */
+
+void conn_free(struct conn *c)
+{
+    struct server *srv = c->srv;
+    if (c->held) {
+        for (struct conn **pp = &srv->held; *pp; pp = &(*pp)->held_next) {
+            if (*pp == c) {
+                *pp = c->held_next;
+                break;
+            }
+        }
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    srv->nconns--;
+    event_free(c->timer);
+    bufferevent_free(c->bev);
+    if (c->pending)
+        evbuffer_free(c->pending);
+    arena_free(c->arena);
+    buf_free(&c->head);
+    buf_free(&c->body);
+    buf_free(&c->resp.body);
+    free(c->spans);
+    free(c);
+    if (srv->stopping && srv->nconns == 0)
+        event_base_loopbreak(srv->base);
+}
+
+/* Once everything owed is written: half-close and discard input for a
+ * moment (so a client still sending does not get a reset that destroys the
+ * reply), or free at once for TLS, EOF and shutdown. */
+static void conn_finish(struct conn *c)
+{
+    if (c->tls || c->eof || c->srv->stopping) {
+        conn_free(c);
+        return;
+    }
+    shutdown(c->fd, SHUT_WR);
+    c->lingering = 1;
+    evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
+    bufferevent_enable(c->bev, EV_READ);
+    evtimer_add(c->timer, c->srv->linger_tv);
+}
+
+/* Called last by every top-level callback: when the connection is closing
+ * and its replies are written, finish it. May free c. */
+static void conn_settle(struct conn *c)
+{
+    if (!c->closing || c->held || c->lingering)
+        return;
+    if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0) {
+        bufferevent_disable(c->bev, EV_READ);  /* the write callback finishes */
+        return;
+    }
+    conn_finish(c);
+}
+
+/* ---- libevent callbacks ---- */
+
+static void conn_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct conn *c = arg;
+    if (c->lingering || c->closing) {
+        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+        return;
+    }
+    if (c->held) {
+        /* Our earlier replies wait for the group commit: read on after it,
+         * so a busy client cannot keep the commit from running. */
+        c->read_deferred = 1;
+        bufferevent_disable(bev, EV_READ);
+        return;
+    }
+    conn_process(c);
+    if (c->in_msg && c->headers_done)
+        evtimer_add(c->timer, c->srv->idle_tv);
+    conn_settle(c);
+}
+
+static void conn_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct conn *c = arg;
+    (void)bev;
+    if (c->wpaused && !c->closing) {
+        c->wpaused = 0;
+        if (!c->held)
+            bufferevent_enable(c->bev, EV_READ);
+        conn_process(c);
+    }
+    conn_settle(c);
+}
+
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct conn *c = arg;
+    if (what & BEV_EVENT_CONNECTED)
+        return;
+    if (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
+        if (what & BEV_EVENT_TIMEOUT)
+            log_debug("closing %s: client stopped reading", c->peer_ip);
+        conn_free(c);
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        if (c->lingering) {
+            conn_free(c);
+            return;
+        }
+        c->eof = 1;
+        if (!c->held && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+            conn_free(c);
+            return;
+        }
+        /* Finish writing the replies we owe, then close. */
+        c->closing = 1;
+        conn_settle(c);
+    }
+}
+
+/* Header deadline, idle keep-alive deadline, or end of lingering. */
+static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    (void)what;
+    if (c->lingering) {
+        conn_free(c);
+        return;
+    }
+    if (c->held)
+        return;
+    if (!c->in_msg && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0) {
+        /* Still sending a reply: the bufferevent's write timeout governs. */
+        evtimer_add(c->timer, c->srv->idle_tv);
+        return;
+    }
+    log_debug("closing %s: %s timeout", c->peer_ip,
+              c->in_msg && !c->headers_done ? "header" : "idle");
+    conn_free(c);
+}
+
+/* ---- life cycle ---- */
+
+int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls)
+{
+    struct bufferevent *bev;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (tls)
+        bev = tls_bufferevent_new(srv->base, srv->tls_ctx, fd);
+    else
+        bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev) {
+        if (!tls)
+            close(fd);
+        log_warn("cannot set up a connection");
+        return -1;
+    }
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c)
+        abort();
+    c->srv = srv;
+    c->bev = bev;
+    c->fd = fd;
+    c->tls = tls;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, c->peer_ip,
+                  sizeof c->peer_ip);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, c->peer_ip,
+                  sizeof c->peer_ip);
+    c->arena = arena_new(CONN_ARENA_CHUNK);
+    buf_init(&c->head);
+    buf_init(&c->body);
+    buf_init(&c->resp.body);
+    request_blank(c);
+    memcpy(c->req.peer_ip, c->peer_ip, sizeof c->peer_ip);
+    c->req.tls = tls;
+    llhttp_init(&c->parser, HTTP_REQUEST, &srv->settings);
+    c->parser.data = c;
+    c->timer = evtimer_new(srv->base, conn_timer_cb, c);
+
+    if (!tls)
+        bufferevent_priority_set(bev, PRIO_IO);
+    bufferevent_setcb(bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+    bufferevent_set_timeouts(bev, NULL, srv->idle_tv);
+    bufferevent_set_max_single_read(bev, 64 * 1024);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    evtimer_add(c->timer, srv->idle_tv);
+
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    return 0;
+}
+
+/* Sends (ok) or drops (!ok) the replies c held for the group commit, then
+ * reads on. May free c. */
+static void conn_release(struct conn *c, int ok)
+{
+    if (!ok) {
+        log_warn("closing connection from %s: its writes could not be made durable", c->peer_ip);
+        conn_free(c);
+        return;
+    }
+    evbuffer_add_buffer(bufferevent_get_output(c->bev), c->pending);
+    if (c->read_deferred && !c->closing) {
+        c->read_deferred = 0;
+        if (!c->wpaused)
+            bufferevent_enable(c->bev, EV_READ);
+        conn_process(c);
+        if (c->in_msg && c->headers_done)
+            evtimer_add(c->timer, c->srv->idle_tv);
+    }
+    conn_settle(c);
+}
+
+void conn_release_all(struct server *srv, int ok)
+{
+    /* Detach the list first: releasing may hold new replies (a deferred
+     * request that writes again), which start the next group. */
+    struct conn *list = srv->held;
+    srv->held = NULL;
+    while (list) {
+        struct conn *c = list;
+        list = c->held_next;
+        c->held = 0;
+        c->held_next = NULL;
+        conn_release(c, ok);
+    }
+}
+
+void conn_stop_all(struct server *srv)
+{
+    struct conn *c = srv->conns;
+    while (c) {
+        struct conn *next = c->next;
+        if (c->lingering ||
+            (!c->in_msg && !c->held && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0))
+            conn_free(c);
+        c = next;
+    }
+}
+
+void conn_free_all(struct server *srv)
+{
+    while (srv->conns)
+        conn_free(srv->conns);
+}
