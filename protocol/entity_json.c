@@ -249,7 +249,7 @@ static void member_value(struct jparse *jp, enum jkind kind, int b, const char *
     if (jp->err != TERR_NONE || jp->cls == MC_IGNORE)
         return;
     if (kind == JK_STRING && utf8_check(s, n) != 0) {
-        /* yajl decodes a lone "\udc00" escape to an encoded surrogate */
+        /* yajl checks UTF-8 structure only, not overlongs or surrogates */
         set_err(jp, TERR_InvalidInput);
         return;
     }
@@ -483,16 +483,68 @@ static enum terr convert(struct arena *a, const struct member *m, struct edm_val
     return TERR_InvalidInput;
 }
 
+static int hex4(const char *s, size_t n, size_t at, unsigned *out)
+{
+    unsigned v = 0;
+    if (n - at < 4)
+        return -1;
+    for (size_t i = at; i < at + 4; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | (unsigned)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* yajl turns a lone high-surrogate escape into '?' and pairs a high
+ * surrogate with any following \u escape, silently changing the text; such
+ * bodies are rejected up front instead. Backslashes only occur inside JSON
+ * strings (anything else is a syntax error anyway), so escapes can be
+ * walked pairwise without tracking string boundaries. Returns 0 when every
+ * \u escape forms valid UTF-16. */
+static int surrogates_ok(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\')
+            continue;
+        if (i + 1 < n && s[i + 1] == 'u') {
+            unsigned u, lo;
+            if (hex4(s, n, i + 2, &u) < 0)
+                return -1;   /* malformed escape: yajl reports it too */
+            i += 5;
+            if (u >= 0xDC00 && u <= 0xDFFF)
+                return -1;
+            if (u >= 0xD800 && u <= 0xDBFF) {
+                if (n - i < 7 || s[i + 1] != '\\' || s[i + 2] != 'u' || hex4(s, n, i + 3, &lo) < 0 ||
+                    lo < 0xDC00 || lo > 0xDFFF)
+                    return -1;
+                i += 6;
+            }
+        } else {
+            i++;   /* any other escape: skip the escaped character */
+        }
+    }
+    return 0;
+}
+
 /* Runs yajl over the body; returns rule 1's verdict. */
 static enum terr parse_body(struct jparse *jp, const char *body, size_t len)
 {
-    yajl_handle h = yajl_alloc(&parse_callbacks, NULL, jp);
-    if (!h)
-        return TERR_InternalError;
     if (len >= 3 && memcmp(body, "\xef\xbb\xbf", 3) == 0) {
         body += 3;   /* a UTF-8 byte order mark, as .NET readers allow */
         len -= 3;
     }
+    if (surrogates_ok(body, len) != 0)
+        return TERR_InvalidInput;
+    yajl_handle h = yajl_alloc(&parse_callbacks, NULL, jp);
+    if (!h)
+        return TERR_InternalError;
     yajl_status st = yajl_parse(h, (const unsigned char *)body, len);
     if (st == yajl_status_ok)
         st = yajl_complete_parse(h);

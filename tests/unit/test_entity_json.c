@@ -265,6 +265,12 @@ static void test_parse_values(void)
     TEST_EQ_INT(parse("{\"PartitionKey\":\"a\",\"RowKey\":\"b\"}\xef\xbb\xbf", &e),
                 TERR_InvalidInput, "BOM elsewhere is garbage");
 
+    TEST_EQ_INT(parse("{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":\"\\\\ud800\\\\\",\"Y\":\"\\uDBFF\\uDFFF\"}",
+                      &e),
+                TERR_NONE, "escaped backslash before 'ud800' text; upper-case pair");
+    TEST_CHECK(str_is(prop(&e, "X"), "\\ud800\\") && str_is(prop(&e, "Y"), "\xf4\x8f\xbf\xbf"),
+               "literal text and U+10FFFF");
+
     /* update mode: keys optional, validated when present */
     TEST_EQ_INT(parse_mode("{}", ENTITY_PARSE_UPDATE, &e), TERR_NONE, "{} is a valid update");
     TEST_CHECK(e.pk == NULL && e.rk == NULL && e.nprops == 0, "no keys, no properties");
@@ -301,8 +307,28 @@ static void test_parse_errors(void)
         { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\" /*c*/}", TERR_InvalidInput, "comment" },
         { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":\"\xc3\"}", TERR_InvalidInput,
           "invalid raw UTF-8 in a string" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":\"\xc0\xaf\"}", TERR_InvalidInput,
+          "overlong raw UTF-8 in a string (yajl lets it through)" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":\"\xed\xa0\x80\"}", TERR_InvalidInput,
+          "raw encoded surrogate in a string" },
+        { "{\"PartitionKey\":\"\xf4\x90\x80\x80\",\"RowKey\":\"b\"}", TERR_InvalidInput,
+          "raw code point above U+10FFFF in a key" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\xc0\xaf\":1}", TERR_InvalidInput,
+          "overlong raw UTF-8 in a name" },
         { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":\"\\udc00\"}", TERR_InvalidInput,
           "lone low surrogate escape" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":\"\\ud800x\"}", TERR_InvalidInput,
+          "lone high surrogate escape" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":\"\\ud800\"}", TERR_InvalidInput,
+          "high surrogate escape at the end of a string" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":\"\\ud800\\u0041\"}", TERR_InvalidInput,
+          "high surrogate followed by a non-surrogate escape" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":\"\\ud800\\ud800\"}", TERR_InvalidInput,
+          "two high surrogates" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"\\udc00\":1}", TERR_InvalidInput,
+          "lone surrogate in a name" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":\"\\u12\"}", TERR_InvalidInput,
+          "short \\u escape" },
         /* InvalidInput: values */
         { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":{}}", TERR_InvalidInput, "object value" },
         { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X\":[1]}", TERR_InvalidInput, "array value" },
