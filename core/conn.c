@@ -6,8 +6,13 @@
  * are copied into c->head (reused across requests), its body into c->body;
  * the struct request points into those two buffers and into c->arena, all
  * three reset once the response has been serialised. Responses are written
- * into the bufferevent's output (or c->pending while a group commit is
- * outstanding), so nothing of a request outlives its turn.
+ * into the connection's output buffer (or c->pending while a group commit
+ * is outstanding), so nothing of a request outlives its turn.
+ *
+ * I/O: plain sockets use raw libevent events with read() into a shared
+ * buffer, parsed in place, and one writev() of all replies a read produced
+ * (about two system calls per request; the write event is armed only when
+ * the socket is full). TLS connections go through bufferevent_openssl.
  *
  * Ordering: requests of one connection are handled one after another as
  * llhttp completes them, so pipelined replies go out in order by
@@ -16,6 +21,7 @@
 #include "core/conn.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
@@ -53,7 +59,9 @@ struct conn {
     struct server *srv;
     struct conn *prev, *next;   /* srv->conns */
     struct conn *held_next;     /* srv->held */
-    struct bufferevent *bev;
+    struct bufferevent *bev;    /* TLS only */
+    struct event *rev, *wev;    /* plain only: readable / writable */
+    struct evbuffer *in, *out;  /* plain only: unparsed input, unsent output */
     int fd;
     int tls;
     char peer_ip[64];
@@ -79,6 +87,7 @@ struct conn {
     unsigned wpaused : 1;       /* parsing paused until output drains */
     unsigned lingering : 1;     /* write side shut, discarding input */
     unsigned eof : 1;           /* peer closed its side */
+    unsigned broken : 1;        /* write failed: free at the next chance */
 
     struct evbuffer *pending;   /* replies held for the group commit */
     struct event *timer;        /* header, idle and linger deadlines */
@@ -90,6 +99,33 @@ static uint64_t now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ---- I/O helpers shared by the plain and TLS paths ---- */
+
+static struct evbuffer *conn_input(struct conn *c)
+{
+    return c->bev ? bufferevent_get_input(c->bev) : c->in;
+}
+
+static struct evbuffer *conn_output(struct conn *c)
+{
+    return c->bev ? bufferevent_get_output(c->bev) : c->out;
+}
+
+/* Turns reading on or off (no system call when nothing changes). */
+static void conn_reading(struct conn *c, int on)
+{
+    if (c->bev) {
+        if (on)
+            bufferevent_enable(c->bev, EV_READ);
+        else
+            bufferevent_disable(c->bev, EV_READ);
+    } else if (on) {
+        event_add(c->rev, NULL);
+    } else {
+        event_del(c->rev);
+    }
 }
 
 /* ---- request parsing (llhttp callbacks) ---- */
@@ -303,7 +339,7 @@ static void request_build(struct conn *c)
 static void send_continue(struct conn *c)
 {
     static const char msg[] = "HTTP/1.1 100 Continue\r\n\r\n";
-    struct evbuffer *out = c->held ? c->pending : bufferevent_get_output(c->bev);
+    struct evbuffer *out = c->held ? c->pending : conn_output(c);
     evbuffer_add(out, msg, sizeof msg - 1);
 }
 
@@ -377,7 +413,7 @@ static struct evbuffer *reply_buffer(struct conn *c)
         server_want_sync(srv);
         return c->pending;
     }
-    return bufferevent_get_output(c->bev);
+    return conn_output(c);
 }
 
 /* Headers core/ writes itself; copies from the service are dropped. */
@@ -499,9 +535,9 @@ static int on_message_complete(llhttp_t *p)
     if (c->closing)
         return HPE_PAUSED;
     evtimer_add(c->timer, srv->idle_tv);
-    if (evbuffer_get_length(bufferevent_get_output(c->bev)) > CONN_OUTPUT_HIGH) {
+    if (evbuffer_get_length(conn_output(c)) > CONN_OUTPUT_HIGH) {
         c->wpaused = 1;
-        bufferevent_disable(c->bev, EV_READ);
+        conn_reading(c, 0);
         return HPE_PAUSED;
     }
     return 0;
@@ -523,36 +559,91 @@ void conn_init_settings(struct server *srv)
     s->on_message_complete = on_message_complete;
 }
 
-/* Feeds buffered input to llhttp until it is used up, the connection
+
+/* Runs llhttp over one contiguous piece of input. Returns how many bytes
+ * it consumed: all of them, or fewer when parsing paused (the connection
+ * is closing or its output backed up). Never frees c. */
+static size_t conn_feed(struct conn *c, const char *data, size_t len)
+{
+    if (c->closing || c->wpaused)
+        return 0;
+    enum llhttp_errno e = llhttp_execute(&c->parser, data, len);
+    if (e == HPE_OK)
+        return len;
+    if (e == HPE_PAUSED) {
+        size_t used = (size_t)(llhttp_get_error_pos(&c->parser) - data);
+        llhttp_resume(&c->parser);
+        return used;
+    }
+    if (e == HPE_PAUSED_UPGRADE) {
+        /* Upgrade/CONNECT: we speak only HTTP/1.1; the reply is queued. */
+        c->closing = 1;
+        return len;
+    }
+    if (!c->fail_terr)
+        log_debug("bad request from %s: %s", c->peer_ip, llhttp_get_error_reason(&c->parser));
+    conn_fail(c, c->fail_terr ? c->fail_terr : TERR_InvalidInput);
+    return len;
+}
+
+/* Parses whatever input is buffered until it is used up, the connection
  * starts closing, or output backs up. Never frees c. */
 static void conn_process(struct conn *c)
 {
-    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct evbuffer *in = conn_input(c);
     while (!c->closing && !c->wpaused) {
         struct evbuffer_iovec v;
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
             break;
-        const char *data = v.iov_base;
-        enum llhttp_errno e = llhttp_execute(&c->parser, data, v.iov_len);
-        size_t used = v.iov_len;
-        if (e == HPE_PAUSED) {
-            used = (size_t)(llhttp_get_error_pos(&c->parser) - data);
-            llhttp_resume(&c->parser);
-        } else if (e == HPE_PAUSED_UPGRADE) {
-            /* Upgrade/CONNECT: we speak only HTTP/1.1; the reply is out. */
-            c->closing = 1;
-        } else if (e != HPE_OK) {
-            int terr = c->fail_terr ? c->fail_terr : TERR_InvalidInput;
-            if (!c->fail_terr)
-                log_debug("bad request from %s: %s", c->peer_ip, llhttp_get_error_reason(&c->parser));
-            evbuffer_drain(in, evbuffer_get_length(in));
-            conn_fail(c, terr);
-            return;
-        }
+        size_t used = conn_feed(c, v.iov_base, v.iov_len);
         evbuffer_drain(in, used);
+        if (used == 0)
+            break;
     }
     if (c->closing)
         evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+/* Plain sockets: writes queued output now; arms the write event (with the
+ * idle timeout as the write deadline) only when the socket is full. */
+static void conn_flush(struct conn *c)
+{
+    if (c->bev || c->broken)
+        return;
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n > 0)
+            continue;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            c->broken = 1;
+            return;
+        }
+        break;
+    }
+    if (evbuffer_get_length(c->out) > 0)
+        event_add(c->wev, c->srv->idle_tv);
+    else
+        event_del(c->wev);
+}
+
+/* Parses and writes until neither makes progress; resumes parsing paused
+ * for output once that output is gone. Never frees c. */
+static void conn_pump(struct conn *c)
+{
+    for (;;) {
+        conn_process(c);
+        conn_flush(c);
+        if (!c->wpaused || c->closing || c->broken ||
+            evbuffer_get_length(conn_output(c)) > 0)
+            break;
+        c->wpaused = 0;
+        if (!c->held)
+            conn_reading(c, 1);
+    }
+    if (c->in_msg && c->headers_done)
+        evtimer_add(c->timer, c->srv->idle_tv);  /* body still coming */
 }
 
 /* ---- closing ---- */
@@ -576,7 +667,15 @@ void conn_free(struct conn *c)
         c->next->prev = c->prev;
     srv->nconns--;
     event_free(c->timer);
-    bufferevent_free(c->bev);
+    if (c->bev) {
+        bufferevent_free(c->bev);  /* closes the socket */
+    } else {
+        event_free(c->rev);
+        event_free(c->wev);
+        evbuffer_free(c->in);
+        evbuffer_free(c->out);
+        close(c->fd);
+    }
     if (c->pending)
         evbuffer_free(c->pending);
     arena_free(c->arena);
@@ -594,33 +693,116 @@ void conn_free(struct conn *c)
  * reply), or free at once for TLS, EOF and shutdown. */
 static void conn_finish(struct conn *c)
 {
-    if (c->tls || c->eof || c->srv->stopping) {
+    if (c->bev || c->eof || c->srv->stopping) {
         conn_free(c);
         return;
     }
     shutdown(c->fd, SHUT_WR);
     c->lingering = 1;
-    evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
-    bufferevent_enable(c->bev, EV_READ);
+    evbuffer_drain(c->in, evbuffer_get_length(c->in));
+    conn_reading(c, 1);
     evtimer_add(c->timer, c->srv->linger_tv);
 }
 
-/* Called last by every top-level callback: when the connection is closing
- * and its replies are written, finish it. May free c. */
+/* Called last by every top-level callback: frees a broken connection, and
+ * finishes a closing one once its replies are written. May free c. */
 static void conn_settle(struct conn *c)
 {
+    if (c->broken) {
+        conn_free(c);
+        return;
+    }
     if (!c->closing || c->held || c->lingering)
         return;
-    if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0) {
-        bufferevent_disable(c->bev, EV_READ);  /* the write callback finishes */
+    if (evbuffer_get_length(conn_output(c)) > 0) {
+        conn_reading(c, 0);  /* the write callback finishes the job */
         return;
     }
     conn_finish(c);
 }
 
-/* ---- libevent callbacks ---- */
+/* The peer closed its side. May free c. */
+static void conn_on_eof(struct conn *c)
+{
+    if (c->lingering) {
+        conn_free(c);
+        return;
+    }
+    c->eof = 1;
+    if (!c->held && evbuffer_get_length(conn_output(c)) == 0) {
+        conn_free(c);
+        return;
+    }
+    /* Finish writing the replies we owe, then close. */
+    c->closing = 1;
+    conn_reading(c, 0);
+    conn_settle(c);
+}
 
-static void conn_read_cb(struct bufferevent *bev, void *arg)
+/* Our earlier replies wait for the group commit: stop reading until it has
+ * run, so a busy client cannot keep the commit from running. */
+static void conn_defer_reading(struct conn *c)
+{
+    c->read_deferred = 1;
+    conn_reading(c, 0);
+}
+
+/* ---- plain socket callbacks ---- */
+
+static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    struct server *srv = c->srv;
+    (void)what;
+    if (c->held && !c->lingering) {
+        conn_defer_reading(c);
+        return;
+    }
+    ssize_t n = read(fd, srv->rbuf, sizeof srv->rbuf);
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            conn_free(c);
+        return;
+    }
+    if (n == 0) {
+        conn_on_eof(c);
+        return;
+    }
+    if (c->lingering || c->closing)
+        return;  /* discarded */
+    const char *data = srv->rbuf;
+    size_t len = (size_t)n, used = 0;
+    if (evbuffer_get_length(c->in) == 0) {
+        /* The usual case: parse straight from the read buffer. */
+        while (used < len && !c->closing && !c->wpaused) {
+            size_t k = conn_feed(c, data + used, len - used);
+            if (k == 0)
+                break;
+            used += k;
+        }
+    }
+    if (used < len && !c->closing)
+        evbuffer_add(c->in, data + used, len - used);
+    conn_pump(c);
+    conn_settle(c);
+}
+
+static void plain_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    if (what & EV_TIMEOUT) {
+        log_debug("closing %s: client stopped reading", c->peer_ip);
+        conn_free(c);
+        return;
+    }
+    conn_pump(c);
+    conn_settle(c);
+}
+
+/* ---- TLS (bufferevent) callbacks ---- */
+
+static void tls_read_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
     if (c->lingering || c->closing) {
@@ -628,34 +810,26 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
         return;
     }
     if (c->held) {
-        /* Our earlier replies wait for the group commit: read on after it,
-         * so a busy client cannot keep the commit from running. */
-        c->read_deferred = 1;
-        bufferevent_disable(bev, EV_READ);
+        conn_defer_reading(c);
         return;
     }
-    conn_process(c);
-    if (c->in_msg && c->headers_done)
-        evtimer_add(c->timer, c->srv->idle_tv);
+    conn_pump(c);
     conn_settle(c);
 }
 
-static void conn_write_cb(struct bufferevent *bev, void *arg)
+/* The output has drained: resume paused parsing, finish a close. */
+static void tls_write_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
     (void)bev;
-    if (c->wpaused && !c->closing) {
-        c->wpaused = 0;
-        if (!c->held)
-            bufferevent_enable(c->bev, EV_READ);
-        conn_process(c);
-    }
+    conn_pump(c);
     conn_settle(c);
 }
 
-static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+static void tls_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct conn *c = arg;
+    (void)bev;
     if (what & BEV_EVENT_CONNECTED)
         return;
     if (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
@@ -664,20 +838,8 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
         conn_free(c);
         return;
     }
-    if (what & BEV_EVENT_EOF) {
-        if (c->lingering) {
-            conn_free(c);
-            return;
-        }
-        c->eof = 1;
-        if (!c->held && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-            conn_free(c);
-            return;
-        }
-        /* Finish writing the replies we owe, then close. */
-        c->closing = 1;
-        conn_settle(c);
-    }
+    if (what & BEV_EVENT_EOF)
+        conn_on_eof(c);
 }
 
 /* Header deadline, idle keep-alive deadline, or end of lingering. */
@@ -692,8 +854,8 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (c->held)
         return;
-    if (!c->in_msg && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0) {
-        /* Still sending a reply: the bufferevent's write timeout governs. */
+    if (!c->in_msg && evbuffer_get_length(conn_output(c)) > 0) {
+        /* Still sending a reply: the write deadline governs. */
         evtimer_add(c->timer, c->srv->idle_tv);
         return;
     }
@@ -704,26 +866,32 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- life cycle ---- */
 
+/* Creates an event or aborts (only fails on out-of-memory). */
+static struct event *conn_event(struct event_base *base, int fd, short what,
+                                event_callback_fn cb, void *arg)
+{
+    struct event *ev = event_new(base, fd, what, cb, arg);
+    if (!ev)
+        abort();
+    return ev;
+}
+
 int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls)
 {
-    struct bufferevent *bev;
+    struct bufferevent *bev = NULL;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (tls)
-        bev = tls_bufferevent_new(srv->base, srv->tls_ctx, fd);
-    else
-        bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    if (!bev) {
-        if (!tls)
-            close(fd);
-        log_warn("cannot set up a connection");
-        return -1;
+    if (tls) {
+        bev = tls_bufferevent_new(srv->base, srv->tls_ctx, fd);  /* closes fd on failure */
+        if (!bev) {
+            log_warn("cannot set up a TLS connection");
+            return -1;
+        }
     }
     struct conn *c = calloc(1, sizeof *c);
     if (!c)
         abort();
     c->srv = srv;
-    c->bev = bev;
     c->fd = fd;
     c->tls = tls;
     if (sa->sa_family == AF_INET)
@@ -741,14 +909,25 @@ int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls)
     c->req.tls = tls;
     llhttp_init(&c->parser, HTTP_REQUEST, &srv->settings);
     c->parser.data = c;
-    c->timer = evtimer_new(srv->base, conn_timer_cb, c);
+    c->timer = conn_event(srv->base, -1, 0, conn_timer_cb, c);
 
-    if (!tls)
-        bufferevent_priority_set(bev, PRIO_IO);
-    bufferevent_setcb(bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
-    bufferevent_set_timeouts(bev, NULL, srv->idle_tv);
-    bufferevent_set_max_single_read(bev, 64 * 1024);
-    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    if (bev) {
+        c->bev = bev;
+        bufferevent_setcb(bev, tls_read_cb, tls_write_cb, tls_event_cb, c);
+        bufferevent_set_timeouts(bev, NULL, srv->idle_tv);
+        bufferevent_set_max_single_read(bev, 64 * 1024);
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+    } else {
+        c->in = evbuffer_new();
+        c->out = evbuffer_new();
+        if (!c->in || !c->out)
+            abort();
+        c->rev = conn_event(srv->base, fd, EV_READ | EV_PERSIST, plain_read_cb, c);
+        c->wev = conn_event(srv->base, fd, EV_WRITE, plain_write_cb, c);
+        event_priority_set(c->rev, PRIO_IO);
+        event_priority_set(c->wev, PRIO_IO);
+        event_add(c->rev, NULL);
+    }
     evtimer_add(c->timer, srv->idle_tv);
 
     c->next = srv->conns;
@@ -768,15 +947,13 @@ static void conn_release(struct conn *c, int ok)
         conn_free(c);
         return;
     }
-    evbuffer_add_buffer(bufferevent_get_output(c->bev), c->pending);
+    evbuffer_add_buffer(conn_output(c), c->pending);
     if (c->read_deferred && !c->closing) {
         c->read_deferred = 0;
         if (!c->wpaused)
-            bufferevent_enable(c->bev, EV_READ);
-        conn_process(c);
-        if (c->in_msg && c->headers_done)
-            evtimer_add(c->timer, c->srv->idle_tv);
+            conn_reading(c, 1);
     }
+    conn_pump(c);
     conn_settle(c);
 }
 
@@ -801,7 +978,7 @@ void conn_stop_all(struct server *srv)
     while (c) {
         struct conn *next = c->next;
         if (c->lingering ||
-            (!c->in_msg && !c->held && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0))
+            (!c->in_msg && !c->held && evbuffer_get_length(conn_output(c)) == 0))
             conn_free(c);
         c = next;
     }

@@ -49,6 +49,7 @@ struct server {
     int stopping;
 
     struct buf head;            /* scratch for serialising response heads */
+    char rbuf[64 * 1024];       /* plain sockets read into this, parse in place */
     llhttp_settings_t settings; /* shared by every parser */
 };
 

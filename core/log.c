@@ -28,14 +28,16 @@ enum log_level log_get_level(void)
 static void log_timestamp(char out[32])
 {
     static time_t cached_sec = (time_t)-1;
-    static char cached[24];
+    static char cached[19];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     if (ts.tv_sec != cached_sec) {
         struct tm tm;
         gmtime_r(&ts.tv_sec, &tm);
-        snprintf(cached, sizeof cached, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+        char tmp[96];
+        snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        memcpy(cached, tmp, 19);
         cached_sec = ts.tv_sec;
     }
     int ms = (int)(ts.tv_nsec / 1000000);
