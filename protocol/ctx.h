@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth/auth.h"
 #include "backends/backend.h"
 #include "core/config.h"
 #include "core/http.h"
@@ -62,6 +63,7 @@ struct service {
     uint64_t rng[2];           /* xorshift state for request ids */
     struct buf key, val;       /* scratch for encoding (reset per use) */
     struct arena *scratch;     /* per-row scratch of long scans */
+    struct auth_ctx auth;      /* authentication settings */
 };
 
 struct req_ctx {
@@ -91,11 +93,16 @@ struct req_ctx {
     enum odata_level level;    /* negotiated JSON level */
     const char *prefer;        /* "return-content" / "return-no-content" / NULL */
     int prefer_echo;           /* send Preference-Applied (insert operations) */
+    struct auth_op aop;        /* what auth_check authorized */
+    struct auth_result auth;   /* who is calling, with what rights */
+    int auth_failed;           /* the error comes from auth_check */
 };
 
 /* reply.c: answers. reply_error picks JSON or storage XML (SPEC 9.1.4). */
 void reply_error(struct req_ctx *c, enum terr e);
 void reply_error_msg(struct req_ctx *c, enum terr e, const char *message);
+/* An authentication/authorization failure with auth_result's decoration. */
+void reply_auth_error(struct req_ctx *c, enum terr e);
 /* Sets the JSON Content-Type of the negotiated level. */
 void reply_json_content_type(struct req_ctx *c);
 /* Adds the headers every response carries (called once, at the end). */

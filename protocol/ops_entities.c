@@ -186,6 +186,15 @@ void op_insert_entity(struct req_ctx *c)
         reply_error(c, err);
         return;
     }
+    /* The keys are known only now: check a SAS key range (SPEC 10.8). */
+    c->aop.pk = e.pk;
+    c->aop.pk_len = e.pk_len;
+    c->aop.rk = e.rk;
+    c->aop.rk_len = e.rk_len;
+    if ((err = auth_authorize(&c->auth, &c->aop))) {
+        reply_auth_error(c, err);
+        return;
+    }
     entity_key(c, t, e.pk, e.pk_len, e.rk, e.rk_len);
     void *val = NULL;
     struct entity old = {0};

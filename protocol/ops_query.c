@@ -114,6 +114,7 @@ void op_query_entities(struct req_ctx *c)
         .nselect = q.nselect,
     };
     int limit = q.top ? q.top : PAGE_MAX;
+    int ranged = auth_range_active(&c->auth.range);
     int count = 0;
     long examined = 0;
     long budget = svc->cfg->scan_budget;
@@ -140,6 +141,8 @@ void op_query_entities(struct req_ctx *c)
             continue;
         }
         if (!query_match_entity(&q, &e))
+            continue;
+        if (ranged && !auth_range_contains(&c->auth.range, e.pk, e.pk_len, e.rk, e.rk_len))
             continue;
         if (count == limit || (count > 0 && b->len > PAGE_MAX_BYTES)) {
             continuation(c, k, kl);

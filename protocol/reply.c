@@ -91,6 +91,29 @@ void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
         r->close = 1;
 }
 
+void reply_auth_error(struct req_ctx *c, enum terr e)
+{
+    const struct auth_result *ar = &c->auth;
+    reply_error_msg(c, e, ar->message);
+    if (ar->http_status)
+        c->resp->status = ar->http_status;
+    if (ar->www_authenticate)
+        response_header(c->resp, "WWW-Authenticate", ar->www_authenticate);
+    if (ar->detail && !c->odata && c->resp->body.len > 20) {
+        /* Storage XML bodies carry the detail after the message. */
+        struct buf *b = &c->resp->body;
+        const char *tail = "</m:error>";
+        size_t tl = strlen(tail);
+        if (b->len > tl && memcmp(b->data + b->len - tl, tail, tl) == 0) {
+            b->len -= tl;
+            buf_puts(b, "<AuthenticationErrorDetail>");
+            xml_escape(b, ar->detail);
+            buf_puts(b, "</AuthenticationErrorDetail>");
+            buf_puts(b, tail);
+        }
+    }
+}
+
 void reply_error(struct req_ctx *c, enum terr e)
 {
     reply_error_msg(c, e, NULL);

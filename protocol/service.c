@@ -40,6 +40,12 @@ static const char *known_version(const char *v)
     return NULL;
 }
 
+/* auth_ctx callback: 1 when v is an accepted version. */
+static int version_known(const char *v)
+{
+    return known_version(v) != NULL;
+}
+
 struct service *service_new(const struct config *cfg, const struct backend_ops *ops,
                             struct backend_store *st, char *err, size_t errlen)
 {
@@ -64,6 +70,10 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
     buf_init(&svc->key);
     buf_init(&svc->val);
     svc->scratch = arena_new(16384);
+    svc->auth.accounts = cfg->accounts;
+    svc->auth.naccounts = cfg->naccounts;
+    svc->auth.disabled = !cfg->auth;
+    svc->auth.version_known = version_known;
     return svc;
 }
 
@@ -336,6 +346,49 @@ static enum terr pick_version(struct req_ctx *c)
     return TERR_NONE;
 }
 
+/* The auth module's name for each operation. */
+static enum auth_op_kind auth_kind(enum op op)
+{
+    switch (op) {
+    case OP_QUERY_TABLES: case OP_GET_TABLE: return AUTH_OP_QUERY_TABLES;
+    case OP_CREATE_TABLE: return AUTH_OP_CREATE_TABLE;
+    case OP_DELETE_TABLE: return AUTH_OP_DELETE_TABLE;
+    case OP_QUERY_ENTITIES: return AUTH_OP_QUERY_ENTITIES;
+    case OP_GET_ENTITY: return AUTH_OP_GET_ENTITY;
+    case OP_INSERT_ENTITY: return AUTH_OP_INSERT_ENTITY;
+    case OP_UPDATE_ENTITY: return AUTH_OP_UPDATE_ENTITY;
+    case OP_INSERT_OR_REPLACE: return AUTH_OP_INSERT_OR_REPLACE;
+    case OP_MERGE_ENTITY: return AUTH_OP_MERGE_ENTITY;
+    case OP_INSERT_OR_MERGE: return AUTH_OP_INSERT_OR_MERGE;
+    case OP_DELETE_ENTITY: return AUTH_OP_DELETE_ENTITY;
+    case OP_BATCH: return AUTH_OP_BATCH;
+    case OP_GET_ACL: return AUTH_OP_GET_ACL;
+    case OP_SET_ACL: return AUTH_OP_SET_ACL;
+    case OP_GET_SERVICE_PROPERTIES: return AUTH_OP_GET_SERVICE_PROPERTIES;
+    case OP_SET_SERVICE_PROPERTIES: return AUTH_OP_SET_SERVICE_PROPERTIES;
+    case OP_GET_SERVICE_STATS: return AUTH_OP_GET_SERVICE_STATS;
+    default: return AUTH_OP_PREFLIGHT;
+    }
+}
+
+/* Authenticates and authorizes the routed request (SPEC 10). */
+static enum terr authenticate(struct req_ctx *c)
+{
+    struct auth_op *op = &c->aop;
+    memset(op, 0, sizeof *op);
+    op->kind = auth_kind(c->op);
+    if (c->res == RES_TABLE || c->res == RES_ENTITY || c->res == RES_TABLE_ENTRY)
+        op->table = c->table;
+    if (c->res == RES_ENTITY) {
+        op->pk = c->pk;
+        op->pk_len = c->pk_len;
+        op->rk = c->rk;
+        op->rk_len = c->rk_len;
+    }
+    op->secondary = c->secondary;
+    return auth_check(&c->svc->auth, c->req, c->account->name, op, &c->auth);
+}
+
 /* Runs the operation chosen by pick_op. */
 static void dispatch(struct req_ctx *c)
 {
@@ -383,6 +436,10 @@ static enum terr prepare(struct req_ctx *c)
         return e;
     if (c->op == OP_PREFLIGHT)
         return TERR_NONE;
+    if ((e = authenticate(c))) {
+        c->auth_failed = 1;
+        return e;
+    }
     if (c->secondary && op_writes(c->op))
         return TERR_InsufficientAccountPermissions;
     if (c->odata) {
@@ -402,7 +459,9 @@ void service_handle(struct service *svc, struct request *req, struct response *r
     struct req_ctx c;
     ctx_init(&c, svc, req, resp);
     enum terr e = prepare(&c);
-    if (e)
+    if (e && c.auth_failed)
+        reply_auth_error(&c, e);
+    else if (e)
         reply_error(&c, e);
     else
         dispatch(&c);
