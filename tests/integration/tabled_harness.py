@@ -357,7 +357,9 @@ def string_to_sign(verb, content_md5, content_type, date, account, target):
 
 
 def sign(key_b64, sts):
-    mac = hmac.new(base64.b64decode(key_b64), sts.encode("utf-8"), hashlib.sha256)
+    # surrogateescape lets a test sign a path holding raw non-UTF-8 bytes
+    mac = hmac.new(base64.b64decode(key_b64), sts.encode("utf-8", "surrogateescape"),
+                   hashlib.sha256)
     return base64.b64encode(mac.digest()).decode("ascii")
 
 
@@ -585,7 +587,7 @@ class Http:
                                                               sign(self.key, sts))))
         head = "%s %s HTTP/1.1\r\n" % (method, target)
         head += "".join("%s: %s\r\n" % (k, v) for k, v in hdrs) + "\r\n"
-        return head.encode("utf-8") + (body or b"")
+        return head.encode("utf-8", "surrogateescape") + (body or b"")
 
     def request(self, method, path, headers=None, body=None, timeout=IO_TIMEOUT, **kw):
         """One request on a fresh connection; returns a Response."""

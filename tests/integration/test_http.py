@@ -1,0 +1,931 @@
+#!/usr/bin/python3
+"""Integration test: raw HTTP against tabled with exact status, header and
+body checks (SPEC checklist 17.1-17.7 and 17.10, minus $filter, $top,
+pagination, $batch, authentication, ACL and CORS, which other tests cover).
+
+Every request is signed with SharedKey by the harness.  Bodies are compared
+member by member in order, with numbers kept as their exact text.  Each bad
+input is followed by a normal request that must still be answered.
+Prints TAP; exit status 1 when a check fails."""
+import json
+import os
+import re
+import socket
+import sys
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tabled_harness as h  # noqa: E402
+from tabled_harness import Num as N  # noqa: E402
+
+ACCOUNT = h.DEV_ACCOUNT
+LEVELS = ("nometadata", "minimalmetadata", "fullmetadata")
+MIB = 1024 * 1024
+TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$")
+MSG_RE = re.compile(r"^(.*)\nRequestId:([^\n]*)\nTime:([^\n]*)$", re.S)
+
+# First line of the message for codes whose text SPEC 7.1, 9.2, 9.3 and
+# 4.3 give in full (a tuple lists the accepted variants).
+MESSAGES = {
+    "TableNotFound": "The table specified does not exist.",
+    "ResourceNotFound": "The specified resource does not exist.",
+    "EntityAlreadyExists": "The specified entity already exists.",
+    "TableAlreadyExists": "The table specified already exists.",
+    "UpdateConditionNotSatisfied":
+        "The update condition specified in the request was not satisfied.",
+    "InvalidResourceName": "The specifed resource name contains invalid characters.",
+    "PropertyNameInvalid": "The property name is invalid.",
+    "PropertyNameTooLong": "The property name exceeds the maximum allowed length (255).",
+    "EntityTooLarge": "The entity is larger than the maximum allowed size (1MB).",
+    "DuplicatePropertiesSpecified": "A property is specified more than once.",
+    "XMethodIncorrectCount": "More than one X-HTTP-Method is specified.",
+    "XMethodIncorrectValue": "The specified X-HTTP-Method is invalid.",
+    "XMethodNotUsingPost":
+        "The request uses X-HTTP-Method with an HTTP verb other than POST.",
+    "AtomFormatNotSupported": "Atom format is not supported.",
+    "JsonVerboseFormatNotSupported": "Verbose JSON format is not supported.",
+    "JsonFormatNotSupported": "JSON format is not supported.",
+    "MissingRequiredHeader":
+        "An HTTP header that's mandatory for this request is not specified.",
+    "NotImplemented":
+        "The requested operation is not implemented on the specified resource.",
+    "InvalidQueryParameterValue":
+        "Value for one of the query parameters specified in the request URI is invalid.",
+    "InvalidHeaderValue":
+        "The value for one of the HTTP headers is not in the correct format.",
+    "InvalidUri": "The requested URI does not represent any resource on the server.",
+    "TooManyProperties":
+        "The entity contains more properties than allowed. Each entity can include up to "
+        "252 properties to store data. Each entity also has 3 system properties.",
+    "PropertyValueTooLarge":
+        "The property value exceeds the maximum allowed size (64KB). If the property value "
+        "is a string, it is UTF-16 encoded and the maximum number of characters should be "
+        "32K or less.",
+    "PropertiesNeedValue": (
+        "Values have not been specified for all properties in the entity.",
+        "The values are not specified for all properties in the entity."),
+    "InsufficientAccountPermissions": (
+        "The account being accessed does not have sufficient permissions to execute this "
+        "operation.", "Write operations are not allowed."),
+    "InvalidXmlDocument": "XML specified is not syntactically valid.",
+}
+KEY_TOO_LARGE = ("The '%s' property exceeds the maximum allowed key size (2KB). It is a "
+                 "UTF-16 encoded string and the maximum number of characters should be 1K "
+                 "or less.")
+
+
+# --------------------------------------------------------------------------
+# exact JSON
+
+
+class Obj(list):
+    """A JSON object as its ordered list of (name, value) pairs."""
+
+
+def jparse(body):
+    """Parses a body keeping member order, duplicates and number text."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8")
+    return json.loads(body, object_pairs_hook=Obj, parse_float=N, parse_int=N,
+                      parse_constant=N)
+
+
+def jdump(v):
+    """Serialises a jparse() value back to compact JSON (numbers verbatim)."""
+    if isinstance(v, Obj):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + jdump(x)
+                              for k, x in v) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(jdump(x) for x in v) + "]"
+    if isinstance(v, N):
+        return str(v)
+    return json.dumps(v, ensure_ascii=False)
+
+
+def diff(got, want, path="$"):
+    """First difference between two jparse() values (types are strict: the
+    number 5 differs from the string "5"), or None."""
+    if type(got) is not type(want):
+        return "%s: got %s %s, want %s %s" % (path, type(got).__name__, h._short(got, 200),
+                                             type(want).__name__, h._short(want, 200))
+    if isinstance(want, Obj):
+        gn, wn = [k for k, _ in got], [k for k, _ in want]
+        if gn != wn:
+            return "%s: members\n  got:  %s\n  want: %s" % (path, gn, wn)
+        for (k, gv), (_, wv) in zip(got, want):
+            d = diff(gv, wv, path + "." + k)
+            if d:
+                return d
+        return None
+    if isinstance(want, list):
+        if len(got) != len(want):
+            return "%s: %d elements, want %d" % (path, len(got), len(want))
+        for i, (gv, wv) in enumerate(zip(got, want)):
+            d = diff(gv, wv, "%s[%d]" % (path, i))
+            if d:
+                return d
+        return None
+    if got != want:
+        return "%s: got %s, want %s" % (path, h._short(got, 300), h._short(want, 300))
+    return None
+
+
+def member(obj, name, default=None):
+    for k, v in obj if isinstance(obj, Obj) else ():
+        if k == name:
+            return v
+    return default
+
+
+def body_of(members):
+    """JSON text of an object from (name, raw JSON text) pairs, in order."""
+    return "{" + ",".join("%s:%s" % (json.dumps(k, ensure_ascii=False), raw)
+                          for k, raw in members) + "}"
+
+
+def js(v):
+    """JSON text of a Python value (non-ASCII kept raw)."""
+    return json.dumps(v, ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------
+# client that remembers every response (for the checks that apply to all)
+
+
+class RecordingHttp(h.Http):
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.seen = []
+
+    def request(self, method, path, headers=None, body=None, timeout=h.IO_TIMEOUT, **kw):
+        resp = super().request(method, path, headers=headers, body=body, timeout=timeout, **kw)
+        sent_version = self.version
+        for k, v in h._norm_headers(headers):
+            if k.lower() == "x-ms-version":
+                sent_version = v
+        self.seen.append((method, path, sent_version, resp))
+        return resp
+
+
+# --------------------------------------------------------------------------
+
+
+class HttpTests:
+    def __init__(self, tap, srv):
+        self.tap = tap
+        self.srv = srv
+        self.http = RecordingHttp(srv)
+        self.base = srv.base
+        self.n = 0
+
+    # -- small helpers -----------------------------------------------------------
+    def ok(self, cond, name, diag=None):
+        return self.tap.ok(cond, name, diag)
+
+    def eq(self, got, want, name):
+        return self.tap.eq(got, want, name)
+
+    def req(self, method, path, **kw):
+        return self.http.request(method, path, **kw)
+
+    def name(self, prefix):
+        """A fresh table name."""
+        self.n += 1
+        return "%s%d" % (prefix, self.n)
+
+    def table(self, prefix="t"):
+        """Creates a fresh table; raises when that fails (the group stops)."""
+        name = self.name(prefix)
+        r = self.http.create_table(name)
+        if r.status != 201:
+            raise AssertionError("create table %s: %s %s" % (name, r.status, r.body[:300]))
+        return name
+
+    def ep(self, table, pk, rk):
+        return self.http.entity_path(table, pk, rk)
+
+    def insert(self, table, entity, **kw):
+        """Inserts (dict or raw JSON text); raises unless 201."""
+        body = entity if isinstance(entity, (str, bytes)) else js(entity)
+        r = self.req("POST", "/" + table, body=body, **kw)
+        if r.status not in (201, 204):
+            raise AssertionError("insert into %s: %s %s" % (table, r.status, r.body[:500]))
+        return r
+
+    def get(self, table, pk, rk, level="minimalmetadata", **kw):
+        return self.req("GET", self.ep(table, pk, rk),
+                        headers={"Accept": h.ACCEPT[level]}, **kw)
+
+    def jbody(self, resp):
+        try:
+            return jparse(resp.body)
+        except ValueError:
+            return None
+
+    def alive(self, what):
+        """After a bad input: the server must still answer a normal request."""
+        try:
+            r = self.req("GET", "/Tables", timeout=5)
+            return self.ok(r.status == 200, "server still answers after %s" % what,
+                           "status %s" % r.status)
+        except Exception as e:  # noqa: BLE001
+            return self.ok(False, "server still answers after %s" % what,
+                           "%s; server alive: %s; stderr: %s" % (
+                               e, self.srv.alive(), self.srv.stderr_text()[-2000:]))
+
+    def check_error(self, resp, status, code, what, level="minimalmetadata", message=None,
+                    prefer=None):
+        """Status and code (one check), then the JSON error shape of SPEC
+        9.1.1 and headers of 14.5 (one check), then the message text when
+        SPEC gives it (one check). code may be a tuple of accepted codes."""
+        got_code = resp.error_code()
+        codes = code if isinstance(code, tuple) else (code,)
+        self.ok(resp.status == status and got_code in codes,
+                "%s -> %s %s" % (what, status, "/".join(codes)),
+                "got %s %s\nbody: %s" % (resp.status, got_code, h._short(resp.body, 800)))
+        problems = self.error_shape(resp, level, prefer)
+        self.ok(not problems, "%s: JSON error body and headers" % what, "\n".join(problems))
+        want = message if message is not None else MESSAGES.get(got_code)
+        if want is not None and got_code in codes:
+            first = self.error_message(resp)
+            wants = want if isinstance(want, tuple) else (want,)
+            self.ok(first in wants, "%s: message text" % what,
+                    "got:  %r\nwant: %r" % (first, wants))
+
+    def error_message(self, resp):
+        try:
+            value = member(member(member(self.jbody(resp), "odata.error"), "message"), "value")
+            return MSG_RE.match(value).group(1)
+        except (AttributeError, TypeError):
+            return None
+
+    def error_shape(self, resp, level, prefer=None):
+        """Problems with a JSON error response (empty list when right)."""
+        p = []
+        ct = resp.h("Content-Type")
+        if ct != h.JSON_CT % level:
+            p.append("Content-Type %r, want %r" % (ct, h.JSON_CT % level))
+        try:
+            j = jparse(resp.body)
+        except (ValueError, UnicodeDecodeError) as e:
+            return p + ["body is not JSON (%s): %r" % (e, resp.body[:300])]
+        names = [k for k, _ in j] if isinstance(j, Obj) else None
+        err = member(j, "odata.error")
+        if names != ["odata.error"] or not isinstance(err, Obj):
+            return p + ["top level must be exactly {\"odata.error\":{...}}, got %s" % names]
+        if [k for k, _ in err] != ["code", "message"]:
+            p.append("odata.error members %s, want [code, message]" % [k for k, _ in err])
+        if not isinstance(member(err, "code"), str):
+            p.append("code is not a string")
+        msg = member(err, "message")
+        if not isinstance(msg, Obj) or [k for k, _ in msg] != ["lang", "value"]:
+            p.append("message must be {\"lang\":…,\"value\":…}, got %r" % (msg,))
+        else:
+            if member(msg, "lang") != "en-US":
+                p.append("lang %r" % member(msg, "lang"))
+            value = member(msg, "value")
+            m = MSG_RE.match(value) if isinstance(value, str) else None
+            if not m:
+                p.append("message value lacks \\nRequestId:…\\nTime:… : %r" % (value,))
+            else:
+                if m.group(2) != resp.h("x-ms-request-id"):
+                    p.append("RequestId %r != x-ms-request-id %r" % (m.group(2),
+                                                                      resp.h("x-ms-request-id")))
+                if not TIME_RE.match(m.group(3)):
+                    p.append("Time %r is not YYYY-MM-DDThh:mm:ss.fffffffZ" % m.group(3))
+                if not m.group(1):
+                    p.append("empty message text")
+        p += self.header_problems(resp, json_body=True)
+        for name in ("x-ms-error-code", "ETag", "Location", "DataServiceId"):
+            if resp.has(name):
+                p.append("unexpected %s: %s" % (name, resp.h(name)))
+        if prefer is None and resp.has("Preference-Applied"):
+            p.append("unexpected Preference-Applied")
+        if prefer is not None and resp.h("Preference-Applied") != prefer:
+            p.append("Preference-Applied %r, want %r" % (resp.h("Preference-Applied"), prefer))
+        return p
+
+    def header_problems(self, resp, json_body):
+        """Headers every OData response carries (SPEC 2.2, 14.1-14.5)."""
+        p = []
+        if resp.h("Cache-Control") != "no-cache":
+            p.append("Cache-Control %r, want no-cache" % resp.h("Cache-Control"))
+        if resp.h("X-Content-Type-Options") != "nosniff":
+            p.append("X-Content-Type-Options %r" % resp.h("X-Content-Type-Options"))
+        for name in ("x-ms-request-id", "x-ms-version", "Date"):
+            if len(resp.hs(name)) != 1:
+                p.append("%d %s headers" % (len(resp.hs(name)), name))
+        if resp.has("DataServiceVersion"):
+            p.append("top-level response carries DataServiceVersion")
+        te, cl = resp.h("Transfer-Encoding"), resp.h("Content-Length")
+        if te is not None and cl is not None:
+            p.append("both Transfer-Encoding and Content-Length")
+        if json_body:
+            if te is None and cl is None:
+                p.append("body framed by connection close")
+        else:
+            if cl != "0" or te is not None:
+                p.append("no-body response: Content-Length %r Transfer-Encoding %r, want 0" %
+                         (cl, te))
+            if resp.has("Content-Type"):
+                p.append("no-body response carries Content-Type %r" % resp.h("Content-Type"))
+            if resp.body:
+                p.append("no-body response has a body: %r" % resp.body[:100])
+        return p
+
+    def check_json_ok(self, resp, what, status=200, level="minimalmetadata", etag=False,
+                      location=None, prefer=None):
+        """Status and the header set of SPEC 14.1 / 14.2 (one check each)."""
+        self.ok(resp.status == status, "%s -> %d" % (what, status),
+                "got %s %s" % (resp.status, h._short(resp.body, 600)))
+        p = self.header_problems(resp, json_body=True)
+        if resp.h("Content-Type") != h.JSON_CT % level:
+            p.append("Content-Type %r, want %r" % (resp.h("Content-Type"), h.JSON_CT % level))
+        if etag and not resp.has("ETag"):
+            p.append("missing ETag")
+        if not etag and resp.has("ETag"):
+            p.append("unexpected ETag %s" % resp.h("ETag"))
+        if location is not None and resp.h("Location") != location:
+            p.append("Location %r, want %r" % (resp.h("Location"), location))
+        if location is None and resp.has("Location"):
+            p.append("unexpected Location")
+        if resp.has("DataServiceId"):
+            p.append("unexpected DataServiceId")
+        if resp.h("Preference-Applied") != prefer:
+            p.append("Preference-Applied %r, want %r" % (resp.h("Preference-Applied"), prefer))
+        if resp.has("x-ms-error-code"):
+            p.append("unexpected x-ms-error-code")
+        self.ok(not p, "%s: header set" % what, "\n".join(p) + "\nheaders: %r" % resp.headers)
+
+    def check_no_content(self, resp, what, etag, location=None, prefer=None, status=204):
+        """Status and the header set of SPEC 14.3 / 14.4."""
+        self.ok(resp.status == status, "%s -> %d" % (what, status),
+                "got %s %s" % (resp.status, h._short(resp.body, 600)))
+        p = self.header_problems(resp, json_body=False)
+        if etag and not resp.has("ETag"):
+            p.append("missing ETag")
+        if not etag and resp.has("ETag"):
+            p.append("unexpected ETag %s" % resp.h("ETag"))
+        if location is not None:
+            if resp.h("Location") != location:
+                p.append("Location %r, want %r" % (resp.h("Location"), location))
+            if resp.h("DataServiceId") != location:
+                p.append("DataServiceId %r, want %r" % (resp.h("DataServiceId"), location))
+        else:
+            for name in ("Location", "DataServiceId"):
+                if resp.has(name):
+                    p.append("unexpected %s" % name)
+        if resp.h("Preference-Applied") != prefer:
+            p.append("Preference-Applied %r, want %r" % (resp.h("Preference-Applied"), prefer))
+        self.ok(not p, "%s: header set" % what, "\n".join(p) + "\nheaders: %r" % resp.headers)
+
+    def exact(self, resp, want, what):
+        """The body parses to exactly want (member order and types)."""
+        try:
+            got = jparse(resp.body)
+        except (ValueError, UnicodeDecodeError) as e:
+            return self.ok(False, what, "not JSON (%s): %r" % (e, resp.body[:500]))
+        d = diff(got, want)
+        return self.ok(d is None, what, d)
+
+    # -- expected bodies ---------------------------------------------------------
+    def table_entry(self, name, level, single):
+        out = Obj()
+        if single and level != "nometadata":
+            out.append(("odata.metadata", self.base + "/$metadata#Tables/@Element"))
+        if level == "fullmetadata":
+            out += [("odata.type", ACCOUNT + ".Tables"),
+                    ("odata.id", "%s/Tables('%s')" % (self.base, name)),
+                    ("odata.editLink", "Tables('%s')" % name)]
+        out.append(("TableName", name))
+        return out
+
+    def tables_feed(self, names, level):
+        out = Obj()
+        if level != "nometadata":
+            out.append(("odata.metadata", self.base + "/$metadata#Tables"))
+        out.append(("value", [self.table_entry(n, level, False) for n in names]))
+        return out
+
+    def entity_entry(self, table, pk, rk, ts, props, level, single=True, select=None):
+        """props: list of (name, annotation or None, emitted value)."""
+        keys = "%s(PartitionKey='%s',RowKey='%s')" % (table, h.quote_key(pk), h.quote_key(rk))
+        out = Obj()
+        if level != "nometadata":
+            if single:
+                md = "%s/$metadata#%s/@Element" % (self.base, table)
+                if select:
+                    md += "&$select=" + select
+                out.append(("odata.metadata", md))
+            if level == "fullmetadata":
+                out += [("odata.type", "%s.%s" % (ACCOUNT, table)),
+                        ("odata.id", "%s/%s" % (self.base, keys)),
+                        ("odata.etag", h.etag_for(ts)),
+                        ("odata.editLink", keys)]
+            else:
+                out.append(("odata.etag", h.etag_for(ts)))
+        if pk is not None:
+            out += [("PartitionKey", pk), ("RowKey", rk)]
+        if ts is not None and not select:
+            if level == "fullmetadata":
+                out.append(("Timestamp@odata.type", "Edm.DateTime"))
+            out.append(("Timestamp", ts))
+        for name, annot, value in props:
+            if annot and level != "nometadata":
+                out.append((name + "@odata.type", annot))
+            out.append((name, value))
+        return out
+
+    def entity_feed(self, table, entries, level):
+        out = Obj()
+        if level != "nometadata":
+            out.append(("odata.metadata", "%s/$metadata#%s" % (self.base, table)))
+        out.append(("value", entries))
+        return out
+
+    def timestamp_of(self, resp):
+        """Timestamp of a single-entity response body (checked for form)."""
+        ts = member(self.jbody(resp), "Timestamp")
+        if not isinstance(ts, str) or not h.EMITTED_DT_RE.match(ts):
+            raise AssertionError("bad Timestamp %r in %r" % (ts, resp.body[:300]))
+        return ts
+
+
+def add_group(name):
+    """Decorator collecting test groups in definition order."""
+    def deco(fn):
+        GROUPS.append(fn)
+        return fn
+    return deco
+
+
+GROUPS = []
+
+
+# --------------------------------------------------------------------------
+# 17.3 Tables
+
+
+@add_group
+def tables_listing(t):
+    """Query Tables bodies at every level on an account we control (runs
+    first, while the account is empty)."""
+    for level in LEVELS:
+        r = t.req("GET", "/Tables", headers={"Accept": h.ACCEPT[level]})
+        t.check_json_ok(r, "Query Tables on an empty account (%s)" % level, level=level)
+        t.exact(r, t.tables_feed([], level), "empty account body (%s)" % level)
+    for name in ("alpha", "Beta", "gamma3"):
+        r = t.http.create_table(name)
+        t.eq(r.status, 201, "create table %s" % name)
+    for level in LEVELS:
+        for path in ("/Tables", "/Tables()"):
+            r = t.req("GET", path, headers={"Accept": h.ACCEPT[level]})
+            t.check_json_ok(r, "GET %s (%s)" % (path, level), level=level)
+            t.exact(r, t.tables_feed(["alpha", "Beta", "gamma3"], level),
+                    "GET %s body, sorted by name, casing kept (%s)" % (path, level))
+        r = t.req("GET", "/Tables('Beta')", headers={"Accept": h.ACCEPT[level]})
+        t.check_json_ok(r, "GET /Tables('Beta') (%s)" % level, level=level)
+        t.exact(r, t.table_entry("Beta", level, True), "single table entry body (%s)" % level)
+    r = t.req("GET", "/Tables('BETA')")
+    t.ok(r.status == 200 and member(t.jbody(r), "TableName") == "Beta",
+         "GET /Tables('BETA') finds Beta case-insensitively, returns stored casing",
+         "%s %r" % (r.status, r.body[:200]))
+    r = t.req("GET", "/Tables('nosuchtable')")
+    t.check_error(r, 404, "ResourceNotFound", "GET /Tables('nosuchtable')")
+    for name in ("alpha", "BETA", "gamma3"):
+        r = t.http.delete_table(name)
+        t.check_no_content(r, "Delete Table %s" % name, etag=False)
+    r = t.req("GET", "/Tables", headers={"Accept": h.ACCEPT["nometadata"]})
+    t.exact(r, t.tables_feed([], "nometadata"), "account is empty again after deletes")
+
+
+@add_group
+def tables_create(t):
+    for level in LEVELS:
+        name = t.name("Create%s" % level[:4])
+        r = t.http.create_table(name, headers={"Accept": h.ACCEPT[level]})
+        t.check_json_ok(r, "Create Table (%s)" % level, status=201, level=level,
+                        location="%s/Tables('%s')" % (t.base, name))
+        t.exact(r, t.table_entry(name, level, True), "Create Table body (%s)" % level)
+    name = t.name("NoContent")
+    loc = "%s/Tables('%s')" % (t.base, name)
+    r = t.http.create_table(name, headers={"Prefer": "return-no-content"})
+    t.check_no_content(r, "Create Table with Prefer: return-no-content", etag=False,
+                       location=loc, prefer="return-no-content")
+    name = t.name("WithContent")
+    r = t.http.create_table(name, headers={"Prefer": "return-content"})
+    t.check_json_ok(r, "Create Table with Prefer: return-content", status=201,
+                    location="%s/Tables('%s')" % (t.base, name), prefer="return-content")
+    t.exact(r, t.table_entry(name, "minimalmetadata", True),
+            "Create Table with return-content body")
+    r = t.http.create_table(name, headers={"Prefer": "return-no-content"})
+    t.check_error(r, 409, "TableAlreadyExists",
+                  "Create existing table with Prefer: return-no-content",
+                  prefer="return-no-content")
+    r = t.http.create_table(name)
+    t.check_error(r, 409, "TableAlreadyExists", "Create an existing table")
+    r = t.http.create_table(name.upper())
+    t.check_error(r, 409, "TableAlreadyExists", "Create the same name in upper case")
+    r = t.http.create_table(name.lower(), headers={"Accept": h.ACCEPT["nometadata"]})
+    t.check_error(r, 409, "TableAlreadyExists", "Create the same name in lower case (nometadata)",
+                  level="nometadata")
+    long63 = "a" + "b1" * 31
+    r = t.http.create_table(long63)
+    t.eq(r.status, 201, "Create Table with a 63-character name -> 201")
+    t.http.delete_table(long63)
+    for bad, code, why in (
+            ("ab", "OutOfRangeInput", "a 2-character name"),
+            ("a" + "b" * 63, "OutOfRangeInput", "a 64-character name"),
+            ("1abc", "InvalidResourceName", "a name starting with a digit"),
+            ("a_bc", "InvalidResourceName", "a name with _"),
+            ("a-bc", "InvalidResourceName", "a name with -"),
+            ("ab\u00e9c", "InvalidResourceName", "a name with a non-ASCII letter"),
+            ("$Metrics1", "InvalidResourceName", "a $-prefixed system name"),
+            ("tables", "InvalidInput", "the reserved name tables"),
+            ("Tables", "InvalidInput", "the reserved name Tables")):
+        r = t.http.create_table(bad)
+        msg = ("The specified resource name length is not within the permissible limits."
+               if code == "OutOfRangeInput" else None)
+        t.check_error(r, 400, code, "Create Table with %s" % why, message=msg)
+    for body, why in (('{}', "no TableName"), ('{"TableName":""}', "an empty TableName"),
+                      ('{"Name":"abcdef"}', "only another member")):
+        r = t.req("POST", "/Tables", body=body)
+        t.ok(r.status == 400 and r.error_code() in ("InvalidInput", "TableNameEmpty",
+                                                    "OutOfRangeInput"),
+             "Create Table body with %s -> 400" % why, "%s %s" % (r.status, r.body[:300]))
+    r = t.req("POST", "/Tables", body='{"TableName":"extraMembers1","Other":1,"odata.type":"x"}')
+    t.eq(r.status, 201, "Create Table ignores other members in the body")
+    t.http.delete_table("extraMembers1")
+
+
+@add_group
+def tables_delete(t):
+    name = t.table("Del")
+    t.insert(name, {"PartitionKey": "p", "RowKey": "r", "V": 1})
+    r = t.http.delete_table(name.upper())
+    t.check_no_content(r, "Delete Table by the upper-case name", etag=False)
+    r = t.http.delete_table(name)
+    t.check_error(r, 404, "ResourceNotFound", "Delete a missing table")
+    for bad in ("ab", "tables", "1abc"):
+        r = t.http.delete_table(bad)
+        t.check_error(r, 404, "ResourceNotFound", "Delete Table with invalid name %r" % bad)
+    r = t.get(name, "p", "r")
+    t.check_error(r, 404, "TableNotFound", "Get Entity on a deleted table")
+    r = t.req("GET", "/%s()" % name)
+    t.check_error(r, 404, "TableNotFound", "Query Entities on a deleted table")
+    r = t.req("POST", "/" + name, body={"PartitionKey": "p", "RowKey": "x"})
+    t.check_error(r, 404, "TableNotFound", "Insert into a deleted table")
+    for method in ("PUT", "MERGE", "PATCH"):
+        r = t.req(method, t.ep(name, "p", "r"), body={"V": 2})
+        t.check_error(r, 404, "TableNotFound", "%s (upsert) on a deleted table" % method)
+        r = t.req(method, t.ep(name, "p", "r"), body={"V": 2}, headers={"If-Match": "*"})
+        t.check_error(r, 404, "TableNotFound", "%s If-Match:* on a deleted table" % method)
+    r = t.req("DELETE", t.ep(name, "p", "r"), headers={"If-Match": "*"})
+    t.check_error(r, 404, "TableNotFound", "Delete Entity on a deleted table")
+    r = t.http.create_table(name)
+    t.eq(r.status, 201, "re-create the deleted table")
+    r = t.req("GET", "/" + name, headers={"Accept": h.ACCEPT["nometadata"]})
+    t.exact(r, Obj([("value", [])]), "re-created table is empty")
+    t.http.delete_table(name)
+
+
+# --------------------------------------------------------------------------
+# 17.1 Routing and URLs
+
+
+@add_group
+def routing(t):
+    name = t.table("Route")
+    t.insert(name, {"PartitionKey": "p", "RowKey": "r", "V": 1})
+    for path in ("/" + name, "/%s()" % name):
+        r = t.req("GET", path, headers={"Accept": h.ACCEPT["nometadata"]})
+        t.ok(r.status == 200 and len(member(t.jbody(r), "value", [])) == 1,
+             "GET %s queries the entities" % path, "%s %r" % (r.status, r.body[:300]))
+    r = t.req("POST", "/%s()" % name, body={"PartitionKey": "p", "RowKey": "r2"})
+    t.eq(r.status, 201, "POST /%s() inserts" % name)
+    for path in ("/TABLES", "/tables()", "/tAbLeS"):
+        r = t.req("GET", path)
+        t.ok(r.status == 200 and member(t.jbody(r), "value") is not None,
+             "GET %s routes to Query Tables (case-insensitive)" % path,
+             "%s %r" % (r.status, r.body[:200]))
+    r = t.req("GET", "/" + name.upper() + "()")
+    t.ok(r.status == 200 and len(member(t.jbody(r), "value", [])) == 2,
+         "table names in entity paths are case-insensitive", "%s %r" % (r.status, r.body[:200]))
+    r = t.req("GET", "/%s?foo=bar&x-unknown=1" % name)
+    t.eq(r.status, 200, "unknown non-$ query parameters are ignored")
+    r = t.req("GET", "/%s?comp=list" % name)
+    t.check_error(r, 400, "InvalidQueryParameterValue", "unknown comp on a table")
+    for opt in ("$orderby=RowKey", "$skip=1", "$expand=x", "$inlinecount=allpages", "$count=true"):
+        r = t.req("GET", "/%s?%s" % (name, opt))
+        t.check_error(r, 501, "NotImplemented", "unsupported OData option %s" % opt.split("=")[0])
+    # host-style: Host ACCOUNT.table.localhost, path without the account
+    hs = RecordingHttp(t.srv, host_style=True,
+                       host_header="%s.table.localhost:%d" % (ACCOUNT, t.srv.port))
+    r = hs.request("GET", "/Tables")
+    hbase = "http://%s.table.localhost:%d" % (ACCOUNT, t.srv.port)
+    names = [member(e, "TableName") for e in member(t.jbody(r), "value", [])] \
+        if r.status == 200 else []
+    t.ok(r.status == 200 and name in names, "host-style GET /Tables lists the account's tables",
+         "%s %r" % (r.status, r.body[:300]))
+    t.eq(member(t.jbody(r), "odata.metadata"), hbase + "/$metadata#Tables",
+         "host-style odata.metadata is built from the Host header")
+    r = hs.request("GET", "/%s(PartitionKey='p',RowKey='r')" % name,
+                   headers={"Accept": h.ACCEPT["fullmetadata"]})
+    t.eq((r.status, member(t.jbody(r), "odata.id")),
+         (200, "%s/%s(PartitionKey='p',RowKey='r')" % (hbase, name)),
+         "host-style Get Entity: odata.id has no account segment")
+    r = hs.request("POST", "/" + name, body={"PartitionKey": "p", "RowKey": "hs"})
+    t.eq((r.status, r.h("Location")), (201, "%s/%s(PartitionKey='p',RowKey='hs')" % (hbase, name)),
+         "host-style insert: Location has no account segment")
+    t.http.seen += hs.seen
+    # secondary endpoint: reads work, writes are refused
+    sec = "/%s-secondary" % ACCOUNT
+    r = t.req("GET", sec + "/Tables", absolute=True)
+    names = [member(e, "TableName") for e in member(t.jbody(r), "value", [])] \
+        if r.status == 200 else []
+    t.ok(r.status == 200 and name in names, "GET on the -secondary account reads the account",
+         "%s %r" % (r.status, r.body[:300]))
+    r = t.req("GET", "%s/%s(PartitionKey='p',RowKey='r')" % (sec, name), absolute=True)
+    t.eq(r.status, 200, "Get Entity through -secondary")
+    r = t.req("POST", sec + "/" + name, body={"PartitionKey": "p", "RowKey": "sec"},
+              absolute=True)
+    t.check_error(r, 403, "InsufficientAccountPermissions", "insert through -secondary")
+    r = t.req("POST", sec + "/Tables", body={"TableName": "SecondaryT"}, absolute=True)
+    t.check_error(r, 403, "InsufficientAccountPermissions", "create table through -secondary")
+    r = t.get(name, "p", "sec")
+    t.check_error(r, 404, "ResourceNotFound", "the refused secondary insert stored nothing")
+    # account root
+    r = t.req("GET", "/")
+    t.ok(r.status == 400 and r.error_code() == "InvalidUri",
+         "GET on the account root without comp -> 400 InvalidUri",
+         "%s %r" % (r.status, r.body[:300]))
+    r = t.req("GET", "/?restype=service&comp=bogus")
+    t.ok(r.status == 400 and r.error_code() == "InvalidQueryParameterValue",
+         "unknown comp on the account root -> 400 InvalidQueryParameterValue",
+         "%s %r" % (r.status, r.body[:300]))
+    t.http.delete_table(name)
+
+
+@add_group
+def key_predicates(t):
+    name = t.table("Keys")
+    keys = [("k1", "r1"), ("O'Neil", "it's"), ("\u00fc\u65e5\u672c", "\U0001F600"), ("", ""),
+            ("a b", "c+d"), ("x%y", "~!$&()*+,;=:@"), ("O'Neil \"A\"", "r 1-\u00fc"),
+            ("\U0001F600", "a\u00a0b")]
+    for i, (pk, rk) in enumerate(keys):
+        t.insert(name, {"PartitionKey": pk, "RowKey": rk, "I": i})
+
+    def found(path, i, what):
+        r = t.req("GET", path, headers={"Accept": h.ACCEPT["nometadata"]})
+        t.ok(r.status == 200 and member(t.jbody(r), "I") == N(str(i)), what,
+             "GET %s -> %s %r" % (path, r.status, r.body[:300]))
+
+    found("/%s(PartitionKey='k1',RowKey='r1')" % name, 0, "plain key predicate")
+    found("/%s(PartitionKey='k1',%%20RowKey='r1')" % name, 0, "space after the comma")
+    found("/%s(%%20PartitionKey%%20=%%20'k1'%%20,%%20RowKey%%20=%%20'r1'%%20)" % name, 0,
+          "spaces around = and , and inside the parentheses")
+    found("/%s(PartitionKey='k1',%%09RowKey='r1')" % name, 0, "tab after the comma")
+    found("/%s(RowKey='r1',PartitionKey='k1')" % name, 0, "RowKey before PartitionKey")
+    found("/%s(PartitionKey='O''Neil',RowKey='it''s')" % name, 1, "'' decodes to '")
+    found("/%s(PartitionKey=%%27O%%27%%27Neil%%27,RowKey=%%27it%%27%%27s%%27)" % name, 1,
+          "quotes sent as %27")
+    found("/%s(PartitionKey='%s',RowKey='%s')" % (name, h.pct_encode("\u00fc\u65e5\u672c"),
+                                                  h.pct_encode("\U0001F600")), 2,
+          "non-ASCII keys as UTF-8 percent-encoding")
+    found("/%s(PartitionKey='',RowKey='')" % name, 3, "empty PartitionKey and RowKey")
+    found("/%s(PartitionKey='a%%20b',RowKey='c+d')" % name, 4, "%20 in a key and a raw +")
+    found("/%s(PartitionKey='x%%25y',RowKey='~!$&()*+,;=:@')" % name, 5,
+          "%25 in a key and raw sub-delims")
+    found("/%s(PartitionKey='O''Neil%%20%%22A%%22',RowKey='r%%201-%%C3%%BC')" % name, 6,
+          "the SPEC 1.2.1 example key")
+    r = t.req("GET", "/%s(PartitionKey='k1',RowKey='r1')" % name.lower(),
+              headers={"Accept": h.ACCEPT["fullmetadata"]})
+    t.eq(member(t.jbody(r), "odata.type"), "%s.%s" % (ACCOUNT, name),
+         "odata.type uses the stored table name, not the URL's casing")
+    # emitted URLs (Location, DataServiceId, odata.id, odata.editLink)
+    pk, rk = "O'Neil \"A\"", "r 1-\u00fc"
+    keypart = "(PartitionKey='O''Neil%20%22A%22',RowKey='r%201-%C3%BC')"
+    r = t.get(name, pk, rk, level="fullmetadata")
+    j = t.jbody(r)
+    t.eq(member(j, "odata.id"), t.base + "/" + name + keypart,
+         "odata.id encodes keys per SPEC 1.2.1")
+    t.eq(member(j, "odata.editLink"), name + keypart, "odata.editLink encodes keys the same way")
+    t.req("DELETE", t.ep(name, pk, rk), headers={"If-Match": "*"})
+    r = t.insert(name, {"PartitionKey": pk, "RowKey": rk})
+    t.eq(r.h("Location"), t.base + "/" + name + keypart, "Location encodes keys per SPEC 1.2.1")
+    t.req("DELETE", t.ep(name, pk, rk), headers={"If-Match": "*"})
+    r = t.insert(name, {"PartitionKey": pk, "RowKey": rk}, headers={"Prefer": "return-no-content"})
+    t.eq((r.h("Location"), r.h("DataServiceId")), (t.base + "/" + name + keypart,) * 2,
+         "Location and DataServiceId on 204 encode keys per SPEC 1.2.1")
+    for pk, rk, want in (("x%y", "~!$&()*+,;=:@", "(PartitionKey='x%25y',RowKey='~!$&()*+,;=:@')"),
+                         ("", "", "(PartitionKey='',RowKey='')"),
+                         ("\U0001F600", "a\u00a0b",
+                          "(PartitionKey='%F0%9F%98%80',RowKey='a%C2%A0b')")):
+        r = t.get(name, pk, rk, level="fullmetadata")
+        t.eq(member(t.jbody(r), "odata.id"), t.base + "/" + name + want,
+             "odata.id for keys %r/%r" % (pk, rk))
+    t.req("DELETE", t.ep(name, "\U0001F600", "a\u00a0b"), headers={"If-Match": "*"})
+    r = t.insert(name, {"PartitionKey": "\U0001F600", "RowKey": "a\u00a0b"})
+    t.eq(r.h("Location"), t.base + "/" + name + "(PartitionKey='%F0%9F%98%80',RowKey='a%C2%A0b')",
+         "Location percent-encodes astral and no-break-space characters")
+    # operations on the special keys through PUT / MERGE / DELETE
+    pk, rk = "O'Neil", "it's"
+    r = t.req("MERGE", t.ep(name, pk, rk), body={"M": 1}, headers={"If-Match": "*"})
+    t.eq(r.status, 204, "MERGE on a key with quotes")
+    r = t.req("PUT", "/%s(PartitionKey='',RowKey='')" % name, body={"P": 2},
+              headers={"If-Match": "*"})
+    t.eq(r.status, 204, "PUT on empty keys")
+    r = t.req("DELETE", "/%s(PartitionKey='',RowKey='')" % name, headers={"If-Match": "*"})
+    t.eq(r.status, 204, "DELETE on empty keys")
+    r = t.req("GET", "/%s(PartitionKey='',RowKey='')" % name)
+    t.check_error(r, 404, "ResourceNotFound", "GET empty keys after delete")
+    t.http.delete_table(name)
+
+
+# --------------------------------------------------------------------------
+# 17.2 Headers and content negotiation
+
+
+@add_group
+def negotiation(t):
+    name = t.table("Neg")
+    r = t.insert(name, {"PartitionKey": "p", "RowKey": "r", "V": 1})
+    ts = t.timestamp_of(r)
+    path = t.ep(name, "p", "r")
+    for level in LEVELS:
+        r = t.req("GET", path, headers={"Accept": h.ACCEPT[level]})
+        t.check_json_ok(r, "Get Entity with Accept %s" % level, level=level, etag=True)
+        t.exact(r, t.entity_entry(name, "p", "r", ts, [("V", None, N("1"))], level),
+                "Get Entity body (%s)" % level)
+    r = t.req("GET", path, headers={"Accept": "application/json"})
+    t.eq(r.h("Content-Type"), h.JSON_CT % "minimalmetadata",
+         "bare Accept: application/json -> minimalmetadata")
+    t.exact(r, t.entity_entry(name, "p", "r", ts, [("V", None, N("1"))], "minimalmetadata"),
+            "bare application/json body is minimalmetadata")
+    for fmt, level in (("application/json;odata=nometadata", "nometadata"),
+                       ("application/json;odata=fullmetadata", "fullmetadata"),
+                       ("application/json;odata=minimalmetadata", "minimalmetadata")):
+        r = t.req("GET", "%s?$format=%s" % (path, urllib.parse.quote(fmt, safe="")),
+                  headers={"Accept": h.ACCEPT["minimalmetadata" if level != "minimalmetadata"
+                                              else "fullmetadata"]})
+        t.eq((r.status, r.h("Content-Type")), (200, h.JSON_CT % level),
+             "$format=%s overrides Accept" % fmt)
+    r = t.req("GET", "/%s()" % name,
+              headers={"Accept": "application/json; odata=NoMetadata"})
+    t.eq(r.h("Content-Type"), h.JSON_CT % "nometadata",
+         "Accept parameters are case-insensitive with spaces around ;")
+    r = t.req("GET", "/%s()" % name, headers={"Accept": "application/atom+xml"})
+    check_odata_xml_error(t, r, 415, "AtomFormatNotSupported",
+                          "Accept: application/atom+xml on Query Entities")
+    r = t.req("GET", path, headers={"Accept": "application/atom+xml,application/xml"})
+    t.eq((r.status, r.error_code()), (415, "AtomFormatNotSupported"),
+         "Accept atom on Get Entity -> 415 AtomFormatNotSupported")
+    r = t.req("GET", "/%s()" % name, headers={"Accept": "application/json;odata=verbose"})
+    t.check_error(r, 415, "JsonVerboseFormatNotSupported", "Accept odata=verbose")
+    r = t.req("GET", "/Tables", headers={"Accept": None})
+    t.eq((r.status, r.error_code()), (415, "AtomFormatNotSupported"),
+         "Query Tables without Accept -> 415 AtomFormatNotSupported")
+    r = t.req("POST", "/" + name, body={"PartitionKey": "p", "RowKey": "atom"},
+              content_type="application/atom+xml")
+    t.eq((r.status, r.error_code()), (415, "AtomFormatNotSupported"),
+         "Insert with Content-Type application/atom+xml -> 415 AtomFormatNotSupported")
+    r = t.req("MERGE", path, body={"W": 2}, headers={"If-Match": "*", "Accept": None})
+    t.eq(r.status, 204, "MERGE without Accept (no response body) succeeds")
+    # request Content-Type variants
+    for i, ct in enumerate(("application/json", "application/json;odata=nometadata",
+                            "application/json;odata=minimalmetadata;charset=utf-8",
+                            "application/json;charset=utf-8", "application/json;type=entry",
+                            "application/json; odata=fullmetadata; charset=UTF-8")):
+        r = t.req("POST", "/" + name, body={"PartitionKey": "ct", "RowKey": str(i)},
+                  content_type=ct)
+        t.eq(r.status, 201, "request Content-Type %r accepted" % ct)
+    r = t.req("POST", "/" + name, body={"PartitionKey": "ct", "RowKey": "none"},
+              headers={"Content-Type": None})
+    t.eq(r.status, 201, "a body without Content-Type is read as JSON")
+    # OData version headers
+    for hdrs, why in (({"MaxDataServiceVersion": "3.0;NetFx", "DataServiceVersion": "3.0"},
+                       "MaxDataServiceVersion 3.0;NetFx + DataServiceVersion 3.0"),
+                      ({"MaxDataServiceVersion": None, "DataServiceVersion": None},
+                       "no OData version headers"),
+                      ({"MaxDataServiceVersion": "3.0;", "DataServiceVersion": "1.0;NetFx"},
+                       "Max 3.0; takes precedence over DataServiceVersion 1.0"),
+                      ({"MaxDataServiceVersion": None, "DataServiceVersion": "3.0"},
+                       "DataServiceVersion 3.0 alone")):
+        r = t.req("GET", path, headers=hdrs)
+        t.eq(r.status, 200, "accepted: %s" % why)
+    r = t.req("GET", path, headers={"MaxDataServiceVersion": None, "DataServiceVersion": "2.0"})
+    t.check_error(r, 415, "JsonFormatNotSupported", "JSON with DataServiceVersion 2.0 and no Max")
+    r = t.req("GET", path, headers={"x-ms-client-request-id": "my-id 1;x=\"q\""})
+    t.eq(r.hs("x-ms-client-request-id"), ["my-id 1;x=\"q\""],
+         "x-ms-client-request-id is echoed verbatim")
+    cid = "abc-123_XYZ ;,=/" + "x" * 900
+    r = t.req("GET", "/Tables", headers={"x-ms-client-request-id": cid})
+    t.eq(r.hs("x-ms-client-request-id"), [cid], "a 916-character client request id is echoed")
+    r = t.req("GET", "/Tables('nosuch')", headers={"x-ms-client-request-id": "err-1"})
+    t.eq((r.status, r.hs("x-ms-client-request-id")), (404, ["err-1"]),
+         "x-ms-client-request-id is echoed on errors")
+    r = t.req("GET", "/Tables")
+    t.ok(not r.has("x-ms-client-request-id"), "no x-ms-client-request-id when none was sent")
+    # an XML operation: no Cache-Control, no nosniff
+    r = t.req("GET", "/?restype=service&comp=properties", headers={"Accept": "application/xml"})
+    p = []
+    if r.status != 200:
+        p.append("status %s" % r.status)
+    if not (r.h("Content-Type") or "").startswith("application/xml"):
+        p.append("Content-Type %r" % r.h("Content-Type"))
+    for name_ in ("Cache-Control", "X-Content-Type-Options"):
+        if r.has(name_):
+            p.append("unexpected " + name_)
+    for name_ in ("x-ms-request-id", "x-ms-version", "Date"):
+        if not r.has(name_):
+            p.append("missing " + name_)
+    if b"<StorageServiceProperties" not in r.body:
+        p.append("body %r" % r.body[:200])
+    t.ok(not p, "Get Service Properties: 200 XML without Cache-Control/nosniff (SPEC 14.6)",
+         "\n".join(p) + "\n%r" % r.headers)
+    t.http.delete_table(name)
+
+
+def check_odata_xml_error(t, r, status, code, what):
+    """SPEC 9.1.2: OData XML error in the default namespace."""
+    t.eq((r.status, r.error_code()), (status, code), "%s -> %d %s" % (what, status, code))
+    text = r.body.decode("utf-8", "replace")
+    m = re.match(r'^(?:\ufeff)?<\?xml version="1\.0" encoding="utf-8"\?>'
+                 r'<error xmlns="http://schemas\.microsoft\.com/ado/2007/08/dataservices/metadata">'
+                 r'<code>([^<]*)</code><message xml:lang="en-US">([^<]*)\nRequestId:([^\n<]*)'
+                 r'\nTime:([^<]*)</message></error>$', text)
+    p = []
+    if not m:
+        p.append("body is not the OData XML error: %r" % text[:500])
+    else:
+        if m.group(1) != code:
+            p.append("code %r" % m.group(1))
+        if m.group(3) != r.h("x-ms-request-id"):
+            p.append("RequestId %r != header %r" % (m.group(3), r.h("x-ms-request-id")))
+        if not TIME_RE.match(m.group(4)):
+            p.append("Time %r" % m.group(4))
+    if not (r.h("Content-Type") or "").startswith("application/xml"):
+        p.append("Content-Type %r" % r.h("Content-Type"))
+    t.ok(not p, "%s: OData XML error body" % what, "\n".join(p))
+
+
+# ---- main (groups above run in definition order) ---------------------------
+
+
+def all_responses(t):
+    """SPEC 2.2 on every response this run received (17.2 #21)."""
+    seen = t.http.seen
+    bad_id, bad_ver, bad_date, ids = [], [], [], {}
+    for method, path, version, r in seen:
+        rid = r.h("x-ms-request-id")
+        if rid is None or not h.GUID_RE.match(rid):
+            bad_id.append("%s %s -> %s: %r" % (method, path[:80], r.status, rid))
+        else:
+            ids.setdefault(rid, []).append(path[:80])
+        if re.match(r"^\d{4}-\d\d-\d\d$", version or "") and version == h.DEFAULT_VERSION \
+                and r.h("x-ms-version") != version:
+            bad_ver.append("%s %s -> %s: %r" % (method, path[:80], r.status, r.h("x-ms-version")))
+        if not h.RFC1123_RE.match(r.h("Date") or ""):
+            bad_date.append("%s %s -> %s: %r" % (method, path[:80], r.status, r.h("Date")))
+    dup = {k: v for k, v in ids.items() if len(v) > 1}
+    t.ok(seen and not bad_id, "all %d responses carry a GUID x-ms-request-id" % len(seen),
+         "\n".join(bad_id[:20]))
+    t.ok(not dup, "x-ms-request-id values are unique", repr(list(dup.items())[:5]))
+    t.ok(seen and not bad_ver, "all responses echo x-ms-version %s" % h.DEFAULT_VERSION,
+         "\n".join(bad_ver[:20]))
+    t.ok(seen and not bad_date, "all responses carry an RFC 1123 Date", "\n".join(bad_date[:20]))
+
+
+def main():
+    tap = h.Tap()
+    only = os.environ.get("TEST_GROUPS", "").split(",") if os.environ.get("TEST_GROUPS") else None
+    try:
+        srv = h.Server().start()
+    except h.ServerError as e:
+        tap.ok(False, "server starts", str(e))
+        tap.done()
+    tap.ok(True, "server starts on port %d" % srv.port)
+    h.watchdog(int(os.environ.get("TEST_WATCHDOG", "110")), srv, tap)
+    t = HttpTests(tap, srv)
+    started = time.monotonic()
+    for fn in GROUPS:
+        if only and fn.__name__ not in only:
+            continue
+        t0 = time.monotonic()
+        tap.diag("group %s" % fn.__name__)
+        tap.run(fn, t)
+        if not srv.alive():
+            tap.ok(False, "server is still running after group %s" % fn.__name__,
+                   srv.stderr_text()[-4000:])
+            break
+        tap.diag("group %s took %.1f s" % (fn.__name__, time.monotonic() - t0))
+    tap.run(all_responses, t)
+    tap.diag("all groups took %.1f s" % (time.monotonic() - started))
+    srv.stop_and_check(tap)
+    tap.done()
+
+
+if __name__ == "__main__":
+    main()
