@@ -871,6 +871,327 @@ def check_odata_xml_error(t, r, status, code, what):
     t.ok(not p, "%s: OData XML error body" % what, "\n".join(p))
 
 
+# --------------------------------------------------------------------------
+# 17.4 / 17.5 Entity reads and Edm types, exact at every metadata level
+
+
+def S(text):
+    """Raw JSON text for a string value given as Python text."""
+    return js(text)
+
+
+# (property name, request members as (name, raw JSON), emitted annotation,
+#  emitted value).  Only canonical, [DOC]/[OBS] input forms here.
+EDM_PROPS = [
+    ("Str", [("Str", '"h\u00e9llo ' + r'\u00fc \ud83d\ude00 \"q\" \\ \/ \t\n' + '"')], None,
+     "h\u00e9llo \u00fc \U0001F600 \"q\" \\ / \t\n"),
+    ("StrEmpty", [("StrEmpty", '""')], None, ""),
+    ("StrCtl", [("StrCtl", r'"\u0001\u001f\u007f x"')], None, "\x01\x1f\x7f x"),
+    ("StrNul", [("StrNul", r'"a\u0000b"')], None, "a\x00b"),
+    ("I32", [("I32", "42")], None, N("42")),
+    ("I32Zero", [("I32Zero", "0")], None, N("0")),
+    ("I32Min", [("I32Min", "-2147483648")], None, N("-2147483648")),
+    ("I32Max", [("I32Max", "2147483647")], None, N("2147483647")),
+    ("I32Ann", [("I32Ann@odata.type", '"Edm.Int32"'), ("I32Ann", "-7")], None, N("-7")),
+    ("I64", [("I64@odata.type", '"Edm.Int64"'), ("I64", '"9007199254740993"')], "Edm.Int64",
+     "9007199254740993"),
+    ("I64Min", [("I64Min@odata.type", '"Edm.Int64"'), ("I64Min", '"-9223372036854775808"')],
+     "Edm.Int64", "-9223372036854775808"),
+    ("I64Max", [("I64Max@odata.type", '"Edm.Int64"'), ("I64Max", '"9223372036854775807"')],
+     "Edm.Int64", "9223372036854775807"),
+    ("I64Zero", [("I64Zero@odata.type", '"Edm.Int64"'), ("I64Zero", '"0"')], "Edm.Int64", "0"),
+    ("D", [("D", "12.5")], None, N("12.5")),
+    ("DNeg", [("DNeg", "-2.25")], None, N("-2.25")),
+    ("DIntegral", [("DIntegral", "5.0")], None, N("5.0")),
+    ("DAnnInt", [("DAnnInt@odata.type", '"Edm.Double"'), ("DAnnInt", "7")], None, N("7.0")),
+    ("DExp", [("DExp", "3e2")], None, N("300.0")),
+    ("DNegZero", [("DNegZero", "-0.0")], None, N("-0.0")),
+    ("DZero", [("DZero", "0.0")], None, N("0.0")),
+    ("DBig", [("DBig", "1.5e300")], None, N("1.5E+300")),
+    ("DSmall", [("DSmall", "1.25e-10")], None, N("1.25E-10")),
+    ("DMax", [("DMax", "1.7976931348623157e308")], None, N("1.7976931348623157E+308")),
+    ("DDenorm", [("DDenorm", "5e-324")], None, N("5E-324")),
+    ("DPi", [("DPi", "3.141592653589793")], None, N("3.141592653589793")),
+    ("DTenth", [("DTenth", "0.1")], None, N("0.1")),
+    ("DMilli", [("DMilli", "0.001")], None, N("0.001")),
+    ("D15", [("D15", "123456789012345.0")], None, N("123456789012345.0")),
+    ("D1e15", [("D1e15", "1e15")], None, N("1E+15")),
+    ("DStrNum", [("DStrNum@odata.type", '"Edm.Double"'), ("DStrNum", '"1.23456789012346e+24"')],
+     None, N("1.23456789012346E+24")),
+    ("DNaN", [("DNaN@odata.type", '"Edm.Double"'), ("DNaN", '"NaN"')], "Edm.Double", "NaN"),
+    ("DInf", [("DInf@odata.type", '"Edm.Double"'), ("DInf", '"Infinity"')], "Edm.Double",
+     "Infinity"),
+    ("DNegInf", [("DNegInf@odata.type", '"Edm.Double"'), ("DNegInf", '"-Infinity"')],
+     "Edm.Double", "-Infinity"),
+    ("BTrue", [("BTrue", "true")], None, True),
+    ("BFalse", [("BFalse", "false")], None, False),
+    ("Dt", [("Dt@odata.type", '"Edm.DateTime"'), ("Dt", '"2024-06-01T08:30:00Z"')],
+     "Edm.DateTime", "2024-06-01T08:30:00Z"),
+    ("Dt7", [("Dt7@odata.type", '"Edm.DateTime"'), ("Dt7", '"2024-06-03T10:00:00.1234567Z"')],
+     "Edm.DateTime", "2024-06-03T10:00:00.1234567Z"),
+    ("DtTrim", [("DtTrim@odata.type", '"Edm.DateTime"'),
+                ("DtTrim", '"2020-09-17T00:00:00.9999900Z"')],
+     "Edm.DateTime", "2020-09-17T00:00:00.99999Z"),
+    ("DtZeroFrac", [("DtZeroFrac@odata.type", '"Edm.DateTime"'),
+                    ("DtZeroFrac", '"2021-01-01T00:00:00.0000000Z"')],
+     "Edm.DateTime", "2021-01-01T00:00:00Z"),
+    ("DtHalf", [("DtHalf@odata.type", '"Edm.DateTime"'), ("DtHalf", '"2024-01-01T00:00:00.5Z"')],
+     "Edm.DateTime", "2024-01-01T00:00:00.5Z"),
+    ("DtMin", [("DtMin@odata.type", '"Edm.DateTime"'), ("DtMin", '"1601-01-01T00:00:00Z"')],
+     "Edm.DateTime", "1601-01-01T00:00:00Z"),
+    ("DtMax", [("DtMax@odata.type", '"Edm.DateTime"'),
+               ("DtMax", '"9999-12-31T23:59:59.9999999Z"')],
+     "Edm.DateTime", "9999-12-31T23:59:59.9999999Z"),
+    ("DtAfter", [("DtAfter", '"2000-02-29T12:00:00.0000001Z"'),
+                 ("DtAfter@odata.type", '"Edm.DateTime"')],
+     "Edm.DateTime", "2000-02-29T12:00:00.0000001Z"),
+    ("G", [("G@odata.type", '"Edm.Guid"'), ("G", '"4E2E8B0C-5BB7-4C3C-9F43-3A6F1D0B2C11"')],
+     "Edm.Guid", "4e2e8b0c-5bb7-4c3c-9f43-3a6f1d0b2c11"),
+    ("GAfter", [("GAfter", '"00000000-0000-0000-0000-000000000000"'),
+                ("GAfter@odata.type", '"Edm.Guid"')],
+     "Edm.Guid", "00000000-0000-0000-0000-000000000000"),
+    ("Bin", [("Bin@odata.type", '"Edm.Binary"'), ("Bin", '"AAEC/w=="')], "Edm.Binary",
+     "AAEC/w=="),
+    ("BinEmpty", [("BinEmpty@odata.type", '"Edm.Binary"'), ("BinEmpty", '""')], "Edm.Binary",
+     ""),
+    ("BinAfter", [("BinAfter", '"+/+/AA=="'), ("BinAfter@odata.type", '"Edm.Binary"')],
+     "Edm.Binary", "+/+/AA=="),
+    ("StrAnn", [("StrAnn@odata.type", '"Edm.String"'), ("StrAnn", '"12"')], None, "12"),
+]
+
+BIG_PROPS = [
+    ("U2", "\u00fc" * 32768),            # 32,768 UTF-16 units, 64 KiB of UTF-8
+    ("U3", "\u20ac" * 32768),            # 96 KiB of UTF-8
+    ("U4", "\U0001F600" * 16384),        # surrogate pairs: 32,768 UTF-16 units
+    ("Mixed", ("a\u00e9\u65e5\U0001F600" * 6554)[:32767]),
+]
+
+
+def edm_body(pk, rk, props):
+    members = [("PartitionKey", js(pk)), ("RowKey", js(rk))]
+    for _, req, _, _ in props:
+        members += req
+    return body_of(members)
+
+
+def expected_props(props):
+    return [(name, annot, value) for name, _, annot, value in props]
+
+
+@add_group
+def edm_exact(t):
+    """Every Edm type, every metadata level, exact member order."""
+    name = t.table("Edm")
+    body = edm_body("pk", "rk", EDM_PROPS)
+    want = expected_props(EDM_PROPS)
+    r = t.req("POST", "/" + name, body=body.encode("utf-8"))
+    t.check_json_ok(r, "insert the all-types entity", status=201, etag=True,
+                    location="%s/%s(PartitionKey='pk',RowKey='rk')" % (t.base, name))
+    if r.status != 201:
+        return
+    ts = t.timestamp_of(r)
+    t.eq(r.h("ETag"), h.etag_for(ts), "insert ETag header is derived from the body Timestamp")
+    t.exact(r, t.entity_entry(name, "pk", "rk", ts, want, "minimalmetadata"),
+            "insert 201 body: every type, minimalmetadata, exact")
+    got_min = None
+    for level in LEVELS:
+        r = t.get(name, "pk", "rk", level=level)
+        t.check_json_ok(r, "Get Entity all types (%s)" % level, level=level, etag=True)
+        t.eq(r.h("ETag"), h.etag_for(ts), "Get Entity ETag (%s)" % level)
+        t.exact(r, t.entity_entry(name, "pk", "rk", ts, want, level),
+                "Get Entity: every type exact (%s)" % level)
+        j = t.jbody(r)
+        if level == "minimalmetadata":
+            got_min = j
+        # one line per property, so a single wrong type is easy to see
+        for pname, annot, value in want:
+            ga = member(j, pname + "@odata.type")
+            gv = member(j, pname, KeyError)
+            wa = annot if level != "nometadata" else None
+            d = diff(gv, value) if gv is not KeyError else "missing"
+            t.ok(d is None and ga == wa, "%s: %s -> %s%s" % (
+                level, pname, (wa + " ") if wa else "", h._short(value, 60)),
+                "value: %s\nannotation: %r (want %r)" % (d, ga, wa))
+    for level in LEVELS:
+        r = t.req("GET", "/" + name + "()", headers={"Accept": h.ACCEPT[level]})
+        t.check_json_ok(r, "Query Entities all types (%s)" % level, level=level)
+        t.exact(r, t.entity_feed(name, [t.entity_entry(name, "pk", "rk", ts, want, level,
+                                                       single=False)], level),
+                "Query Entities feed: every type exact (%s)" % level)
+    # write back what minimal and full metadata returned: nothing may change
+    for level in ("minimalmetadata", "fullmetadata"):
+        r = t.get(name, "pk", "rk", level=level)
+        r = t.req("PUT", t.ep(name, "pk", "rk"), body=r.body, headers={"If-Match": "*"})
+        t.eq(r.status, 204, "PUT back the %s body" % level)
+        r = t.get(name, "pk", "rk", level="minimalmetadata")
+        ts2 = t.timestamp_of(r)
+        t.exact(r, t.entity_entry(name, "pk", "rk", ts2, want, "minimalmetadata"),
+                "every type survives a write-back of its %s form" % level)
+    t.ok(got_min is not None, "minimalmetadata body was read")
+    t.http.delete_table(name)
+
+
+@add_group
+def edm_big(t):
+    """64 KiB strings of multi-byte characters and 64 KiB binary at every level."""
+    import base64
+    name = t.table("Big")
+    blob = base64.b64encode(bytes(range(256)) * 256).decode()
+    props = [(n, [(n, js(v))], None, v) for n, v in BIG_PROPS]
+    props.append(("Bin", [("Bin@odata.type", '"Edm.Binary"'), ("Bin", js(blob))], "Edm.Binary",
+                  blob))
+    # one copy raw UTF-8, one with every non-ASCII character escaped
+    t.insert(name, edm_body("p", "raw", props).encode("utf-8"))
+    esc = "{" + ",".join(
+        [json.dumps("PartitionKey") + ':"p"', json.dumps("RowKey") + ':"esc"'] +
+        ["%s:%s" % (json.dumps(n), json.dumps(v)) for n, v in BIG_PROPS] +
+        ['"Bin@odata.type":"Edm.Binary"', '"Bin":' + json.dumps(blob)]) + "}"
+    t.insert(name, esc)
+    want = expected_props(props)
+    for rk in ("raw", "esc"):
+        for level in LEVELS:
+            r = t.get(name, "p", rk, level=level)
+            ts = t.timestamp_of(r)
+            t.exact(r, t.entity_entry(name, "p", rk, ts, want, level),
+                    "64 KiB strings and binary round-trip (%s body, %s)" % (rk, level))
+    t.http.delete_table(name)
+
+
+@add_group
+def edm_inputs(t):
+    """Accepted input forms that are not the canonical output form."""
+    name = t.table("Inp")
+    cases = [
+        ("DtNoZ", [("DtNoZ@odata.type", '"Edm.DateTime"'), ("DtNoZ", '"2012-01-02T23:00:00"')],
+         "Edm.DateTime", "2012-01-02T23:00:00Z", "DateTime without Z is UTC"),
+        ("DtOff", [("DtOff@odata.type", '"Edm.DateTime"'),
+                   ("DtOff", '"2024-06-01T10:30:00.25+02:00"')],
+         "Edm.DateTime", "2024-06-01T08:30:00.25Z", "DateTime with +02:00 is converted to UTC"),
+        ("DtNegOff", [("DtNegOff@odata.type", '"Edm.DateTime"'),
+                      ("DtNegOff", '"2024-12-31T23:30:00-01:00"')],
+         "Edm.DateTime", "2025-01-01T00:30:00Z", "DateTime with -01:00 crosses midnight"),
+        ("I32Str", [("I32Str@odata.type", '"Edm.Int32"'), ("I32Str", '"123"')], None, N("123"),
+         "Int32 given as an annotated string"),
+        ("BStr", [("BStr@odata.type", '"Edm.Boolean"'), ("BStr", '"true"')], None, True,
+         "Boolean given as an annotated string"),
+        ("I64Num", [("I64Num@odata.type", '"Edm.Int64"'), ("I64Num", "123")], "Edm.Int64", "123",
+         "Int64 given as an annotated JSON number"),
+        ("I64Lead", [("I64Lead@odata.type", '"Edm.Int64"'), ("I64Lead", '"-0042"')],
+         "Edm.Int64", "-42", "Int64 with leading zeros is emitted canonically"),
+        ("GBrace", [("GBrace@odata.type", '"Edm.Guid"'),
+                    ("GBrace", '"{4E2E8B0C-5BB7-4C3C-9F43-3A6F1D0B2C11}"')],
+         "Edm.Guid", "4e2e8b0c-5bb7-4c3c-9f43-3a6f1d0b2c11", "Guid in braces"),
+        ("DStrInt", [("DStrInt@odata.type", '"Edm.Double"'), ("DStrInt", '"12"')], None,
+         N("12.0"), "Double given as the string 12"),
+        ("DtFrac9", [("DtFrac9@odata.type", '"Edm.DateTime"'),
+                     ("DtFrac9", '"2024-01-01T00:00:00.123456789Z"')],
+         "Edm.DateTime", ("2024-01-01T00:00:00.1234567Z", "2024-01-01T00:00:00.1234568Z"),
+         "DateTime with 9 fractional digits is cut to 100 ns"),
+    ]
+    for i, (pname, req, annot, value, why) in enumerate(cases):
+        body = body_of([("PartitionKey", '"p"'), ("RowKey", js(str(i)))] + req)
+        r = t.req("POST", "/" + name, body=body)
+        if r.status != 201:
+            t.ok(False, why, "insert -> %s %s" % (r.status, r.body[:300]))
+            continue
+        j = t.jbody(t.get(name, "p", str(i)))
+        gv, ga = member(j, pname, KeyError), member(j, pname + "@odata.type")
+        values = value if isinstance(value, tuple) else (value,)
+        t.ok(any(diff(gv, v) is None for v in values) and ga == annot, why,
+             "got %r (annotation %r), want %r (%r)" % (gv, ga, values, annot))
+    # ignored members, nulls, Timestamp, unannotated number forms
+    body = body_of([
+        ("odata.metadata", '"http://x/$metadata#foo/@Element"'), ("odata.type", '"x.y"'),
+        ("odata.id", '"http://x/y"'), ("odata.editLink", '"y"'),
+        ("odata.etag", '"W/\\"datetime\'2000-01-01T00%3A00%3A00Z\'\\""'),
+        ("PartitionKey@odata.type", '"Edm.String"'), ("PartitionKey", '"p"'),
+        ("RowKey@odata.type", '"Edm.String"'), ("RowKey", '"ign"'),
+        ("Timestamp@odata.type", '"Edm.DateTime"'), ("Timestamp", '"2000-01-01T00:00:00Z"'),
+        ("Gone", "null"), ("Three", "3.0"), ("Exp", "3e2"), ("Neg", "-0"),
+        ("Orphan@odata.type", '"Edm.Int64"'), ("Kept", '"x"')])
+    r = t.req("POST", "/" + name, body=body)
+    t.eq(r.status, 201, "odata.* members, system annotations, Timestamp and null are accepted")
+    if r.status == 201:
+        ts = t.timestamp_of(r)
+        t.ok(ts != "2000-01-01T00:00:00Z", "a client-supplied Timestamp is ignored", ts)
+        t.exact(t.get(name, "p", "ign", level="nometadata"),
+                t.entity_entry(name, "p", "ign", ts, [
+                    ("Three", None, N("3.0")), ("Exp", None, N("300.0")),
+                    ("Neg", None, N("0")), ("Kept", None, "x")], "nometadata"),
+                "null is not stored, 3.0/3e2 are Doubles, -0 is Int32 0, orphan annotation "
+                "ignored")
+    r = t.req("POST", "/" + name, body='\ufeff{"PartitionKey":"p","RowKey":"bom"}'.encode())
+    t.eq(r.status, 201, "a UTF-8 BOM before the JSON body is accepted")
+    r = t.req("POST", "/" + name, body=' \r\n\t{ "PartitionKey" : "p" , "RowKey" : "ws" } \n')
+    t.eq(r.status, 201, "insignificant whitespace in the body is accepted")
+    t.http.delete_table(name)
+
+
+@add_group
+def entity_reads(t):
+    name = t.table("Reads")
+    r = t.req("GET", "/" + name, headers={"Accept": h.ACCEPT["minimalmetadata"]})
+    t.check_json_ok(r, "Query Entities on an empty table")
+    t.exact(r, t.entity_feed(name, [], "minimalmetadata"), "empty table feed body")
+    r = t.req("GET", "/" + name, headers={"Accept": h.ACCEPT["nometadata"]})
+    t.exact(r, Obj([("value", [])]), "empty table feed body (nometadata)")
+    keys = [("b", "1"), ("a", "b"), ("B", "z"), ("a", "a"), ("a", "B"), ("\u00e9", "x"),
+            ("a", "\U0001F600"), ("a", "\uffff"), ("", "x"), ("a", "")]
+    for i, (pk, rk) in enumerate(keys):
+        t.insert(name, {"PartitionKey": pk, "RowKey": rk, "I": i})
+    r = t.req("GET", "/" + name, headers={"Accept": h.ACCEPT["nometadata"]})
+    order = [(member(e, "PartitionKey"), member(e, "RowKey"))
+             for e in member(t.jbody(r), "value", [])]
+    want = sorted(keys, key=lambda k: (k[0].encode("utf-16-be"), k[1].encode("utf-16-be")))
+    t.eq(order, want, "Query Entities orders by PartitionKey then RowKey, ordinal UTF-16")
+    t.ok(member(t.jbody(r), "odata.nextLink") is None and not r.has("x-ms-continuation-NextPartitionKey"),
+         "feed has no odata.nextLink and no continuation for 10 entities")
+    # custom properties in insertion order
+    body = body_of([("PartitionKey", '"o"'), ("RowKey", '"o"'), ("zeta", "1"), ("Alpha", "2"),
+                    ("mid", '"m"'), ("_u", "true"), ("\u00e9t\u00e9", "3")])
+    t.insert(name, body)
+    r = t.get(name, "o", "o", level="nometadata")
+    t.eq([k for k, _ in t.jbody(r)][3:], ["zeta", "Alpha", "mid", "_u", "\u00e9t\u00e9"],
+         "custom properties come back in insertion order")
+    # $select
+    t.insert(name, {"PartitionKey": "s", "RowKey": "s", "Qty": 3, "Name": "n", "Total": 1.5})
+    r = t.req("GET", t.ep(name, "s", "s") + "?$select=Qty")
+    ts = member(t.jbody(r), "Timestamp")
+    want_sel = Obj([("odata.metadata", "%s/$metadata#%s/@Element&$select=Qty" % (t.base, name)),
+                    ("odata.etag", r.h("ETag")), ("Qty", N("3"))])
+    t.exact(r, want_sel, "Get Entity $select=Qty: only Qty plus odata.etag, metadata echoes it")
+    t.ok(ts is None, "no Timestamp when not selected")
+    r = t.req("GET", t.ep(name, "s", "s") + "?$select=Total,Missing,RowKey",
+              headers={"Accept": h.ACCEPT["nometadata"]})
+    j = t.jbody(r)
+    names = [k for k, _ in j] if isinstance(j, Obj) else []
+    t.ok(sorted(names) == ["Missing", "RowKey", "Total"] and member(j, "Missing", 0) is None
+         and member(j, "Total") == N("1.5") and member(j, "RowKey") == "s"
+         and names.index("RowKey") < names.index("Total"),
+         "$select: listed properties only, stored order, a missing one as null",
+         h._short(r.body, 300))
+    r = t.req("GET", "/" + name + "?$select=Qty", headers={"Accept": h.ACCEPT["nometadata"]})
+    vals = member(t.jbody(r), "value", [])
+    t.ok(len(vals) == len(keys) + 2 and all([k for k, _ in e] == ["Qty"] for e in vals),
+         "Query Entities $select=Qty returns only Qty for every entity",
+         h._short(r.body, 500))
+    r = t.req("GET", "/" + name + "?$select=Qty")
+    t.eq(member(t.jbody(r), "odata.metadata"), "%s/$metadata#%s&$select=Qty" % (t.base, name),
+         "Query Entities $select odata.metadata")
+    # misses
+    r = t.get(name, "nope", "nope")
+    t.check_error(r, 404, "ResourceNotFound", "Get Entity of a missing entity")
+    r = t.get(name, "nope", "nope", level="nometadata")
+    t.check_error(r, 404, "ResourceNotFound", "Get Entity of a missing entity (nometadata)",
+                  level="nometadata")
+    r = t.get("NoSuchTable", "p", "r", level="fullmetadata")
+    t.check_error(r, 404, "TableNotFound", "Get Entity in a missing table (fullmetadata)",
+                  level="fullmetadata")
+    r = t.req("GET", "/NoSuchTable()")
+    t.check_error(r, 404, "TableNotFound", "Query Entities on a missing table")
+    t.http.delete_table(name)
+
+
 # ---- main (groups above run in definition order) ---------------------------
 
 
