@@ -52,7 +52,9 @@ enum multipart_status {
     MULTIPART_ERR_MALFORMED = -1,
     /* Parsed fine but the changeset holds more than MULTIPART_MAX_OPS
      * operations. The batch is still filled in completely (nops = the real
-     * count), so the caller can answer SPEC 8.4's message. */
+     * count), so the caller can answer SPEC 8.4's 202 with one 400
+     * InvalidInput part "99:The batch request operation exceeds the maximum
+     * 100 changes per change set." (its Accept/Prefer/Content-ID at hand). */
     MULTIPART_ERR_TOO_MANY = -2,
 };
 
