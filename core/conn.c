@@ -46,6 +46,9 @@
 #define CONN_OUTPUT_HIGH (1024 * 1024)
 /* Bodies at least this large are handed to the evbuffer, not copied. */
 #define CONN_BODY_STEAL (64 * 1024)
+/* Largest body buffer reserved up front from an announced Content-Length
+ * (a client announcing 4 MiB and sending nothing should not cost 4 MiB). */
+#define CONN_RESERVE_MAX (1024 * 1024)
 /* Per-connection buffers larger than this are freed after a request. */
 #define CONN_KEEP_BYTES (64 * 1024)
 
@@ -367,8 +370,9 @@ static int on_headers_complete(llhttp_t *p)
         if (expect && strcasecmp(expect, "100-continue") == 0)
             send_continue(c);
     }
-    if (has_len && p->content_length > 0)
-        buf_reserve(&c->body, (size_t)p->content_length);
+    if (has_len && p->content_length > 0)  /* one allocation for most bodies */
+        buf_reserve(&c->body, p->content_length < CONN_RESERVE_MAX ? (size_t)p->content_length
+                                                                    : CONN_RESERVE_MAX);
     if (chunked || (has_len && p->content_length > 0))
         evtimer_add(c->timer, c->srv->idle_tv);  /* body progress deadline */
     return 0;
@@ -416,11 +420,36 @@ static struct evbuffer *reply_buffer(struct conn *c)
     return conn_output(c);
 }
 
-/* Headers core/ writes itself; copies from the service are dropped. */
-static int reserved_header(const char *name)
+/* Headers core/ writes itself (copies from the service are dropped), and
+ * headers that would break the framing (CR/LF inside: response splitting). */
+static int skip_header(const struct http_header *h)
 {
-    return strcasecmp(name, "Content-Length") == 0 || strcasecmp(name, "Connection") == 0 ||
-           strcasecmp(name, "Transfer-Encoding") == 0;
+    char first = (char)(h->name[0] | 0x20);
+    if ((first == 'c' && (strcasecmp(h->name, "Content-Length") == 0 ||
+                          strcasecmp(h->name, "Connection") == 0)) ||
+        (first == 't' && strcasecmp(h->name, "Transfer-Encoding") == 0))
+        return 1;
+    if (strpbrk(h->name, "\r\n: ") || memchr(h->value, '\r', h->value_len) ||
+        memchr(h->value, '\n', h->value_len)) {
+        log_warn("dropping response header %s: invalid characters", h->name);
+        return 1;
+    }
+    return 0;
+}
+
+/* Appends the decimal form of v. */
+static void put_uint(struct buf *b, size_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    buf_reserve(b, (size_t)n);
+    while (n)
+        b->data[b->len++] = tmp[--n];
+    b->data[b->len] = '\0';
 }
 
 static void free_cleanup(const void *data, size_t len, void *arg)
@@ -443,17 +472,23 @@ static void conn_respond(struct conn *c, int close)
     size_t blen = resp->body.len;
 
     buf_reset(h);
-    buf_printf(h, "HTTP/1.1 %d %s\r\n", status, reason);
+    buf_append(h, "HTTP/1.1 ", 9);
+    put_uint(h, (size_t)status);
+    buf_putc(h, ' ');
+    buf_puts(h, reason);
+    buf_append(h, "\r\n", 2);
     for (size_t i = 0; i < resp->nheaders; i++) {
         const struct http_header *hd = &resp->headers[i];
-        if (reserved_header(hd->name))
+        if (skip_header(hd))
             continue;
         buf_puts(h, hd->name);
         buf_append(h, ": ", 2);
         buf_append(h, hd->value, hd->value_len);
         buf_append(h, "\r\n", 2);
     }
-    buf_printf(h, "Content-Length: %zu\r\n", blen);
+    buf_append(h, "Content-Length: ", 16);
+    put_uint(h, blen);
+    buf_append(h, "\r\n", 2);
     if (close)
         buf_puts(h, "Connection: close\r\n");
     else if (req->http_major == 1 && req->http_minor == 0)
@@ -978,8 +1013,14 @@ void conn_stop_all(struct server *srv)
     while (c) {
         struct conn *next = c->next;
         if (c->lingering ||
-            (!c->in_msg && !c->held && evbuffer_get_length(conn_output(c)) == 0))
+            (!c->in_msg && !c->held && evbuffer_get_length(conn_output(c)) == 0)) {
             conn_free(c);
+        } else if (!c->in_msg) {
+            /* Replies still being written or held: send them, then close.
+             * (A request in flight gets Connection: close in its reply.) */
+            c->closing = 1;
+            conn_settle(c);
+        }
         c = next;
     }
 }

@@ -9,6 +9,8 @@
  *   x-close: 1        the response asks core/ to close the connection
  *   x-status: N       answer with status N
  *   x-big: N          answer with an N-byte body of 'x'
+ *   x-evil: 1         add headers core/ must not send as given (its own
+ *                     Content-Length/Connection, a value with CR LF)
  * GET /syncs answers with the number of successful service_sync() calls. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,12 @@ void service_handle(struct service *svc, struct request *req, struct response *r
     if ((v = request_header(req, "x-status")))
         resp->status = atoi(v);
     response_header(resp, "Content-Type", "text/plain");
+    if ((v = request_header(req, "x-evil")) && strcmp(v, "1") == 0) {
+        response_header(resp, "Content-Length", "999");
+        response_header(resp, "connection", "upgrade");
+        response_header(resp, "X-Split", "a\r\nInjected: yes");
+        response_header(resp, "X-Fine", "kept");
+    }
     if (req->method == HTTP_M_GET && strcmp(req->path, "/syncs") == 0) {
         buf_printf(&resp->body, "%d", svc->syncs);
         return;

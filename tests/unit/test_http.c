@@ -279,6 +279,25 @@ static void test_basic(int port)
     hangup(&c);
 }
 
+static void test_header_hygiene(int port)
+{
+    struct client c;
+    struct reply r;
+    dial(&c, port);
+    send_str(&c, "GET /evil HTTP/1.1\r\nHost: h\r\nx-evil: 1\r\n\r\nGET /next HTTP/1.1\r\n\r\n");
+    TEST_EQ_INT(read_reply(&c, &r, 0), 0, "hygiene: reply");
+    TEST_CHECK(!strstr(r.head, "999") && !strcasestr(r.head, "upgrade"),
+               "hygiene: service's Content-Length/Connection dropped");
+    TEST_CHECK(!strstr(r.head, "Injected") && !strstr(r.head, "X-Split"),
+               "hygiene: header with CR LF dropped");
+    TEST_CHECK(has_header(&r, "X-Fine: kept"), "hygiene: other headers kept");
+    reply_free(&r);
+    TEST_CHECK(read_reply(&c, &r, 0) == 0 && strstr(r.body, "path=/next"),
+               "hygiene: framing intact for the next reply");
+    reply_free(&r);
+    hangup(&c);
+}
+
 static void test_methods(int port)
 {
     static const struct {
@@ -843,6 +862,7 @@ int main(void)
     TEST_CHECK(ch.port > 0, "server reports the port the kernel picked");
     test_basic(ch.port);
     test_methods(ch.port);
+    test_header_hygiene(ch.port);
     test_pipelining(ch.port);
     test_split_head(ch.port);
     test_chunked(ch.port);
