@@ -117,6 +117,7 @@ static enum cmp_kind cmp_double_int64(double d, int64_t i, int *c)
     return CMP_ORDERED;
 }
 
+/* -1, 0, 1 as a is below, equal to, above b. */
 static int sign64(int64_t a, int64_t b)
 {
     return a < b ? -1 : a > b ? 1 : 0;
@@ -260,6 +261,7 @@ static const struct edm_value *lookup(const struct subject *s, const struct fnod
     return NULL;
 }
 
+/* Value of subtree n for subject s; and/or short-circuit. */
 static int eval(const struct filter *f, const struct fnode *n, const struct subject *s)
 {
     struct edm_value tmp;

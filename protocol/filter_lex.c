@@ -9,6 +9,7 @@
 #include "protocol/edm.h"
 #include "protocol/filter_ast.h"
 
+/* SPEC 6.2 whitespace: SP, HTAB, and (REC) CR, LF. */
 static int is_space(unsigned char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
@@ -31,6 +32,7 @@ static int is_word_char(unsigned char c)
     return is_word_start(c) || is_digit(c);
 }
 
+/* 0..15 for a hex digit of either case, else -1. */
 static int hex_value(unsigned char c)
 {
     if (c >= '0' && c <= '9')

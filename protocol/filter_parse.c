@@ -78,6 +78,7 @@ static int advance(struct fparser *p)
     return 0;
 }
 
+/* 1 when the current token is the (lower-case) keyword kw. */
 static int tok_is(const struct fparser *p, const char *kw)
 {
     return p->tok.kind == FT_WORD && flex_is(p->tok.word, p->tok.word_len, kw);
@@ -93,6 +94,7 @@ static int tok_comp_op(const struct fparser *p)
     return -1;
 }
 
+/* 1 at an arithmetic operator (parsed, not implemented). */
 static int tok_arith_op(const struct fparser *p)
 {
     return tok_is(p, "add") || tok_is(p, "sub") || tok_is(p, "mul") || tok_is(p, "div") ||
@@ -105,6 +107,7 @@ static int tok_reserved(const struct fparser *p)
     return tok_is(p, "and") || tok_is(p, "or") || tok_is(p, "not") || tok_comp_op(p) >= 0;
 }
 
+/* A zeroed tree node from the compile arena. */
 static struct fnode *node_new(struct fparser *p, enum fnode_kind kind)
 {
     struct fnode *n = arena_calloc(p->lx.a, sizeof *n);
@@ -265,8 +268,10 @@ static struct fnode *make_bare(struct fparser *p, const struct operand *o)
     return n;
 }
 
+/* and-expr *("or" and-expr) */
 static struct fnode *parse_or(struct fparser *p);
 
+/* "(" or-expr ")", a comparison, or a bare operand. */
 static struct fnode *parse_primary(struct fparser *p)
 {
     if (p->tok.kind == FT_LPAREN) {
@@ -295,6 +300,7 @@ static struct fnode *parse_primary(struct fparser *p)
     return make_cmp(p, &a, (enum fop)op, &b);
 }
 
+/* "not" unary / primary; nesting counts towards FILTER_MAX_DEPTH. */
 static struct fnode *parse_unary(struct fparser *p)
 {
     if (!tok_is(p, "not"))
@@ -336,6 +342,7 @@ static struct fnode *parse_list(struct fparser *p, const char *kw, enum fnode_ki
     return n;
 }
 
+/* unary *("and" unary) */
 static struct fnode *parse_and(struct fparser *p)
 {
     return parse_list(p, "and", FN_AND, parse_unary);

@@ -38,6 +38,7 @@ struct boxes {
  * larger side by its hull, so planning stays cheap on adversarial input. */
 #define PLAN_MAX_PAIRS FILTER_PLAN_MAX_RANGES
 
+/* UTF-16 order of the strings of two set ends. */
 static int str_cmp(const struct end *a, const struct end *b)
 {
     return filter_strcmp16(a->s, a->n, b->s, b->n);
@@ -69,6 +70,7 @@ static struct end looser(struct end a, struct end b, int upper)
     return (c > 0) != upper ? b : a;
 }
 
+/* 1 when no string lies in v. */
 static int ivl_empty(const struct ivl *v)
 {
     if (!v->lo.set || !v->hi.set)
@@ -77,23 +79,27 @@ static int ivl_empty(const struct ivl *v)
     return c > 0 || (c == 0 && !(v->lo.inc && v->hi.inc));
 }
 
+/* Intersection of two intervals. */
 static struct ivl ivl_meet(const struct ivl *a, const struct ivl *b)
 {
     struct ivl r = {tighter(a->lo, b->lo, 0), tighter(a->hi, b->hi, 1)};
     return r;
 }
 
+/* Smallest interval covering both. */
 static struct ivl ivl_join(const struct ivl *a, const struct ivl *b)
 {
     struct ivl r = {looser(a->lo, b->lo, 0), looser(a->hi, b->hi, 1)};
     return r;
 }
 
+/* 1 when b restricts neither key. */
 static int box_full(const struct box *b)
 {
     return !b->pk.lo.set && !b->pk.hi.set && !b->rk.lo.set && !b->rk.hi.set;
 }
 
+/* n zeroed (that is, unbounded) boxes. */
 static struct boxes boxes_alloc(struct arena *a, size_t n)
 {
     struct boxes r = {arena_calloc(a, (n ? n : 1) * sizeof(struct box)), n};
@@ -239,6 +245,7 @@ struct unite {
     int full;
 };
 
+/* Adds the boxes of y to the union u. */
 static void unite_add(struct arena *a, struct unite *u, struct boxes y)
 {
     if (u->full || y.n == 0)
@@ -274,6 +281,7 @@ static void unite_add(struct arena *a, struct unite *u, struct boxes y)
     u->n += y.n;
 }
 
+/* Boxes covering every key for which subtree n can be true. */
 static struct boxes plan_node(const struct filter *f, const struct fnode *n, struct arena *a)
 {
     struct boxes r;
@@ -317,6 +325,7 @@ struct edge {
     int eps;
 };
 
+/* The point of the key line where bound b (lower or upper) sits. */
 static struct edge edge_of(const struct filter_bound *b, int upper)
 {
     struct edge e = {0, b->pk, b->pk_len, 0, b->rk, b->rk_len, 0};
@@ -333,6 +342,7 @@ static struct edge edge_of(const struct filter_bound *b, int upper)
     return e;
 }
 
+/* Order of two edges along the key line. */
 static int edge_cmp(const struct edge *x, const struct edge *y)
 {
     if (x->inf || y->inf)
@@ -347,12 +357,15 @@ static int edge_cmp(const struct edge *x, const struct edge *y)
     return x->eps < y->eps ? -1 : x->eps > y->eps ? 1 : 0;
 }
 
+/* 1 when r's lower edge lies past its upper edge. */
 static int range_empty(const struct filter_range *r)
 {
     struct edge lo = edge_of(&r->lo, 0), hi = edge_of(&r->hi, 1);
     return edge_cmp(&lo, &hi) > 0;
 }
 
+/* A range end from a box's PartitionKey end and RowKey end (the same
+ * side); the RowKey end only sharpens an inclusive PartitionKey end. */
 static struct filter_bound bound_of(const struct end *pk, const struct end *rk)
 {
     struct filter_bound b;
@@ -473,6 +486,7 @@ int filter_plan_contains(const struct filter_plan *p, const char *pk, size_t pk_
 
 /* ---- case folding for table names ---- */
 
+/* Arena copy of s[0..n) with A-Z lower-cased. */
 static char *ascii_lower(struct arena *a, const char *s, size_t n)
 {
     char *r = arena_alloc(a, n + 1);
@@ -544,6 +558,7 @@ static struct filter_bound fold_hi(struct arena *a, const struct filter_bound *h
     return prefix_end(a, hi->pk, k);
 }
 
+/* The tighter of two lower (upper = 0) or upper (upper = 1) bounds. */
 static struct filter_bound tighter_bound(const struct filter_bound *x, const struct filter_bound *y,
                                          int upper)
 {
