@@ -145,7 +145,7 @@ void op_get_entity(struct req_ctx *c)
 {
     const struct table_info *t;
     enum terr err = ctx_table(c, &t);
-    struct query_opts q;
+    struct query_opts q = {0};
     if (!err)
         err = check_url_keys(c);
     if (!err)

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "protocol/ctx.h"
 #include "protocol/keys.h"
+#include "protocol/filter.h"
 #include "protocol/query.h"
 #include "protocol/token.h"
 
@@ -57,40 +58,103 @@ static void continuation(struct req_ctx *c, const void *k, size_t kl)
     response_header(c->resp, "x-ms-continuation-NextRowKey", token_encode(c->a, rk, rkl));
 }
 
+/* Byte order of two backend keys (memcmp, shorter prefix first). */
+static int keycmp(const void *a, size_t al, const void *b, size_t bl)
+{
+    int r = memcmp(a, b, al < bl ? al : bl);
+    return r ? r : (al > bl) - (al < bl);
+}
+
+/* State of one page while it is being filled. */
+struct page {
+    struct req_ctx *c;
+    const struct query_opts *q;
+    struct entity_json_ctx jc;
+    int limit, count, ranged, done;
+    long examined, budget;
+    int64_t deadline;
+};
+
+/* Scans backend keys [start, end) into the page. 0, or -1 on a backend
+ * error. Sets pg->done once the page is complete (continuation added). */
+static int scan_range(struct page *pg, const struct buf *start, const struct buf *end)
+{
+    struct req_ctx *c = pg->c;
+    struct service *svc = c->svc;
+    struct buf *b = &c->resp->body;
+    struct backend_iter *it;
+    char emsg[256];
+    if (svc->ops->iter_open(svc->st, start->data, start->len, end->data, end->len, &it, emsg,
+                            sizeof emsg) != BACKEND_OK) {
+        log_error("query: %s", emsg);
+        return -1;
+    }
+    const void *k, *v;
+    size_t kl, vl;
+    int rc;
+    while ((rc = svc->ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+        if ((pg->budget > 0 && pg->examined >= pg->budget) ||
+            (pg->deadline && (pg->examined & 1023) == 1023 && now_ms() > pg->deadline)) {
+            /* Budget spent: the next unexamined key is the token. */
+            continuation(c, k, kl);
+            pg->done = 1;
+            break;
+        }
+        pg->examined++;
+        /* Per-entity memory comes from a scratch arena reset every row, so
+         * a long scan uses constant memory. */
+        arena_reset(svc->scratch);
+        struct entity e = {0};
+        uint64_t id;
+        if (keys_entity_decode(svc->scratch, k, kl, &id, &e.pk, &e.pk_len, &e.rk, &e.rk_len) != 0 ||
+            entity_decode(svc->scratch, v, vl, &e) != 0) {
+            log_error("query: corrupt entity in the store; skipped");
+            continue;
+        }
+        if (!query_match_entity(pg->q, &e))
+            continue;
+        if (pg->ranged && !auth_range_contains(&c->auth.range, e.pk, e.pk_len, e.rk, e.rk_len))
+            continue;
+        if (pg->count == pg->limit || (pg->count > 0 && b->len > PAGE_MAX_BYTES)) {
+            continuation(c, k, kl);
+            pg->done = 1;
+            break;
+        }
+        if (pg->count++)
+            buf_putc(b, ',');
+        entity_json_write(b, &e, &pg->jc);
+    }
+    svc->ops->iter_close(it);
+    return rc < 0 ? -1 : 0;
+}
+
 void op_query_entities(struct req_ctx *c)
 {
-    struct service *svc = c->svc;
     const struct table_info *t;
-    struct query_opts q;
+    struct query_opts q = {0};
     enum terr err = ctx_table(c, &t);
     if (!err)
         err = query_opts_parse(c, QUERY_ENTITIES, &q);
-    struct buf start, end;
-    buf_init(&start);
-    buf_init(&end);
-    keys_entity_table_prefix(&start, t ? t->id : 0);
-    keys_entity_table_prefix(&end, t ? t->id : 0);
-    keys_prefix_end(&end);
+    struct buf resume;
+    buf_init(&resume);
     if (!err)
-        err = resume_key(c, t, &start);
+        err = resume_key(c, t, &resume);
     if (err) {
-        buf_free(&start);
-        buf_free(&end);
+        buf_free(&resume);
         reply_error_msg(c, err, err == TERR_InvalidInput || err == TERR_NotImplemented
                                     ? q.message : NULL);
         return;
     }
-
-    struct backend_iter *it;
-    char emsg[256];
-    if (svc->ops->iter_open(svc->st, start.data, start.len, end.data, end.len, &it, emsg,
-                            sizeof emsg) != BACKEND_OK) {
-        log_error("query: %s", emsg);
-        buf_free(&start);
-        buf_free(&end);
-        reply_error(c, TERR_InternalError);
-        return;
+    /* Key ranges the filter allows (a superset of its matches). */
+    struct filter_plan plan;
+    struct filter_range full = {.lo = {.unbounded = 1}, .hi = {.unbounded = 1}};
+    if (q.filter) {
+        filter_plan(q.filter, c->a, &plan);
+    } else {
+        plan.ranges = &full;
+        plan.n = 1;
     }
+
     struct response *r = c->resp;
     struct buf *b = &r->body;
     buf_putc(b, '{');
@@ -104,58 +168,42 @@ void op_query_entities(struct req_ctx *c)
         buf_putc(b, ',');
     }
     buf_puts(b, "\"value\":[");
-    struct entity_json_ctx jc = {
-        .level = c->level,
-        .base = c->base,
-        .account = c->account->name,
-        .table = t->name,
-        .metadata = NULL,
-        .select = q.select,
-        .nselect = q.nselect,
+    struct page pg = {
+        .c = c,
+        .q = &q,
+        .jc = {.level = c->level, .base = c->base, .account = c->account->name,
+               .table = t->name, .metadata = NULL, .select = q.select, .nselect = q.nselect},
+        .limit = q.top ? q.top : PAGE_MAX,
+        .ranged = auth_range_active(&c->auth.range),
+        .budget = c->svc->cfg->scan_budget,
+        .deadline = c->svc->cfg->scan_budget_ms > 0 ? now_ms() + c->svc->cfg->scan_budget_ms : 0,
     };
-    int limit = q.top ? q.top : PAGE_MAX;
-    int ranged = auth_range_active(&c->auth.range);
-    int count = 0;
-    long examined = 0;
-    long budget = svc->cfg->scan_budget;
-    int64_t deadline = svc->cfg->scan_budget_ms > 0 ? now_ms() + svc->cfg->scan_budget_ms : 0;
-    const void *k, *v;
-    size_t kl, vl;
-    int rc;
-    while ((rc = svc->ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
-        if ((budget > 0 && examined >= budget) ||
-            (deadline && (examined & 1023) == 1023 && now_ms() > deadline)) {
-            /* Budget spent: the next unexamined key is the token. */
-            continuation(c, k, kl);
-            break;
+    struct buf start, end;
+    buf_init(&start);
+    buf_init(&end);
+    int rc = 0;
+    for (size_t i = 0; i < plan.n && !pg.done && rc == 0; i++) {
+        buf_reset(&start);
+        buf_reset(&end);
+        filter_range_keys(&plan.ranges[i], t->id, &start, &end);
+        if (resume.len) {
+            /* Resume inside or after this range (tokens are inclusive). */
+            if (keycmp(end.data, end.len, resume.data, resume.len) <= 0)
+                continue;
+            if (keycmp(start.data, start.len, resume.data, resume.len) < 0) {
+                buf_reset(&start);
+                buf_append(&start, resume.data, resume.len);
+            }
         }
-        examined++;
-        /* Per-entity memory comes from a scratch arena reset every row, so
-         * a long scan uses constant memory. */
-        arena_reset(svc->scratch);
-        struct entity e = {0};
-        uint64_t id;
-        if (keys_entity_decode(svc->scratch, k, kl, &id, &e.pk, &e.pk_len, &e.rk, &e.rk_len) != 0 ||
-            entity_decode(svc->scratch, v, vl, &e) != 0) {
-            log_error("query: corrupt entity in the store; skipped");
+        if (keycmp(start.data, start.len, end.data, end.len) >= 0)
             continue;
-        }
-        if (!query_match_entity(&q, &e))
-            continue;
-        if (ranged && !auth_range_contains(&c->auth.range, e.pk, e.pk_len, e.rk, e.rk_len))
-            continue;
-        if (count == limit || (count > 0 && b->len > PAGE_MAX_BYTES)) {
-            continuation(c, k, kl);
-            break;
-        }
-        if (count++)
-            buf_putc(b, ',');
-        entity_json_write(b, &e, &jc);
+        rc = scan_range(&pg, &start, &end);
     }
-    svc->ops->iter_close(it);
     buf_free(&start);
     buf_free(&end);
-    if (rc < 0) {
+    buf_free(&resume);
+    log_debug("query %s: %ld rows examined, %d returned", t->name, pg.examined, pg.count);
+    if (rc != 0) {
         reply_error(c, TERR_InternalError);
         return;
     }

@@ -1,6 +1,8 @@
 /* query.c - $filter / $select / $top parsing (see query.h). */
 #include "protocol/query.h"
 
+#include "protocol/filter.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,23 +112,23 @@ enum terr query_opts_parse(struct req_ctx *c, enum query_kind kind, struct query
     if ((p = url_query_get(c->qp, c->nqp, "$select")) && kind != QUERY_TABLES &&
         (e = parse_select(c, p->value, q)))
         return e;
-    if (kind != QUERY_POINT && (p = url_query_get(c->qp, c->nqp, "$filter"))) {
-        /* $filter arrives with the [queries] work; until then refuse it
-         * rather than return unfiltered rows. */
-        return TERR_NotImplemented;
+    if (kind != QUERY_POINT && (p = url_query_get(c->qp, c->nqp, "$filter")) &&
+        p->value_len > 0) {
+        /* Compiled once here; evaluated per row without re-parsing. */
+        if (filter_compile(c->a, p->value, p->value_len,
+                           kind == QUERY_TABLES ? FILTER_TABLES : FILTER_ENTITIES, &q->filter, &e,
+                           &q->message) != 0)
+            return e;
     }
     return TERR_NONE;
 }
 
 int query_match_table(const struct query_opts *q, const char *name, size_t n)
 {
-    (void)name;
-    (void)n;
-    return q->filter == NULL;
+    return !q->filter || filter_match_table(q->filter, name, n);
 }
 
 int query_match_entity(const struct query_opts *q, const struct entity *e)
 {
-    (void)e;
-    return q->filter == NULL;
+    return !q->filter || filter_match(q->filter, e);
 }
