@@ -1481,6 +1481,101 @@ def concurrency(t):
     t.http.delete_table(name)
 
 
+# --------------------------------------------------------------------------
+# 17.6 Entity limits (accepted boundaries; the rejections are bad inputs)
+
+
+@add_group
+def limits(t):
+    name = t.table("Limits")
+    props = {"P%03d" % i: i for i in range(252)}
+    r = t.req("POST", "/" + name, body=dict(props, PartitionKey="p", RowKey="252"))
+    t.eq(r.status, 201, "252 custom properties are accepted")
+    j = t.jbody(t.get(name, "p", "252", level="nometadata"))
+    t.eq(len(j or []) - 3, 252, "all 252 properties are stored")
+    r = t.req("MERGE", t.ep(name, "p", "252"), body={"P000": 5, "P251": 6},
+              headers={"If-Match": "*"})
+    t.eq(r.status, 204, "merging existing names into a full entity is fine")
+    r = t.req("MERGE", t.ep(name, "p", "252"), body={"New1": 1}, headers={"If-Match": "*"})
+    t.check_error(r, 400, "TooManyProperties", "merge that would make 253 properties")
+    r = t.req("PATCH", t.ep(name, "p", "252"), body={"New%d" % i: i for i in range(10)})
+    t.check_error(r, 400, "TooManyProperties", "upsert-merge of 10 new names into 252")
+    t.eq(len(t.jbody(t.get(name, "p", "252", level="nometadata")) or []) - 3, 252,
+         "the refused merges changed nothing")
+    long_name = "N" * 255
+    r = t.req("POST", "/" + name, body={"PartitionKey": "p", "RowKey": "n255", long_name: 1})
+    t.eq(r.status, 201, "a 255-character property name is accepted")
+    t.eq(member(t.jbody(t.get(name, "p", "n255")), long_name), N("1"),
+         "the 255-character name round-trips")
+    for rk, value, why in (("s32768", "a" * 32768, "32,768 ASCII characters"),
+                           ("u32768", "\u00fc" * 32768, "32,768 two-byte characters"),
+                           ("e16384", "\U0001F600" * 16384, "16,384 surrogate pairs")):
+        r = t.req("POST", "/" + name, body={"PartitionKey": "p", "RowKey": rk, "S": value})
+        t.eq(r.status, 201, "a string of %s (32,768 UTF-16 units) is accepted" % why)
+    import base64
+    b64 = base64.b64encode(b"\xab" * 65536).decode()
+    r = t.req("POST", "/" + name, body=body_of([("PartitionKey", '"p"'), ("RowKey", '"b65536"'),
+                                                ("B@odata.type", '"Edm.Binary"'),
+                                                ("B", js(b64))]))
+    t.eq(r.status, 201, "a binary value of 65,536 bytes is accepted")
+    r = t.req("POST", "/" + name, body={"PartitionKey": "k" * 1024, "RowKey": "r" * 1024})
+    t.eq(r.status, 201, "1,024-character PartitionKey and RowKey are accepted")
+    r = t.get(name, "k" * 1024, "r" * 1024)
+    t.eq(r.status, 200, "1,024-character keys are addressable in the URL")
+    r = t.req("PUT", t.ep(name, "\u00fc" * 1024, "x"), body={"V": 1})
+    t.eq(r.status, 204, "a 1,024-character non-ASCII key through the URL is accepted")
+    # entity size per SPEC 4.12: 4 + 2*(len PK + len RK) + sum(8 + 2*len name + value)
+    big = [("s%02d" % i, js("a" * 32768)) for i in range(15)]    # 15 * 65,554
+    base_size = 4 + 2 * (1 + 1) + 15 * (8 + 2 * 3 + 4 + 2 * 32768)
+    room = 1048576 - base_size - (8 + 2 * 1 + 4)                  # binary property "b"
+    for rk, n, status in (("at", room, 201), ("over", room + 1, 400)):
+        body = body_of([("PartitionKey", '"p"'), ("RowKey", js(rk))] + big +
+                       [("b@odata.type", '"Edm.Binary"'),
+                        ("b", js(base64.b64encode(b"z" * n).decode()))])
+        r = t.req("POST", "/" + name, body=body)
+        if status == 201:
+            t.eq(r.status, 201, "an entity of exactly 1,048,576 bytes (SPEC 4.12) is accepted")
+        else:
+            t.check_error(r, 400, "EntityTooLarge",
+                          "an entity of 1,048,577 bytes (SPEC 4.12)")
+    t.http.delete_table(name)
+
+
+# --------------------------------------------------------------------------
+# 17.10 Errors: XML operations
+
+
+@add_group
+def xml_errors(t):
+    r = t.req("PUT", "/?restype=service&comp=properties", body=b"<StorageServiceProperties><",
+              content_type="application/xml", headers={"Accept": "application/xml"})
+    t.eq((r.status, r.h("x-ms-error-code")), (400, "InvalidXmlDocument"),
+         "malformed service properties XML -> 400 with x-ms-error-code InvalidXmlDocument")
+    text = r.body.decode("utf-8", "replace")
+    m = re.match(r'^(?:\ufeff)?<\?xml version="1\.0" encoding="utf-8"\?>'
+                 r'<m:error xmlns:m="http://schemas\.microsoft\.com/ado/2007/08/dataservices/'
+                 r'metadata"><m:code>([^<]*)</m:code><m:message xml:lang="en-US">([^<]*)'
+                 r'\nRequestId:([^\n<]*)\nTime:([^<]*)</m:message>(?:<[^<>]+>[^<]*</[^<>]+>)*'
+                 r'</m:error>$', text)
+    p = []
+    if not m:
+        p.append("not the SPEC 9.1.3 <m:error> body: %r" % text[:600])
+    else:
+        if m.group(1) != "InvalidXmlDocument":
+            p.append("code %r" % m.group(1))
+        if m.group(3) != r.h("x-ms-request-id"):
+            p.append("RequestId %r != %r" % (m.group(3), r.h("x-ms-request-id")))
+        if not TIME_RE.match(m.group(4)):
+            p.append("Time %r" % m.group(4))
+    if not (r.h("Content-Type") or "").startswith("application/xml"):
+        p.append("Content-Type %r" % r.h("Content-Type"))
+    for name in ("Cache-Control", "X-Content-Type-Options"):
+        if r.has(name):
+            p.append("unexpected " + name)
+    t.ok(not p, "XML operation error: <m:error> body and SPEC 14.8 headers", "\n".join(p))
+    t.alive("malformed service properties XML")
+
+
 # ---- main (groups above run in definition order) ---------------------------
 
 
