@@ -959,8 +959,6 @@ int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls)
             abort();
         c->rev = conn_event(srv->base, fd, EV_READ | EV_PERSIST, plain_read_cb, c);
         c->wev = conn_event(srv->base, fd, EV_WRITE, plain_write_cb, c);
-        event_priority_set(c->rev, PRIO_IO);
-        event_priority_set(c->wev, PRIO_IO);
         event_add(c->rev, NULL);
     }
     evtimer_add(c->timer, srv->idle_tv);

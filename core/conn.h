@@ -14,12 +14,6 @@
 #include "core/buf.h"
 #include "core/config.h"
 
-/* Event priorities: plain-socket I/O first, everything else (timers,
- * listeners, TLS bufferevents, whose priority libevent cannot change) next,
- * and the group-commit event last, so it runs once the reads of a loop turn
- * have been handled. */
-enum { PRIO_IO = 0, PRIO_DEFAULT = 1, PRIO_SYNC = 2, PRIO_COUNT = 3 };
-
 struct conn;
 
 struct server {

@@ -3,9 +3,14 @@
  *
  * Group commit: when a reply follows a write that is not yet durable
  * (service_dirty), conn.c holds it and every later reply in c->pending and
- * activates sync_ev. sync_ev has the lowest priority, so it runs after the
- * read callbacks of the current loop turn: one service_sync() makes all of
- * that turn's writes durable, then the held replies go out together. */
+ * activates sync_ev with event_active(). libevent runs active callbacks in
+ * the order they were activated, and every socket that epoll reported ready
+ * in this loop turn was activated before any of them ran, so sync_ev runs
+ * after the read callbacks of the current turn: one service_sync() makes all
+ * of that turn's writes durable, then the held replies go out together.
+ * (No event priorities: they would let busy sockets starve the listener and
+ * the timers.) Connections whose replies are held stop reading until the
+ * sync has run, so a busy client cannot postpone it either. */
 #include "core/server.h"
 
 #include <arpa/inet.h>
@@ -235,7 +240,7 @@ struct server *server_new(const struct config *cfg, struct service *svc, char *e
     buf_init(&srv->head);
     conn_init_settings(srv);
     srv->base = event_base_new();
-    if (!srv->base || event_base_priority_init(srv->base, PRIO_COUNT) != 0) {
+    if (!srv->base) {
         snprintf(err, errlen, "cannot create the event loop");
         server_free(srv);
         return NULL;
@@ -247,7 +252,6 @@ struct server *server_new(const struct config *cfg, struct service *svc, char *e
         srv->base, cfg->idle_timeout_ms < SERVER_LINGER_MS ? cfg->idle_timeout_ms : SERVER_LINGER_MS);
 
     srv->sync_ev = must_event(srv->base, -1, 0, sync_cb, srv);
-    event_priority_set(srv->sync_ev, PRIO_SYNC);
     srv->flush_ev = must_event(srv->base, -1, 0, flush_cb, srv);
     srv->stop_ev = must_event(srv->base, -1, 0, stop_timeout_cb, srv);
     srv->reaccept_ev = must_event(srv->base, -1, 0, reaccept_cb, srv);

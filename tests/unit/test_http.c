@@ -610,6 +610,23 @@ static void test_group_commit(int port)
     reply_free(&r);
 }
 
+static void test_half_close(int port)
+{
+    struct client c;
+    struct reply r;
+    dial(&c, port);
+    send_str(&c, "GET /half1 HTTP/1.1\r\nHost: h\r\n\r\nGET /half2 HTTP/1.1\r\nHost: h\r\nx-big: 2000000\r\n\r\n");
+    shutdown(c.fd, SHUT_WR);
+    TEST_CHECK(read_reply(&c, &r, 0) == 0 && strstr(r.body, "path=/half1"),
+               "half-close: first reply after the client shut its side");
+    reply_free(&r);
+    TEST_CHECK(read_reply(&c, &r, 0) == 0 && r.body_len == 2000000,
+               "half-close: large second reply still delivered");
+    reply_free(&r);
+    TEST_CHECK(at_eof(&c), "half-close: server closes afterwards");
+    hangup(&c);
+}
+
 static void test_big_reply(int port)
 {
     struct client c;
@@ -872,6 +889,7 @@ int main(void)
     test_group_commit(ch.port);
     test_limits(ch.port, cfg.max_body_bytes);
     test_big_reply(ch.port);
+    test_half_close(ch.port);
     TEST_EQ_INT(stop_server(&ch), 0, "server exits 0 on SIGTERM");
     test_timeouts();
     test_tls();
