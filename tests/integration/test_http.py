@@ -10,6 +10,7 @@ Prints TAP; exit status 1 when a check fails."""
 import json
 import os
 import re
+import select
 import socket
 import sys
 import threading
@@ -1574,6 +1575,574 @@ def xml_errors(t):
             p.append("unexpected " + name)
     t.ok(not p, "XML operation error: <m:error> body and SPEC 14.8 headers", "\n".join(p))
     t.alive("malformed service properties XML")
+
+
+# --------------------------------------------------------------------------
+# Bad input: every kind is followed by a normal request that must succeed.
+
+
+def bad_body(t, table, body, status, code, what, method="POST", path=None, headers=None,
+             message=None):
+    """Sends one bad entity body; checks the error, then liveness."""
+    try:
+        r = t.req(method, path or "/" + table, body=body, headers=headers)
+        t.check_error(r, status, code, what, message=message)
+    except Exception as e:  # noqa: BLE001
+        t.ok(False, "%s -> %s %s" % (what, status, code), repr(e))
+    t.alive(what)
+
+
+def bad_get(t, path, status, code, what, absolute=False, headers=None):
+    """A bad URL (or header) on a GET; checks the error, then liveness."""
+    try:
+        r = t.req("GET", path, absolute=absolute, headers=headers)
+        t.check_error(r, status, code, what)
+    except Exception as e:  # noqa: BLE001
+        t.ok(False, "%s -> %s %s" % (what, status, code), repr(e))
+    t.alive(what)
+
+
+def bad_raw(t, data, what, statuses, codes=None, closed=None, timeout=5.0, chunks=None):
+    """Raw bytes on a fresh connection: the first response must have one of
+    statuses (None in statuses allows no response at all) and, when codes is
+    given, one of those error codes; closed=True requires the server to
+    close the connection afterwards."""
+    try:
+        got, was_closed = h.raw_exchange(t.srv, data, timeout=timeout,
+                                         wait_close=bool(closed), chunks=chunks)
+        resp = h.first_response(got)
+        status = resp.status if resp else None
+        code = resp.error_code() if resp else None
+        t.ok(status in statuses and (codes is None or code in codes),
+             "%s -> %s%s" % (what, "/".join(str(s) for s in statuses),
+                             " " + "/".join(str(c) for c in codes) if codes else ""),
+             "got %s %s: %r" % (status, code, got[:400]))
+        if closed:
+            t.ok(was_closed, "%s: the server closes the connection" % what)
+    except Exception as e:  # noqa: BLE001
+        t.ok(False, "%s -> %s" % (what, statuses), repr(e))
+    t.alive(what)
+
+
+@add_group
+def bad_json_bodies(t):
+    name = t.table("BadJson")
+    k = '"PartitionKey":"p","RowKey":"r"'
+    for body, why in (
+            ('{"PartitionKey":"p",', "truncated JSON"),
+            ('[1,2]', "a JSON array at the top level"),
+            ('"text"', "a JSON string at the top level"),
+            ('42', "a number at the top level"),
+            ('null', "null at the top level"),
+            ('', "an empty body"),
+            ('{%s}x' % k, "trailing garbage after the object"),
+            ('{%s}{}' % k, "two JSON documents"),
+            ("{'PartitionKey':'p','RowKey':'r'}", "single-quoted JSON"),
+            ('{%s,}' % k, "a trailing comma"),
+            ('{%s,"D":NaN}' % k, "a bare NaN literal"),
+            ('{%s,"D":Infinity}' % k, "a bare Infinity literal"),
+            ('{%s,"D":01}' % k, "a number with a leading zero"),
+            ('{%s,"S":"\\x41"}' % k, "an invalid escape \\x"),
+            ('{%s,"S":"\\ud800"}' % k, "a lone high surrogate escape"),
+            ('{%s,"S":"\\udc00x"}' % k, "a lone low surrogate escape"),
+            ('{%s,"S":"a\tb"}' % k, "a raw TAB inside a string"),
+            ('{%s,"D":1e999999}' % k, "a number overflowing a double"),
+            ('{%s,"N":%s}' % (k, "9" * 10000), "a 10,000-digit integer"),
+            ('{%s,"A":%s}' % (k, "[" * 100000 + "]" * 100000), "100,000 nested arrays"),
+            ('{%s,"O":%s}' % (k, '{"a":' * 50000 + "1" + "}" * 50000), "50,000 nested objects"),
+            ('{%s,"O":{"x":1}}' % k, "an object property value"),
+            ('{%s,"A":[1,2]}' % k, "an array property value"),
+            ('{%s,"N":3000000000}' % k, "an unannotated integer beyond Int32"),
+            ('{%s,"N":-2147483649}' % k, "an unannotated integer below Int32")):
+        bad_body(t, name, body, 400, "InvalidInput", "insert with %s" % why)
+    for body, why in ((b'{"PartitionKey":"p","RowKey":"r","S":"\xff\xfe"}',
+                       "invalid UTF-8 in a string"),
+                      (b'{"PartitionKey":"p","RowKey":"r","S":"\xc0\xaf"}',
+                       "an overlong UTF-8 sequence"),
+                      (b'{"PartitionKey":"p","RowKey":"r","S":"\xed\xa0\x80"}',
+                       "a UTF-8-encoded surrogate"),
+                      (b'{"PartitionKey":"p","RowKey":"r","S":"a\x00b"}',
+                       "a raw NUL byte inside a string"),
+                      (b'{"PartitionKey":"p","RowKey":"r"}\x00', "a NUL byte after the object"),
+                      (b'{"PartitionKey":"p","Row\xffKey":"r"}', "invalid UTF-8 in a name")):
+        bad_body(t, name, body, 400, "InvalidInput", "insert with %s" % why)
+    for verb in ("PUT", "MERGE"):
+        bad_body(t, name, '["x"]', 400, "InvalidInput", "%s with an array body" % verb,
+                 method=verb, path=t.ep(name, "p", "r"), headers={"If-Match": "*"})
+        bad_body(t, name, '{"A":', 400, "InvalidInput", "%s with truncated JSON" % verb,
+                 method=verb, path=t.ep(name, "p", "r"))
+    r = t.req("GET", "/" + name, headers={"Accept": h.ACCEPT["nometadata"]})
+    t.exact(r, Obj([("value", [])]), "none of the bad bodies stored anything")
+    t.http.delete_table(name)
+
+
+@add_group
+def bad_entity_values(t):
+    name = t.table("BadVals")
+    k = '"PartitionKey":"p","RowKey":"r"'
+
+    def ann(prop, typ, raw):
+        return '{%s,"%s@odata.type":%s,"%s":%s}' % (k, prop, js(typ), prop, raw)
+
+    for body, code, why in (
+            (ann("D", "Edm.Double", "1.8e308"), "InvalidInput", "a Double overflowing (1.8e308)"),
+            ('{%s,"D":1.8e308}' % k, "InvalidInput", "an unannotated 1.8e308"),
+            (ann("D", "Edm.Double", '"abc"'), "InvalidInput", "a Double string that is no number"),
+            (ann("T", "Edm.DateTime", '""'), "InvalidInput", "an empty DateTime"),
+            (ann("T", "Edm.DateTime", '"2024-13-01T00:00:00Z"'), "InvalidInput",
+             "DateTime month 13"),
+            (ann("T", "Edm.DateTime", '"2023-02-29T00:00:00Z"'), "InvalidInput",
+             "DateTime February 29 in a common year"),
+            (ann("T", "Edm.DateTime", '"2024-06-01 08:30:00Z"'), "InvalidInput",
+             "a DateTime with a space instead of T"),
+            (ann("T", "Edm.DateTime", '"yesterday"'), "InvalidInput", "a DateTime of words"),
+            (ann("T", "Edm.DateTime", "20240601"), "InvalidInput", "a DateTime given as a number"),
+            (ann("G", "Edm.Guid", '"4e2e8b0c-5bb7-4c3c-9f43-3a6f1d0b2c1"'), "InvalidInput",
+             "a Guid one digit short"),
+            (ann("G", "Edm.Guid", '"4e2e8b0c5bb74c3c9f433a6f1d0b2c11"'), "InvalidInput",
+             "a Guid without dashes"),
+            (ann("G", "Edm.Guid", '"zzzzzzzz-5bb7-4c3c-9f43-3a6f1d0b2c11"'), "InvalidInput",
+             "a Guid with non-hex digits"),
+            (ann("G", "Edm.Guid", "5"), "InvalidInput", "a Guid given as a number"),
+            (ann("B", "Edm.Binary", '"AAE"'), "InvalidInput", "base64 without padding"),
+            (ann("B", "Edm.Binary", '"A@==" '), "InvalidInput", "base64 with @"),
+            (ann("B", "Edm.Binary", '"AA=A"'), "InvalidInput", "base64 with inner ="),
+            (ann("B", "Edm.Binary", "[1,2]"), "InvalidInput", "Binary given as an array"),
+            (ann("I", "Edm.Int64", '"abc"'), "InvalidInput", "a non-numeric Int64"),
+            (ann("I", "Edm.Int64", '"9223372036854775808"'), "InvalidInput",
+             "Int64 max + 1"),
+            (ann("I", "Edm.Int64", '"-9223372036854775809"'), "InvalidInput", "Int64 min - 1"),
+            (ann("I", "Edm.Int64", '"1.5"'), "InvalidInput", "a fractional Int64"),
+            (ann("I", "Edm.Int64", '""'), "InvalidInput", "an empty Int64"),
+            (ann("I", "Edm.Int32", "1.5"), "InvalidInput", "a fractional Int32"),
+            (ann("I", "Edm.Int32", "2147483648"), "InvalidInput", "Int32 max + 1"),
+            (ann("I", "Edm.Int32", '"x"'), "InvalidInput", "an Int32 string that is no number"),
+            (ann("X", "Edm.Boolean", '"yes"'), "InvalidInput", "a Boolean string 'yes'"),
+            (ann("X", "Edm.Decimal", '"1.5"'), "InvalidInput", "the unknown type Edm.Decimal"),
+            (ann("X", "Edm.Single", "1.5"), "InvalidInput", "the unknown type Edm.Single"),
+            (ann("X", "Edm.Foo", '"x"'), "InvalidInput", "the unknown type Edm.Foo"),
+            ('{%s,"X@odata.type":5,"X":"x"}' % k, "InvalidInput",
+             "an annotation that is no string")):
+        bad_body(t, name, body, 400, code, "insert with %s" % why)
+    r = t.req("POST", "/" + name, body=ann("T", "Edm.DateTime", '"1600-12-31T23:59:59Z"'))
+    t.ok(r.status == 400 and r.error_code() in ("OutOfRangeInput", "InvalidInput"),
+         "insert with DateTime 1600-12-31T23:59:59Z -> 400", "%s %r" % (r.status, r.body[:300]))
+    t.alive("a DateTime before 1601")
+    r = t.req("POST", "/" + name, body=ann("T", "Edm.DateTime", '"10000-01-01T00:00:00Z"'))
+    t.ok(r.status == 400 and r.error_code() in ("OutOfRangeInput", "InvalidInput"),
+         "insert with DateTime year 10000 -> 400", "%s %r" % (r.status, r.body[:300]))
+    t.alive("a DateTime after 9999")
+    r = t.req("GET", "/" + name, headers={"Accept": h.ACCEPT["nometadata"]})
+    t.exact(r, Obj([("value", [])]), "none of the bad values stored anything")
+    t.http.delete_table(name)
+
+
+@add_group
+def bad_names_keys_limits(t):
+    name = t.table("BadNames")
+    k = '"PartitionKey":"p","RowKey":"r"'
+    for prop, why in (("1abc", "starting with a digit"), ("a-b", "containing -"),
+                      ("a b", "containing a space"), ("a.b", "containing ."),
+                      ("a@b", "containing @"), ("", "empty"), ("a\u0001", "with a control char"),
+                      ("$x", "starting with $"), ("a/b", "containing /")):
+        bad_body(t, name, '{%s,%s:1}' % (k, js(prop)), 400, "PropertyNameInvalid",
+                 "property name %s" % why)
+    bad_body(t, name, '{%s,%s:1}' % (k, js("N" * 256)), 400, "PropertyNameTooLong",
+             "a 256-character property name")
+    bad_body(t, name, '{%s,"A":1,"B":2,"A":3}' % k, 400, "DuplicatePropertiesSpecified",
+             "the same property twice")
+    bad_body(t, name, '{%s,"A@odata.type":"Edm.Int64","A":"1","A":"2"}' % k, 400,
+             "DuplicatePropertiesSpecified", "an annotated property twice")
+    bad_body(t, name, '{"PartitionKey":"p","RowKey":"r","RowKey":"s"}', 400,
+             ("DuplicatePropertiesSpecified", "InvalidInput"), "RowKey twice")
+    bad_body(t, name, js(dict({"P%03d" % i: i for i in range(253)}, PartitionKey="p",
+                              RowKey="r")), 400, "TooManyProperties", "253 custom properties")
+    for value, why in (("a" * 32769, "32,769 ASCII characters"),
+                       ("\u00fc" * 32769, "32,769 two-byte characters"),
+                       ("\U0001F600" * 16384 + "a", "16,384 surrogate pairs plus one")):
+        bad_body(t, name, js({"PartitionKey": "p", "RowKey": "r", "S": value}), 400,
+                 "PropertyValueTooLarge", "a string of %s" % why)
+    import base64
+    bad_body(t, name, '{%s,"B@odata.type":"Edm.Binary","B":%s}' % (
+        k, js(base64.b64encode(b"x" * 65537).decode())), 400, "PropertyValueTooLarge",
+        "a binary value of 65,537 bytes")
+    bad_body(t, name, js(dict({"s%02d" % i: "a" * 32768 for i in range(17)}, PartitionKey="p",
+                              RowKey="r")), 400, "EntityTooLarge",
+             "an entity of 17 x 64 KiB strings")
+    bad_body(t, name, js({"PartitionKey": "k" * 1025, "RowKey": "r"}), 400, "KeyValueTooLarge",
+             "a 1,025-character PartitionKey", message=KEY_TOO_LARGE % "PartitionKey")
+    bad_body(t, name, js({"PartitionKey": "p", "RowKey": "\u00fc" * 1025}), 400,
+             "KeyValueTooLarge", "a 1,025-character RowKey", message=KEY_TOO_LARGE % "RowKey")
+    bad_body(t, name, js({"V": 1}), 400, "KeyValueTooLarge",
+             "a 1,025-character key in the URL of a PUT", method="PUT",
+             path=t.ep(name, "k" * 1025, "r"))
+    for ch, why in (("/", "/"), ("\\", "\\"), ("#", "#"), ("?", "?"), ("\t", "TAB"),
+                    ("\n", "LF"), ("\x00", "NUL"), ("\x7f", "DEL"), ("\x85", "U+0085"),
+                    ("\x9f", "U+009F")):
+        bad_body(t, name, js({"PartitionKey": "a" + ch + "b", "RowKey": "r"}), 400,
+                 "InvalidInput", "a PartitionKey containing %s" % why)
+        bad_body(t, name, js({"PartitionKey": "p", "RowKey": ch}), 400, "InvalidInput",
+                 "a RowKey that is %s" % why)
+    for ch in ("%2F", "%5C", "%23", "%3F", "%09", "%7F"):
+        bad_body(t, name, js({"V": 1}), 400, "InvalidInput",
+                 "a URL key containing %s on PUT" % ch, method="PUT",
+                 path="/%s(PartitionKey='a%sb',RowKey='r')" % (name, ch))
+    for body, codes, why in (
+            ('{"PartitionKey":5,"RowKey":"r"}',
+             ("PrimaryKeyPropertyIsInvalidType", "InvalidInput", "PropertiesNeedValue"),
+             "a numeric PartitionKey"),
+            ('{"PartitionKey":"p","RowKey":true}',
+             ("PrimaryKeyPropertyIsInvalidType", "InvalidInput", "PropertiesNeedValue"),
+             "a boolean RowKey"),
+            ('{"PartitionKey":{"a":1},"RowKey":"r"}',
+             ("PrimaryKeyPropertyIsInvalidType", "InvalidInput", "PropertiesNeedValue"),
+             "an object PartitionKey"),
+            ('{"PartitionKey":"p","RowKey@odata.type":"Edm.Int32","RowKey":5}',
+             ("PrimaryKeyPropertyIsInvalidType", "InvalidInput", "PropertiesNeedValue"),
+             "an annotated numeric RowKey"),
+            ('{"PartitionKey":null,"RowKey":"r"}', ("PropertiesNeedValue",),
+             "a null PartitionKey"),
+            ('{"PartitionKey":"p"}', ("PropertiesNeedValue",), "no RowKey"),
+            ('{"RowKey":"r"}', ("PropertiesNeedValue",), "no PartitionKey"),
+            ('{}', ("PropertiesNeedValue",), "an empty object")):
+        bad_body(t, name, body, 400, codes, "insert with %s" % why)
+    r = t.req("GET", "/" + name, headers={"Accept": h.ACCEPT["nometadata"]})
+    t.exact(r, Obj([("value", [])]), "none of the bad entities was stored")
+    # Create Table bodies
+    for body, codes, why in (('{"TableName":', ("InvalidInput",), "truncated JSON"),
+                             ('["abc"]', ("InvalidInput",), "an array"),
+                             ('{"TableName":5}', ("InvalidInput", "TableNameEmpty",
+                                                  "InvalidResourceName"), "a numeric name"),
+                             ('{"TableName":null}', ("InvalidInput", "TableNameEmpty"),
+                              "a null name"),
+                             (b'{"TableName":"ab\xffcd"}', ("InvalidInput",
+                                                           "InvalidResourceName"),
+                              "invalid UTF-8 in the name")):
+        r = t.req("POST", "/Tables", body=body)
+        t.ok(r.status == 400 and r.error_code() in codes,
+             "Create Table with %s -> 400 %s" % (why, "/".join(codes)),
+             "%s %r" % (r.status, r.body[:300]))
+        t.alive("Create Table with %s" % why)
+    t.http.delete_table(name)
+
+
+@add_group
+def bad_urls(t):
+    name = t.table("BadUrl")
+    t.insert(name, {"PartitionKey": "a", "RowKey": "b"})
+    for pred, why in (
+            ("(PartitionKey='a')", "only a PartitionKey"),
+            ("(RowKey='b')", "only a RowKey"),
+            ("(PartitionKey='a',PartitionKey='b')", "PartitionKey twice"),
+            ("(PartitionKey='a',RowKey='b',RowKey='c')", "RowKey twice"),
+            ("(PartitionKey='a,RowKey='b')", "an unterminated quote"),
+            ("(PartitionKey='a',RowKey='b'", "no closing parenthesis"),
+            ("(PartitionKey=a,RowKey=b)", "unquoted keys"),
+            ("(partitionkey='a',rowkey='b')", "lower-case key names"),
+            ("(PartitionKey='a',RowKey='b')x", "text after the closing parenthesis"),
+            ("(PartitionKey='a'%20RowKey='b')", "no comma"),
+            ("(PartitionKey='a'b',RowKey='b')", "a lone quote inside a key"),
+            ("('a','b')", "positional keys"),
+            ("(PartitionKey=%22a%22,RowKey=%22b%22)", "double-quoted keys"),
+            ("(Foo='a',RowKey='b')", "an unknown key name"),
+            ("(PartitionKey='a',,RowKey='b')", "two commas"),
+            ("(PartitionKey='a';RowKey='b')", "a semicolon separator"),
+            ("(PartitionKey=='a',RowKey='b')", "a doubled ="),
+            ("(PartitionKey='a',RowKey='b',)", "a trailing comma"),
+            ("()()", "two pairs of parentheses"),
+            ("(PartitionKey='a%2Fb',RowKey='b')", "an encoded / in a key"),
+            ("(PartitionKey='a%23b',RowKey='b')", "an encoded # in a key"),
+            ("(PartitionKey='a%3Fb',RowKey='b')", "an encoded ? in a key"),
+            ("(PartitionKey='a%5Cb',RowKey='b')", "an encoded \\ in a key"),
+            ("(PartitionKey='a%01b',RowKey='b')", "an encoded control character in a key")):
+        bad_get(t, "/" + name + pred, 400, "InvalidInput", "key predicate with %s" % why)
+    for path, codes, why in (
+            ("/%s(PartitionKey='%%zz',RowKey='b')" % name, ("InvalidUri",), "%zz in the path"),
+            ("/%s(PartitionKey='%%4',RowKey='b')" % name, ("InvalidUri",), "a truncated %4"),
+            ("/%s%%" % name, ("InvalidUri",), "a trailing %"),
+            ("/%s(PartitionKey='%%C3%%28',RowKey='b')" % name, ("InvalidUri",),
+             "invalid percent-encoded UTF-8"),
+            ("/%s(PartitionKey='%%ED%%A0%%80',RowKey='b')" % name, ("InvalidUri",),
+             "a percent-encoded surrogate"),
+            ("/%s(PartitionKey='%%C0%%AF',RowKey='b')" % name, ("InvalidUri",),
+             "a percent-encoded overlong /"),
+            ("/%s(PartitionKey='%%F4%%90%%80%%80',RowKey='b')" % name, ("InvalidUri",),
+             "a code point above U+10FFFF"),
+            ("/%s(PartitionKey='\udcff',RowKey='b')" % name, ("InvalidUri", None),
+             "a raw 0xFF byte in the path"),
+            ("/%s(PartitionKey='%%00',RowKey='b')" % name, ("InvalidUri", "InvalidInput"),
+             "%00 in a key"),
+            ("/a/b/c", ("InvalidUri",), "three path segments"),
+            ("/Tables('x')/y", ("InvalidUri",), "a segment after a table entry"),
+            ("/%s(PartitionKey='a',RowKey='b')/c" % name, ("InvalidUri",),
+             "a segment after an entity"),
+            ("/Tables('%s'" % name, ("InvalidUri", "InvalidInput"),
+             "an unterminated Tables("),
+            ("/Tables(%s)" % name, ("InvalidUri", "InvalidInput"), "an unquoted Tables(name)"),
+            ("/%s?$select=%%FF" % name, ("InvalidInput",), "invalid UTF-8 in $select"),
+            ("/%s?$select=%%zz" % name, ("InvalidInput",), "%zz in a query value")):
+        try:
+            r = t.req("GET", path)
+            t.ok(r.status == 400 and r.error_code() in codes,
+                 "GET with %s -> 400 %s" % (why, "/".join(str(c) for c in codes)),
+                 "%s %r" % (r.status, r.body[:300]))
+        except Exception as e:  # noqa: BLE001
+            t.ok(False, "GET with %s -> 400" % why, repr(e))
+        t.alive("a path with %s" % why)
+    for method, path, why in (("PUT", "/Tables", "PUT on /Tables"),
+                              ("DELETE", "/Tables", "DELETE on /Tables"),
+                              ("PUT", "/Tables('%s')" % name, "PUT on a table entry"),
+                              ("POST", "/%s(PartitionKey='a',RowKey='b')" % name,
+                               "POST on an entity"),
+                              ("DELETE", "/" + name, "DELETE on an entity set"),
+                              ("POST", "/?restype=service&comp=properties",
+                               "POST on service properties"),
+                              ("COPY", "/%s(PartitionKey='a',RowKey='b')" % name,
+                               "COPY on an entity"),
+                              ("PROPFIND", "/Tables", "PROPFIND on /Tables")):
+        try:
+            r = t.req(method, path, body="{}" if method in ("PUT", "POST") else None)
+            t.ok(r.status in (405, 501) and r.error_code() in (
+                "UnsupportedHttpVerb", "MethodNotAllowed", "NotImplemented"),
+                "%s -> 405/501" % why, "%s %r" % (r.status, r.body[:300]))
+        except Exception as e:  # noqa: BLE001
+            t.ok(False, "%s -> 405/501" % why, repr(e))
+        t.alive(why)
+    t.eq(t.get(name, "a", "b").status, 200, "the entity survived the bad URLs")
+    t.http.delete_table(name)
+
+
+@add_group
+def bad_headers(t):
+    name = t.table("BadHdr")
+    for hdrs, code, why in (
+            ({"x-ms-version": "garbage"}, "InvalidHeaderValue", "x-ms-version garbage"),
+            ({"x-ms-version": "2099-01-01"}, "InvalidHeaderValue", "an unknown x-ms-version"),
+            ({"x-ms-version": "2019-02-31"}, "InvalidHeaderValue", "x-ms-version 2019-02-31"),
+            ({"x-ms-client-request-id": "c" * 1025}, "InvalidHeaderValue",
+             "a 1,025-character client request id")):
+        bad_get(t, "/" + name, 400, code, why, headers=hdrs)
+    bad_get(t, "/" + name, 400, "InvalidHeaderValue", "two x-ms-version headers",
+            headers=[("x-ms-version", "2019-02-02"), ("x-ms-version", "2019-02-02")])
+    r = t.req("GET", "/" + name, headers={"Accept": "text/plain"})
+    t.ok(r.status == 415 and r.error_code() in ("MediaTypeNotSupported", "AtomFormatNotSupported"),
+         "Accept: text/plain -> 415", "%s %r" % (r.status, r.body[:300]))
+    t.alive("Accept: text/plain")
+    # garbage Authorization headers: any 4xx, and the server keeps serving
+    good = t.http.build("GET", "/Tables").decode("latin-1")
+    sig = re.search(r"Authorization: SharedKey [^:]+:(\S+)", good).group(1)
+    for auth in ("", "SharedKey", "SharedKey ", "SharedKey :", "SharedKey %s:" % ACCOUNT,
+                 "SharedKey %s" % ACCOUNT, "SharedKey :%s" % sig,
+                 "SharedKey %s:!!!notbase64!!!" % ACCOUNT, "SharedKey %s:%s" % (ACCOUNT, "A" * 9000),
+                 "SharedKey %s:%s:%s" % (ACCOUNT, sig, sig), "SharedKey nosuchaccount:%s" % sig,
+                 "SharedKey %s:%s" % ("a" * 5000, sig), "SharedKeyLite %s:%s" % (ACCOUNT, sig),
+                 "Bearer", "Bearer x.y.z", "Bearer " + "e" * 8000, "Basic Zm9vOmJhcg==",
+                 "Digest username=x", "sharedkey %s:%s" % (ACCOUNT, sig[::-1]),
+                 "SharedKey\t%s:%s" % (ACCOUNT, sig[:-4] + "AAA="), "\u00e9\u00e8\u00ea",
+                 "SharedKey %s:%s" % (ACCOUNT, "====")):
+        try:
+            r = t.req("GET", "/Tables", headers={"Authorization": auth}, sign_it=False)
+            t.ok(400 <= r.status < 500, "garbage Authorization %r -> 4xx" % auth[:40],
+                 "%s %r" % (r.status, r.body[:200]))
+        except Exception as e:  # noqa: BLE001
+            t.ok(False, "garbage Authorization %r -> 4xx" % auth[:40], repr(e))
+        t.alive("Authorization %r" % auth[:40])
+    r = t.req("GET", "/Tables", headers=[("Authorization", "SharedKey x:y"),
+                                         ("Authorization", "SharedKey z:w")], sign_it=False)
+    t.ok(400 <= r.status < 500, "two garbage Authorization headers -> 4xx", str(r.status))
+    t.alive("two Authorization headers")
+    r = t.req("GET", "/Tables", sign_it=False)
+    t.ok(400 <= r.status < 500, "no Authorization header at all -> 4xx", str(r.status))
+    t.alive("no Authorization header")
+    t.http.delete_table(name)
+
+
+@add_group
+def bad_http(t):
+    """Malformed HTTP and framing, on raw sockets."""
+    req = t.http.build("GET", "/Tables")
+    head, _, _ = req.partition(b"\r\n\r\n")
+
+    def with_header(line):
+        return head + b"\r\n" + line + b"\r\n\r\n"
+
+    bad_raw(t, b"GARBAGE\r\n\r\n", "a request line of garbage", (400,))
+    bad_raw(t, b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + b"\x00" * 64,
+            "a TLS ClientHello on the plain port", (400, None))
+    bad_raw(t, req.replace(b"HTTP/1.1", b"HTTP/9.9", 1), "HTTP/9.9", (400, 505))
+    bad_raw(t, b"GET /devstoreaccount1/Tables\r\n\r\n", "a request line without version",
+            (400,))
+    bad_raw(t, req.replace(b"GET /", b"GET  /", 1).replace(b" HTTP/1.1", b"  HTTP/1.1", 1),
+            "double spaces in the request line", (400,))
+    bad_raw(t, with_header(b"NoColonHere"), "a header line without a colon", (400,))
+    bad_raw(t, with_header(b"Bad Name: x"), "a header name with a space", (400,))
+    bad_raw(t, with_header(b"X-Nul: a\x00b"), "a NUL byte in a header value", (400,))
+    bad_raw(t, with_header(b"X-Ctl: a\x01\x7fb"), "control bytes in a header value", (200, 400))
+    bad_raw(t, with_header(b"X-Utf: \xff\xfe\xc3"), "invalid UTF-8 in a header value",
+            (200, 400))
+    bad_raw(t, req.replace(b"/Tables", b"/Ta\x00bles", 1), "a NUL byte in the path", (400,))
+    bad_raw(t, req.replace(b"/Tables", b"/Ta bles", 1), "a raw space in the path", (400,))
+    bad_raw(t, t.http.build("GET", ACCOUNT + "/Tables", absolute=True),
+            "a path without a leading /", (400,))
+    bad_raw(t, t.http.build("GET", "*", absolute=True), "GET *", (400,))
+    bad_raw(t, t.http.build("FOO", "/Tables"), "an unknown method", (400, 405, 501))
+    bad_raw(t, req.replace(b"GET", b"G\xffT", 1), "a method with a 0xFF byte",
+            (400, 403, 405, 501))
+    post = t.http.build("POST", "/Tables", body={"TableName": "rawtable1"})
+    phead, _, pbody = post.partition(b"\r\n\r\n")
+
+    def set_cl(value):
+        return re.sub(rb"Content-Length: \d+", b"Content-Length: " + value, phead)
+
+    bad_raw(t, set_cl(b"abc") + b"\r\n\r\n" + pbody, "Content-Length: abc", (400,))
+    bad_raw(t, set_cl(b"-1") + b"\r\n\r\n" + pbody, "Content-Length: -1", (400,))
+    bad_raw(t, set_cl(b"1 2") + b"\r\n\r\n" + pbody, "Content-Length: 1 2", (400,))
+    bad_raw(t, phead + b"\r\nContent-Length: 3\r\n\r\n" + pbody, "two different Content-Length",
+            (400,))
+    bad_raw(t, phead + b"\r\nTransfer-Encoding: chunked\r\n\r\n" + pbody,
+            "Content-Length together with Transfer-Encoding: chunked", (400,))
+    chunked = re.sub(rb"Content-Length: \d+", b"Transfer-Encoding: chunked", phead)
+    bad_raw(t, chunked + b"\r\n\r\nzz\r\n" + pbody + b"\r\n0\r\n\r\n", "a chunk size of zz",
+            (400,))
+    bad_raw(t, chunked + b"\r\n\r\n%x\r\n" % (len(pbody) + 5) + pbody + b"\r\n0\r\n\r\n",
+            "a chunk shorter than its size", (400, None), timeout=3)
+    bad_raw(t, re.sub(rb"Content-Length: \d+", b"Transfer-Encoding: gzip", phead) + b"\r\n\r\n"
+            + pbody, "Transfer-Encoding: gzip", (400, 501))
+    r = t.req("GET", "/Tables('rawtable1')")
+    t.eq(r.status, 404, "none of the malformed POSTs created the table")
+    # sizes
+    bad_raw(t, with_header(b"X-Big: " + b"x" * (100 * 1024)), "a 100 KiB header block", (431,),
+            closed=True)
+    bad_raw(t, head + b"\r\n" + b"".join(b"X-H%d: %d\r\n" % (i, i) for i in range(20000)) +
+            b"\r\n", "20,000 header lines", (400, 431), closed=True)
+    bad_raw(t, head + b"\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(2000)) + b"\r\n",
+            "2,000 small headers", (200, 400, 431))
+    bad_raw(t, head + b"\r\n" + b"X-Same: v\r\n" * 3000 + b"\r\n", "3,000 copies of one header",
+            (200, 400, 431))
+    bad_raw(t, t.http.build("GET", "/" + "a" * (100 * 1024)), "a 100 KiB URL",
+            (400, 414, 431))
+    huge = set_cl(b"99999999999") + b"\r\n\r\n"
+    bad_raw(t, huge, "Content-Length: 99999999999 (answered before any body byte)", (400,),
+            codes=("ContentLengthExceeded",), timeout=5)
+    name = t.table("Sizes")
+    pad = b'{"PartitionKey":"p","RowKey":"4m"}'
+    exact4 = pad + b" " * (4 * MIB - len(pad))
+    r = t.req("POST", "/" + name, body=exact4, timeout=20)
+    t.eq(r.status, 201, "a body of exactly 4 MiB is accepted")
+    over = pad + b" " * (4 * MIB + 1 - len(pad))
+    r = t.req("POST", "/" + name, body=over, timeout=20)
+    t.check_error(r, 400, "ContentLengthExceeded", "a body of 4 MiB + 1 byte")
+    msg = t.error_message(r) or ""
+    t.ok(msg.endswith("exceeded the limit (4MB)."), "ContentLengthExceeded message ends "
+         "with 'exceeded the limit (4MB).'", msg)
+    t.alive("a 4 MiB + 1 body")
+    r = t.req("POST", "/" + name, body=b"x" * (6 * MIB), timeout=20)
+    t.check_error(r, 400, "ContentLengthExceeded", "a 6 MiB body")
+    t.alive("a 6 MiB body")
+    ins = t.http.build("POST", "/" + name, body=pad.replace(b"4m", b"ch"))
+    ihead, _, _ = ins.partition(b"\r\n\r\n")
+    ichunk = re.sub(rb"Content-Length: \d+", b"Transfer-Encoding: chunked", ihead) + b"\r\n\r\n"
+    block = b" " * 65536
+    body = b"%x\r\n" % len(pad) + pad.replace(b"4m", b"ck") + b"\r\n" + \
+        (b"%x\r\n" % len(block) + block + b"\r\n") * 70 + b"0\r\n\r\n"
+    bad_raw(t, ichunk + body, "a chunked body of 4.4 MiB", (400,),
+            codes=("ContentLengthExceeded",), timeout=10)
+    t.eq(t.get(name, "p", "ck").status, 404, "the oversized chunked insert stored nothing")
+    # interrupted requests
+    for data, why in ((req[:20], "a request cut inside the request line"),
+                      (head, "a request cut inside the headers"),
+                      (post[:-5], "a body cut short")):
+        try:
+            with socket.create_connection((t.srv.host, t.srv.port), timeout=5) as s:
+                s.sendall(data)
+                time.sleep(0.1)
+        except OSError as e:
+            t.ok(False, "send %s" % why, repr(e))
+        t.alive(why)
+    try:
+        with socket.create_connection((t.srv.host, t.srv.port), timeout=5) as s:
+            s.sendall(req)
+            s.shutdown(socket.SHUT_WR)
+            got = b""
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += d
+        t.eq(getattr(h.first_response(got), "status", None), 200,
+             "a request followed by a half-close still gets its answer")
+    except OSError as e:
+        t.ok(False, "a request followed by a half-close still gets its answer", repr(e))
+    t.alive("a half-closed connection")
+    t.http.delete_table(name)
+
+
+@add_group
+def http_layer(t):
+    """Keep-alive, pipelining, chunked bodies, Expect: 100-continue."""
+    name = t.table("Conn")
+    with t.http.connect() as c:
+        statuses = [c.request("POST", "/" + name, body={"PartitionKey": "k", "RowKey": str(i)}
+                              ).status for i in range(20)]
+    t.eq(statuses, [201] * 20, "20 requests on one keep-alive connection")
+    reqs = b"".join(t.http.build("GET", t.ep(name, "k", str(i))) for i in range(50))
+    try:
+        with t.http.connect() as c:
+            c.send(reqs)
+            got = [c.read() for _ in range(50)]
+        rows = [member(t.jbody(r), "RowKey") for r in got]
+        t.eq(rows, [str(i) for i in range(50)], "50 pipelined requests answered in order")
+    except Exception as e:  # noqa: BLE001
+        t.ok(False, "50 pipelined requests answered in order", repr(e))
+    ins = t.http.build("POST", "/" + name, body={"PartitionKey": "c", "RowKey": "chunked",
+                                                 "V": 1})
+    head, _, body = ins.partition(b"\r\n\r\n")
+    head = re.sub(rb"Content-Length: \d+", b"Transfer-Encoding: chunked", head)
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 7]), body[i:i + 7])
+                      for i in range(0, len(body), 7)) + b"0\r\n\r\n"
+    got, _ = h.raw_exchange(t.srv, head + b"\r\n\r\n" + chunks, wait_close=False)
+    t.eq(getattr(h.first_response(got), "status", None), 201, "a chunked request body works")
+    ins = t.http.build("POST", "/" + name, body={"PartitionKey": "c", "RowKey": "expect"},
+                       headers={"Expect": "100-continue"})
+    head, _, body = ins.partition(b"\r\n\r\n")
+    try:
+        # SPEC 15.1: answer 100 Continue or just read the body; never stall
+        with socket.create_connection((t.srv.host, t.srv.port), timeout=5) as s:
+            s.sendall(head + b"\r\n\r\n")
+            got = b""
+            if select.select([s], [], [], 1.0)[0]:
+                got = s.recv(65536)
+            interim = got
+            s.sendall(body)
+            while True:
+                resps = h.parse_responses(got)
+                if (resps and resps[-1].status != 100) or len(got) > 1 << 20:
+                    break
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += d
+        final = h.first_response(got)   # read_response skips 1xx
+        t.ok(interim == b"" or interim.startswith(b"HTTP/1.1 100 "),
+             "Expect: 100-continue: nothing or a 100 Continue before the body", repr(interim[:80]))
+        t.eq(getattr(final, "status", None), 201, "Expect: 100-continue: the body is stored")
+    except Exception as e:  # noqa: BLE001
+        t.ok(False, "Expect: 100-continue", repr(e))
+    t.alive("Expect: 100-continue")
+    got, closed = h.raw_exchange(t.srv, t.http.build("GET", "/Tables",
+                                                     headers={"Connection": "close"}),
+                                 wait_close=True)
+    t.ok(closed and getattr(h.first_response(got), "status", None) == 200,
+         "Connection: close is answered and then closed")
+    req10 = t.http.build("GET", "/Tables").replace(b"HTTP/1.1", b"HTTP/1.0", 1)
+    got, closed = h.raw_exchange(t.srv, req10, wait_close=True)
+    st = getattr(h.first_response(got), "status", None)
+    t.ok(st == 505 or (st == 200 and closed), "HTTP/1.0: answered and closed, or 505",
+         "%s closed=%s" % (st, closed))
+    bodyget = t.http.build("GET", "/Tables", body=b"ignored body")
+    got, _ = h.raw_exchange(t.srv, bodyget, wait_close=False)
+    t.eq(getattr(h.first_response(got), "status", None), 200, "a GET with a body is answered")
+    t.http.delete_table(name)
 
 
 # ---- main (groups above run in definition order) ---------------------------
