@@ -96,6 +96,9 @@ struct req_ctx {
     struct auth_op aop;        /* what auth_check authorized */
     struct auth_result auth;   /* who is calling, with what rights */
     int auth_failed;           /* the error comes from auth_check */
+    int in_batch;              /* a $batch sub-operation */
+    struct batch_state *batch; /* that batch's cross-operation checks */
+    const char *msg_prefix;    /* "2:" before error messages of batch parts */
 };
 
 /* reply.c: answers. reply_error picks JSON or storage XML (SPEC 9.1.4). */
@@ -121,11 +124,31 @@ void op_get_table(struct req_ctx *c);
 void op_create_table(struct req_ctx *c);
 void op_delete_table(struct req_ctx *c);
 
-/* ops_entities.c */
+/* ops_entities.c: single-entity operations. A write is prepared (all
+ * checks, the resulting entity), committed (one Timestamp, one atomic
+ * apply() for any number of prepared writes) and answered; $batch uses
+ * the same three steps for every operation of a changeset. */
+struct entity_write {
+    const struct table_info *t;
+    enum op op;
+    int del;                   /* a delete, not a put */
+    struct entity e;           /* what to store; keys always set */
+    const char *key;           /* backend key (arena) */
+    size_t key_len;
+    const char *val;           /* encoded value, set by entity_commit */
+    size_t val_len;
+};
+enum terr entity_prepare(struct req_ctx *c, struct entity_write *w);
+int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n);
+void entity_respond(struct req_ctx *c, const struct entity_write *w);
 void op_get_entity(struct req_ctx *c);
-void op_insert_entity(struct req_ctx *c);
-void op_write_entity(struct req_ctx *c);   /* update/merge/upserts */
-void op_delete_entity(struct req_ctx *c);
+void op_write(struct req_ctx *c);          /* insert/update/merge/upserts/delete */
+
+/* ops_batch.c */
+struct batch_state;
+void op_batch(struct req_ctx *c);
+/* One table, one PartitionKey, each RowKey once (SPEC 8.4). */
+enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w);
 
 /* ops_query.c */
 void op_query_entities(struct req_ctx *c);
@@ -135,6 +158,8 @@ void op_preflight(struct req_ctx *c);
 
 /* service.c helpers shared by the operations. */
 int64_t service_next_timestamp(struct service *svc);
+/* A random version-4 UUID (request ids, multipart boundaries). */
+void service_uuid(struct service *svc, char out[40]);
 /* Applies writes; marks the service dirty. 0 or backend status (logged). */
 int service_apply(struct service *svc, const struct backend_write *w, size_t n);
 /* Looks up c->table for the account; TERR_TableNotFound when absent. */

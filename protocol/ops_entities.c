@@ -1,5 +1,8 @@
 /* ops_entities.c - Get, Insert, Update, Merge, upserts and Delete of one
- * entity (SPEC 3.6-3.10, 7). */
+ * entity (SPEC 3.6-3.10, 7). Writes go through entity_prepare (every check
+ * and the resulting entity, nothing written), entity_commit (one Timestamp
+ * and one atomic apply for all prepared writes) and entity_respond, which
+ * $batch shares. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,52 +54,41 @@ static enum terr check_url_keys(struct req_ctx *c)
     return e;
 }
 
-/* Encodes the backend key of (table, c->pk, c->rk) into svc->key. */
+/* Backend key of (t, pk, rk), in the arena. */
 static void entity_key(struct req_ctx *c, const struct table_info *t, const char *pk,
-                       size_t pk_len, const char *rk, size_t rk_len)
+                       size_t pk_len, const char *rk, size_t rk_len, const char **key,
+                       size_t *key_len)
 {
-    buf_reset(&c->svc->key);
-    keys_entity(&c->svc->key, t->id, pk, pk_len, rk, rk_len);
+    struct buf *b = &c->svc->key;
+    buf_reset(b);
+    keys_entity(b, t->id, pk, pk_len, rk, rk_len);
+    *key = arena_strndup(c->a, b->data, b->len);
+    *key_len = b->len;
 }
 
-/* Reads the current entity at svc->key. 1 found (*val malloc()ed, e
- * decoded into it), 0 absent, -1 error (already answered). */
-static int load_entity(struct req_ctx *c, void **val, struct entity *e)
+/* Reads the entity at key. 1 found (e decoded; its strings live in the
+ * arena), 0 absent, -1 backend error or corrupt value. */
+static int load_entity(struct req_ctx *c, const char *key, size_t key_len, struct entity *e)
 {
     struct service *svc = c->svc;
+    void *val;
     size_t vl;
     char err[256] = "";
-    int rc = svc->ops->get(svc->st, svc->key.data, svc->key.len, val, &vl, err, sizeof err);
+    int rc = svc->ops->get(svc->st, key, key_len, &val, &vl, err, sizeof err);
     if (rc == BACKEND_NOTFOUND)
         return 0;
     if (rc != BACKEND_OK) {
         log_error("backend get failed: %s", err);
-        reply_error(c, TERR_InternalError);
         return -1;
     }
-    if (entity_decode(c->a, *val, vl, e) != 0) {
+    char *copy = arena_alloc(c->a, vl ? vl : 1);
+    memcpy(copy, val, vl);
+    free(val);
+    if (entity_decode(c->a, copy, vl, e) != 0) {
         log_error("corrupt entity value in the store");
-        free(*val);
-        *val = NULL;
-        reply_error(c, TERR_InternalError);
         return -1;
     }
     return 1;
-}
-
-/* Writes e at svc->key (which must hold its key). 0 or -1 (answered). */
-static int store_entity(struct req_ctx *c, const struct entity *e)
-{
-    struct service *svc = c->svc;
-    buf_reset(&svc->val);
-    entity_encode(e, &svc->val);
-    struct backend_write w = {BACKEND_PUT, svc->key.data, svc->key.len, svc->val.data,
-                              svc->val.len};
-    if (service_apply(svc, &w, 1) != 0) {
-        reply_error(c, TERR_InternalError);
-        return -1;
-    }
-    return 0;
 }
 
 /* Adds the ETag header for ticks. */
@@ -144,8 +136,8 @@ static void write_single(struct req_ctx *c, const struct table_info *t, const st
 void op_get_entity(struct req_ctx *c)
 {
     const struct table_info *t;
-    enum terr err = ctx_table(c, &t);
     struct query_opts q = {0};
+    enum terr err = ctx_table(c, &t);
     if (!err)
         err = check_url_keys(c);
     if (!err)
@@ -154,14 +146,13 @@ void op_get_entity(struct req_ctx *c)
         reply_error(c, err);
         return;
     }
-    entity_key(c, t, c->pk, c->pk_len, c->rk, c->rk_len);
-    void *val = NULL;
+    const char *key;
+    size_t kl;
+    entity_key(c, t, c->pk, c->pk_len, c->rk, c->rk_len, &key, &kl);
     struct entity e = {0};
-    int found = load_entity(c, &val, &e);
-    if (found < 0)
-        return;
-    if (!found) {
-        reply_error(c, TERR_ResourceNotFound);
+    int found = load_entity(c, key, kl, &e);
+    if (found <= 0) {
+        reply_error(c, found < 0 ? TERR_InternalError : TERR_ResourceNotFound);
         return;
     }
     e.pk = c->pk;
@@ -171,158 +162,159 @@ void op_get_entity(struct req_ctx *c)
     c->resp->status = 200;
     etag_header(c, e.timestamp);
     write_single(c, t, &e, &q);
-    free(val);
 }
 
-void op_insert_entity(struct req_ctx *c)
+/* Keys named by the request: the body's for an insert, else the URL's. */
+static enum terr prepare_keys(struct req_ctx *c, struct entity_write *w, const struct entity *body)
 {
-    const struct table_info *t;
-    enum terr err = ctx_table(c, &t);
-    struct entity e;
-    if (!err)
-        err = entity_json_parse(c->a, c->req->body ? c->req->body : "",
-                                c->req->body_len, ENTITY_PARSE_INSERT, &e);
-    if (err) {
-        reply_error(c, err);
-        return;
+    if (c->op == OP_INSERT_ENTITY) {
+        w->e = *body;
+    } else {
+        enum terr e = check_url_keys(c);
+        if (e)
+            return e;
+        if (body)
+            w->e = *body;
+        /* The URL names the entity; body keys are ignored (SPEC 7.4). */
+        w->e.pk = c->pk;
+        w->e.pk_len = c->pk_len;
+        w->e.rk = c->rk;
+        w->e.rk_len = c->rk_len;
     }
-    /* The keys are known only now: check a SAS key range (SPEC 10.8). */
-    c->aop.pk = e.pk;
-    c->aop.pk_len = e.pk_len;
-    c->aop.rk = e.rk;
-    c->aop.rk_len = e.rk_len;
-    if ((err = auth_authorize(&c->auth, &c->aop))) {
-        reply_auth_error(c, err);
-        return;
+    return TERR_NONE;
+}
+
+enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
+{
+    memset(w, 0, sizeof *w);
+    w->op = c->op;
+    w->del = c->op == OP_DELETE_ENTITY;
+    enum terr err = ctx_table(c, &w->t);
+    if (err)
+        return err;
+    struct entity body;
+    if (!w->del) {
+        err = entity_json_parse(c->a, c->req->body ? c->req->body : "", c->req->body_len,
+                                c->op == OP_INSERT_ENTITY ? ENTITY_PARSE_INSERT
+                                                          : ENTITY_PARSE_UPDATE,
+                                &body);
+        if (err)
+            return err;
     }
-    entity_key(c, t, e.pk, e.pk_len, e.rk, e.rk_len);
-    void *val = NULL;
-    struct entity old = {0};
-    int found = load_entity(c, &val, &old);
-    free(val);
+    if ((err = prepare_keys(c, w, w->del ? NULL : &body)))
+        return err;
+    if (c->batch && (err = batch_check_entity(c, w)))
+        return err;
+    if (c->in_batch || c->op == OP_INSERT_ENTITY) {
+        /* A SAS key range can be checked only now (SPEC 8.5, 10.8). */
+        c->aop.pk = w->e.pk;
+        c->aop.pk_len = w->e.pk_len;
+        c->aop.rk = w->e.rk;
+        c->aop.rk_len = w->e.rk_len;
+        if ((err = auth_authorize(&c->auth, &c->aop))) {
+            c->auth_failed = 1;
+            return err;
+        }
+    }
+    struct precond pc = {0};
+    if (c->op != OP_INSERT_ENTITY && (err = parse_precond(c, &pc)))
+        return err;
+    if (w->del && !pc.present) {
+        /* Inside a batch a DELETE without If-Match means "*" (SPEC 3.10). */
+        if (!c->in_batch)
+            return TERR_MissingRequiredHeader;
+        pc.present = pc.any = 1;
+    }
+
+    entity_key(c, w->t, w->e.pk, w->e.pk_len, w->e.rk, w->e.rk_len, &w->key, &w->key_len);
+    struct entity cur = {0};
+    int found = load_entity(c, w->key, w->key_len, &cur);
     if (found < 0)
-        return;
-    if (found) {
-        reply_error(c, TERR_EntityAlreadyExists);
+        return TERR_InternalError;
+    if (c->op == OP_INSERT_ENTITY)
+        return found ? TERR_EntityAlreadyExists : TERR_NONE;
+    if (!found)
+        return pc.present ? TERR_ResourceNotFound : TERR_NONE;
+    if (pc.present && !pc.any && (pc.never || pc.ticks != cur.timestamp))
+        return TERR_UpdateConditionNotSatisfied;
+    if ((c->op == OP_MERGE_ENTITY || c->op == OP_INSERT_OR_MERGE)) {
+        cur.pk = w->e.pk;
+        cur.pk_len = w->e.pk_len;
+        cur.rk = w->e.rk;
+        cur.rk_len = w->e.rk_len;
+        entity_merge(c->a, &cur, &w->e);
+        if ((err = entity_check_limits(&cur)))
+            return err;
+        w->e = cur;
+    }
+    return TERR_NONE;
+}
+
+int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n)
+{
+    struct service *svc = c->svc;
+    /* Every entity written together shares one Timestamp (SPEC 4.10). */
+    int64_t ts = service_next_timestamp(svc);
+    struct backend_write *bw = arena_alloc(c->a, n * sizeof *bw);
+    for (size_t i = 0; i < n; i++) {
+        w[i].e.timestamp = ts;
+        if (w[i].del) {
+            bw[i] = (struct backend_write){BACKEND_DELETE, w[i].key, w[i].key_len, NULL, 0};
+            continue;
+        }
+        buf_reset(&svc->val);
+        entity_encode(&w[i].e, &svc->val);
+        w[i].val = arena_strndup(c->a, svc->val.data, svc->val.len);
+        w[i].val_len = svc->val.len;
+        bw[i] = (struct backend_write){BACKEND_PUT, w[i].key, w[i].key_len, w[i].val,
+                                       w[i].val_len};
+    }
+    return service_apply(svc, bw, n);
+}
+
+void entity_respond(struct req_ctx *c, const struct entity_write *w)
+{
+    struct response *r = c->resp;
+    if (w->del) {
+        r->status = 204;
         return;
     }
-    e.timestamp = service_next_timestamp(c->svc);
-    if (store_entity(c, &e) != 0)
+    if (w->op != OP_INSERT_ENTITY) {
+        r->status = 204;
+        etag_header(c, w->e.timestamp);
         return;
-    const char *url = entity_url(c, t, &e);
-    struct response *r = c->resp;
+    }
+    const char *url = entity_url(c, w->t, &w->e);
     if (c->prefer && strcmp(c->prefer, "return-no-content") == 0) {
         r->status = 204;
-        etag_header(c, e.timestamp);
+        etag_header(c, w->e.timestamp);
         response_header(r, "Location", url);
         response_header(r, "DataServiceId", url);
         response_header(r, "Preference-Applied", c->prefer);
         return;
     }
     r->status = 201;
-    etag_header(c, e.timestamp);
+    etag_header(c, w->e.timestamp);
     response_header(r, "Location", url);
     if (c->prefer)
         response_header(r, "Preference-Applied", c->prefer);
-    write_single(c, t, &e, NULL);
+    write_single(c, w->t, &w->e, NULL);
 }
 
-/* Update Entity, Merge Entity, Insert Or Replace, Insert Or Merge. */
-void op_write_entity(struct req_ctx *c)
+void op_write(struct req_ctx *c)
 {
-    int merge = c->op == OP_MERGE_ENTITY || c->op == OP_INSERT_OR_MERGE;
-    const struct table_info *t;
-    struct precond pc;
-    struct entity body;
-    enum terr err = ctx_table(c, &t);
-    if (!err)
-        err = check_url_keys(c);
-    if (!err)
-        err = entity_json_parse(c->a, c->req->body ? c->req->body : "",
-                                c->req->body_len, ENTITY_PARSE_UPDATE, &body);
-    if (!err)
-        err = parse_precond(c, &pc);
+    struct entity_write w;
+    enum terr err = entity_prepare(c, &w);
     if (err) {
-        reply_error(c, err);
-        return;
-    }
-    /* The URL names the entity; body keys, if any, are ignored (SPEC 7.4). */
-    body.pk = c->pk;
-    body.pk_len = c->pk_len;
-    body.rk = c->rk;
-    body.rk_len = c->rk_len;
-    entity_key(c, t, c->pk, c->pk_len, c->rk, c->rk_len);
-    void *val = NULL;
-    struct entity cur = {0};
-    int found = load_entity(c, &val, &cur);
-    if (found < 0)
-        return;
-    if (!found && pc.present) {
-        reply_error(c, TERR_ResourceNotFound);
-        return;
-    }
-    if (found && pc.present && !pc.any && (pc.never || pc.ticks != cur.timestamp)) {
-        free(val);
-        reply_error(c, TERR_UpdateConditionNotSatisfied);
-        return;
-    }
-    struct entity *out = &body;
-    if (merge && found) {
-        cur.pk = c->pk;
-        cur.pk_len = c->pk_len;
-        cur.rk = c->rk;
-        cur.rk_len = c->rk_len;
-        entity_merge(c->a, &cur, &body);
-        out = &cur;
-        if ((err = entity_check_limits(out))) {
-            free(val);
+        if (c->auth_failed)
+            reply_auth_error(c, err);
+        else
             reply_error(c, err);
-            return;
-        }
-    }
-    out->timestamp = service_next_timestamp(c->svc);
-    int rc = store_entity(c, out);
-    free(val);
-    if (rc != 0)
-        return;
-    c->resp->status = 204;
-    etag_header(c, out->timestamp);
-}
-
-void op_delete_entity(struct req_ctx *c)
-{
-    const struct table_info *t;
-    struct precond pc;
-    enum terr err = ctx_table(c, &t);
-    if (!err)
-        err = check_url_keys(c);
-    if (!err)
-        err = parse_precond(c, &pc);
-    if (!err && !pc.present)
-        err = TERR_MissingRequiredHeader;
-    if (err) {
-        reply_error(c, err);
         return;
     }
-    entity_key(c, t, c->pk, c->pk_len, c->rk, c->rk_len);
-    void *val = NULL;
-    struct entity cur = {0};
-    int found = load_entity(c, &val, &cur);
-    if (found < 0)
-        return;
-    free(val);
-    if (!found) {
-        reply_error(c, TERR_ResourceNotFound);
-        return;
-    }
-    if (!pc.any && (pc.never || pc.ticks != cur.timestamp)) {
-        reply_error(c, TERR_UpdateConditionNotSatisfied);
-        return;
-    }
-    struct backend_write w = {BACKEND_DELETE, c->svc->key.data, c->svc->key.len, NULL, 0};
-    if (service_apply(c->svc, &w, 1) != 0) {
+    if (entity_commit(c, &w, 1) != 0) {
         reply_error(c, TERR_InternalError);
         return;
     }
-    c->resp->status = 204;
+    entity_respond(c, &w);
 }

@@ -49,7 +49,11 @@ void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
 {
     const struct terr_info *info = terr_info(e);
     struct response *r = c->resp;
-    const char *msg = full_message(c, message ? message : info->message);
+    if (!message)
+        message = info->message;
+    if (c->msg_prefix)
+        message = arena_sprintf(c->a, "%s%s", c->msg_prefix, message);
+    const char *msg = full_message(c, message);
     r->status = info->status;
     buf_reset(&r->body);
     /* Drop headers an operation may have added before failing. */

@@ -143,7 +143,7 @@ static uint64_t rng_next(struct service *svc)
 }
 
 /* Random version-4 UUID text into out (>= 37 bytes). */
-static void make_uuid(struct service *svc, char *out)
+void service_uuid(struct service *svc, char out[40])
 {
     uint8_t g[16];
     uint64_t a = rng_next(svc), b = rng_next(svc);
@@ -167,7 +167,7 @@ static void ctx_init(struct req_ctx *c, struct service *svc, struct request *req
     c->version = versions[NVERSIONS - 1];
     c->level = ODATA_MINIMAL;
     c->odata = 1; /* JSON errors until an XML operation is recognised */
-    make_uuid(svc, c->request_id);
+    service_uuid(svc, c->request_id);
 }
 
 /* Applies X-HTTP-Method tunnelling (SPEC 1.4). */
@@ -399,12 +399,11 @@ static void dispatch(struct req_ctx *c)
     case OP_DELETE_TABLE: op_delete_table(c); break;
     case OP_QUERY_ENTITIES: op_query_entities(c); break;
     case OP_GET_ENTITY: op_get_entity(c); break;
-    case OP_INSERT_ENTITY: op_insert_entity(c); break;
-    case OP_UPDATE_ENTITY: case OP_INSERT_OR_REPLACE:
-    case OP_MERGE_ENTITY: case OP_INSERT_OR_MERGE:
-        op_write_entity(c);
+    case OP_INSERT_ENTITY: case OP_UPDATE_ENTITY: case OP_INSERT_OR_REPLACE:
+    case OP_MERGE_ENTITY: case OP_INSERT_OR_MERGE: case OP_DELETE_ENTITY:
+        op_write(c);
         break;
-    case OP_DELETE_ENTITY: op_delete_entity(c); break;
+    case OP_BATCH: op_batch(c); break;
     case OP_PREFLIGHT: op_preflight(c); break;
     default:
         reply_error(c, TERR_NotImplemented);
