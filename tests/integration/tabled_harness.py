@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """tabled_harness - shared helpers for the integration tests (stdlib only).
 
   Server  starts $TABLED on port 0, waits for its "ready at" line, exposes
@@ -86,7 +87,8 @@ class Tap:
         """One check: cond true -> ok. diag (when failing) is printed below."""
         with self._lock:
             self.n += 1
-            name = " ".join(str(name).split())
+            # one line; '#' would start a TAP directive, so escape it
+            name = re.sub(r"(?<!\\)#", r"\\#", " ".join(str(name).split()))
             if cond:
                 self._emit("ok %d - %s" % (self.n, name))
             else:
