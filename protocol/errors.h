@@ -59,7 +59,8 @@ enum terr {
     TERR_InvalidValueType,
     TERR_JsonFormatNotSupported,
     TERR_JsonVerboseFormatNotSupported,
-    TERR_KeyValueTooLarge,
+    TERR_KeyValueTooLarge,            /* PartitionKey too long */
+    TERR_RowKeyValueTooLarge,         /* same code, RowKey message */
     TERR_MediaTypeNotSupported,
     TERR_MethodNotAllowed,
     TERR_NotImplemented,

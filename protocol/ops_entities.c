@@ -49,8 +49,8 @@ static enum terr parse_precond(struct req_ctx *c, struct precond *p)
 static enum terr check_url_keys(struct req_ctx *c)
 {
     enum terr e = entity_check_key(c->pk, c->pk_len);
-    if (!e)
-        e = entity_check_key(c->rk, c->rk_len);
+    if (!e && (e = entity_check_key(c->rk, c->rk_len)) == TERR_KeyValueTooLarge)
+        e = TERR_RowKeyValueTooLarge;
     return e;
 }
 

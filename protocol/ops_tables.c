@@ -101,7 +101,10 @@ void op_create_table(struct req_ctx *c)
     if (!e && tables_find(c->svc->tables, c->account->name, name, n))
         e = TERR_TableAlreadyExists;
     if (e) {
-        reply_error(c, e);
+        reply_error_msg(c, e, e == TERR_OutOfRangeInput
+                                  ? "The specified resource name length is not within the "
+                                    "permissible limits."
+                                  : NULL);
         return;
     }
     struct service *svc = c->svc;

@@ -15,6 +15,9 @@
 #include "protocol/edm.h"
 #include "protocol/route.h"
 
+/* Largest request body of any operation (SPEC 2.7). */
+#define PROTOCOL_MAX_BODY (4u << 20)
+
 /* Service versions accepted in x-ms-version (SPEC 12.1), ascending. */
 static const char *const versions[] = {
     "2009-04-14", "2009-07-17", "2009-09-19", "2011-08-18", "2012-02-12",
@@ -166,6 +169,9 @@ static void ctx_init(struct req_ctx *c, struct service *svc, struct request *req
     c->method = req->method;
     c->version = versions[NVERSIONS - 1];
     c->level = ODATA_MINIMAL;
+    const char *v = request_header(req, "x-ms-version");
+    if (v && known_version(v))
+        c->version = known_version(v);
     c->odata = 1; /* JSON errors until an XML operation is recognised */
     service_uuid(svc, c->request_id);
 }
@@ -415,6 +421,8 @@ static void dispatch(struct req_ctx *c)
 static enum terr prepare(struct req_ctx *c)
 {
     const struct request *req = c->req;
+    if (req->body_len > PROTOCOL_MAX_BODY && c->req->method != HTTP_M_OTHER)
+        return TERR_ContentLengthExceeded;
     if (url_parse_query(c->a, req->query, req->query_len, &c->qp, &c->nqp) != 0)
         return TERR_InvalidInput;
     enum terr e = pick_version(c);
@@ -442,6 +450,10 @@ static enum terr prepare(struct req_ctx *c)
     if (c->secondary && op_writes(c->op))
         return TERR_InsufficientAccountPermissions;
     if (c->odata) {
+        const char *ct = request_header(req, "Content-Type");
+        if (ct && req->body_len && c->op != OP_BATCH &&
+            (strcasestr(ct, "atom") || strcasestr(ct, "/xml")))
+            return TERR_AtomFormatNotSupported;
         if (c->op == OP_CREATE_TABLE || c->op == OP_INSERT_ENTITY)
             odata_prefer(c);
         int body = op_has_body(c->op) && !(c->prefer && strcmp(c->prefer, "return-no-content") == 0);
