@@ -580,7 +580,7 @@ enum terr entity_json_parse(struct arena *a, const char *body, size_t len,
     if (jp.pk.s && (err = entity_check_key(jp.pk.s, jp.pk.n)) != TERR_NONE)
         return err;
     if (jp.rk.s && (err = entity_check_key(jp.rk.s, jp.rk.n)) != TERR_NONE)
-        return err;
+        return err == TERR_KeyValueTooLarge ? TERR_RowKeyValueTooLarge : err;
     e->pk = jp.pk.s;
     e->pk_len = jp.pk.n;
     e->rk = jp.rk.s;
