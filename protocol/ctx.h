@@ -64,6 +64,7 @@ struct service {
     struct buf key, val;       /* scratch for encoding (reset per use) */
     struct arena *scratch;     /* per-row scratch of long scans */
     struct auth_ctx auth;      /* authentication settings */
+    uint64_t rows_examined;    /* entities read by queries (planner tests, metrics) */
 };
 
 struct req_ctx {

@@ -101,6 +101,7 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
             break;
         }
         pg->examined++;
+        svc->rows_examined++;
         /* Per-entity memory comes from a scratch arena reset every row, so
          * a long scan uses constant memory. */
         arena_reset(svc->scratch);
