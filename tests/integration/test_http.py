@@ -2037,9 +2037,10 @@ def bad_http(t):
     over = pad.replace(b"4m", b"4n") + b" " * (4 * MIB + 1 - len(pad))
     r = t.req("POST", "/" + name, body=over, timeout=20)
     t.check_error(r, 400, "ContentLengthExceeded", "a body of 4 MiB + 1 byte")
-    msg = t.error_message(r) or ""
-    t.ok(msg.endswith("exceeded the limit (4MB)."), "ContentLengthExceeded message ends "
-         "with 'exceeded the limit (4MB).'", msg)
+    if r.status == 400:
+        msg = t.error_message(r) or ""
+        t.ok(msg.endswith("exceeded the limit (4MB)."), "ContentLengthExceeded message ends "
+             "with 'exceeded the limit (4MB).'", msg)
     t.alive("a 4 MiB + 1 body")
     r = t.req("POST", "/" + name, body=b"x" * (6 * MIB), timeout=20)
     t.check_error(r, 400, "ContentLengthExceeded", "a 6 MiB body")
