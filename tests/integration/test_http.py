@@ -13,10 +13,10 @@ import re
 import select
 import socket
 import sys
-import threading
 import time
 import urllib.parse
 
+sys.dont_write_bytecode = True   # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tabled_harness as h  # noqa: E402
 from tabled_harness import Num as N  # noqa: E402

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 
+sys.dont_write_bytecode = True   # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tabled_harness as h  # noqa: E402
 

@@ -11,6 +11,7 @@ import os
 import sys
 import uuid
 
+sys.dont_write_bytecode = True   # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tabled_harness as h  # noqa: E402
 
