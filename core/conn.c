@@ -104,6 +104,19 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* Arms the connection's one timer. (A timer that expired in this loop turn
+ * still runs its callback after being re-armed; the callback recognises
+ * such stale expiries because the timer is pending again.) */
+static void conn_arm(struct conn *c, const struct timeval *tv)
+{
+    evtimer_add(c->timer, tv);
+}
+
+static void conn_arm_idle(struct conn *c)
+{
+    conn_arm(c, c->srv->idle_tv);
+}
+
 /* ---- I/O helpers shared by the plain and TLS paths ---- */
 
 static struct evbuffer *conn_input(struct conn *c)
@@ -160,7 +173,7 @@ static int on_message_begin(llhttp_t *p)
     c->headers_done = 0;
     c->req.start_us = now_us();
     if (c->srv->header_tv)
-        evtimer_add(c->timer, c->srv->header_tv);
+        conn_arm(c, c->srv->header_tv);
     return 0;
 }
 
@@ -374,7 +387,7 @@ static int on_headers_complete(llhttp_t *p)
         buf_reserve(&c->body, p->content_length < CONN_RESERVE_MAX ? (size_t)p->content_length
                                                                     : CONN_RESERVE_MAX);
     if (chunked || (has_len && p->content_length > 0))
-        evtimer_add(c->timer, c->srv->idle_tv);  /* body progress deadline */
+        conn_arm_idle(c);  /* body progress deadline */
     return 0;
 }
 
@@ -569,7 +582,7 @@ static int on_message_complete(llhttp_t *p)
     conn_respond(c, close);
     if (c->closing)
         return HPE_PAUSED;
-    evtimer_add(c->timer, srv->idle_tv);
+    conn_arm_idle(c);
     if (evbuffer_get_length(conn_output(c)) > CONN_OUTPUT_HIGH) {
         c->wpaused = 1;
         conn_reading(c, 0);
@@ -678,7 +691,7 @@ static void conn_pump(struct conn *c)
             conn_reading(c, 1);
     }
     if (c->in_msg && c->headers_done)
-        evtimer_add(c->timer, c->srv->idle_tv);  /* body still coming */
+        conn_arm_idle(c);  /* body still coming */
 }
 
 /* ---- closing ---- */
@@ -736,7 +749,7 @@ static void conn_finish(struct conn *c)
     c->lingering = 1;
     evbuffer_drain(c->in, evbuffer_get_length(c->in));
     conn_reading(c, 1);
-    evtimer_add(c->timer, c->srv->linger_tv);
+    conn_arm(c, c->srv->linger_tv);
 }
 
 /* Called last by every top-level callback: frees a broken connection, and
@@ -826,7 +839,7 @@ static void plain_write_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
     (void)fd;
-    if (what & EV_TIMEOUT) {
+    if ((what & EV_TIMEOUT) && !event_pending(c->wev, EV_WRITE | EV_TIMEOUT, NULL)) {
         log_debug("closing %s: client stopped reading", c->peer_ip);
         conn_free(c);
         return;
@@ -889,9 +902,11 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (c->held)
         return;
+    if (evtimer_pending(c->timer, NULL))
+        return;  /* re-armed after it expired: the new deadline stands */
     if (!c->in_msg && evbuffer_get_length(conn_output(c)) > 0) {
         /* Still sending a reply: the write deadline governs. */
-        evtimer_add(c->timer, c->srv->idle_tv);
+        conn_arm_idle(c);
         return;
     }
     log_debug("closing %s: %s timeout", c->peer_ip,
@@ -961,7 +976,7 @@ int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls)
         c->wev = conn_event(srv->base, fd, EV_WRITE, plain_write_cb, c);
         event_add(c->rev, NULL);
     }
-    evtimer_add(c->timer, srv->idle_tv);
+    conn_arm_idle(c);
 
     c->next = srv->conns;
     if (srv->conns)

@@ -648,8 +648,8 @@ static void test_timeouts(void)
     struct child ch;
     config_defaults(&cfg);
     cfg.port = 0;
-    cfg.idle_timeout_ms = 200;
-    cfg.header_timeout_ms = 200;
+    cfg.idle_timeout_ms = 600;
+    cfg.header_timeout_ms = 300;
     cfg.max_connections = 3;
     if (start_server(&cfg, &ch) != 0) {
         TEST_CHECK(0, "timeouts: server started");
