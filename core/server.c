@@ -152,13 +152,19 @@ static struct evconnlistener *listen_on(struct server *srv, const char *host, in
     }
     struct evconnlistener *l = NULL;
     int last_errno = 0;
-    for (struct addrinfo *ai = res; ai && !l; ai = ai->ai_next) {
-        l = evconnlistener_new_bind(srv->base, accept_cb, srv,
-                                    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                        LEV_OPT_CLOSE_ON_EXEC,
-                                    SERVER_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
-        if (!l)
-            last_errno = errno;
+    /* IPv4 addresses first: "localhost" should mean 127.0.0.1, which is
+     * what the printed endpoint and most clients use. */
+    for (int pass = 0; pass < 2 && !l; pass++) {
+        for (struct addrinfo *ai = res; ai && !l; ai = ai->ai_next) {
+            if ((ai->ai_family == AF_INET) != (pass == 0))
+                continue;
+            l = evconnlistener_new_bind(srv->base, accept_cb, srv,
+                                        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                            LEV_OPT_CLOSE_ON_EXEC,
+                                        SERVER_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
+            if (!l)
+                last_errno = errno;
+        }
     }
     freeaddrinfo(res);
     if (!l) {
