@@ -154,8 +154,19 @@ enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w);
 /* ops_query.c */
 void op_query_entities(struct req_ctx *c);
 
-/* ops_service.c */
+/* ops_service.c: CORS (SPEC 3.17, 11.4). op_cors_headers adds the CORS
+ * headers of an actual request; called once the response is complete. */
 void op_preflight(struct req_ctx *c);
+void op_cors_headers(struct req_ctx *c);
+
+/* ops_acl.c: Get/Set Table ACL (SPEC 3.12, 3.13, 11.3). */
+void op_get_acl(struct req_ctx *c);
+void op_set_acl(struct req_ctx *c);
+
+/* ops_props.c: service properties and stats (SPEC 3.14-3.16, 11.1, 11.2). */
+void op_get_service_properties(struct req_ctx *c);
+void op_set_service_properties(struct req_ctx *c);
+void op_get_service_stats(struct req_ctx *c);
 
 /* service.c helpers shared by the operations. */
 int64_t service_next_timestamp(struct service *svc);
