@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/log.h"
+#include "protocol/acl.h"
 #include "protocol/ctx.h"
 #include "protocol/edm.h"
 #include "protocol/route.h"
@@ -77,6 +78,8 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
     svc->auth.naccounts = cfg->naccounts;
     svc->auth.disabled = !cfg->auth;
     svc->auth.version_known = version_known;
+    svc->auth.policy_lookup = acl_policy_lookup;
+    svc->auth.policy_arg = svc;
     return svc;
 }
 
@@ -410,6 +413,11 @@ static void dispatch(struct req_ctx *c)
         op_write(c);
         break;
     case OP_BATCH: op_batch(c); break;
+    case OP_GET_ACL: op_get_acl(c); break;
+    case OP_SET_ACL: op_set_acl(c); break;
+    case OP_GET_SERVICE_PROPERTIES: op_get_service_properties(c); break;
+    case OP_SET_SERVICE_PROPERTIES: op_set_service_properties(c); break;
+    case OP_GET_SERVICE_STATS: op_get_service_stats(c); break;
     case OP_PREFLIGHT: op_preflight(c); break;
     default:
         reply_error(c, TERR_NotImplemented);
@@ -477,6 +485,7 @@ void service_handle(struct service *svc, struct request *req, struct response *r
     else
         dispatch(&c);
     reply_finish(&c);
+    op_cors_headers(&c);
 }
 
 void service_error(struct service *svc, struct request *req, struct response *resp, int terr)
