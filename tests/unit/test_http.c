@@ -566,6 +566,15 @@ static void test_limits(int port, size_t max_body)
     r = one_shot(port, "GET / HTTP/1.1\r\nBad Header\r\n\r\n");
     TEST_EQ_INT(r.status, 400, "malformed header: 400");
     reply_free(&r);
+    r = one_shot(port, "GET / HTTP/1.1\r\nBad Name: x\r\n\r\n");
+    TEST_EQ_INT(r.status, 400, "space inside a header name: 400");
+    reply_free(&r);
+    r = one_shot(port, "GET / HTTP/1.1\r\nX-Test : v\r\n\r\n");
+    TEST_EQ_INT(r.status, 400, "space before the colon: 400");
+    reply_free(&r);
+    r = one_shot(port, "GET / HTTP/1.1\r\nX-Ok_1.~!#: v\r\n\r\n");
+    TEST_EQ_INT(r.status, 200, "token punctuation in a header name accepted");
+    reply_free(&r);
     dial(&c, port);
     send_str(&c, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
     TEST_CHECK(read_reply(&c, &r, 0) == 0 && r.status == 400 && at_eof(&c),
