@@ -207,6 +207,14 @@ static void batch_reply(struct req_ctx *c, const struct multipart_part *parts, s
         multipart_write_changeset(&r->body, bguid, cguid, parts, n);
 }
 
+/* Frees the bodies of the first n sub-responses once the batch answer has
+ * copied them (the sub-responses own their body buffers). */
+static void free_subs(struct response *sresps, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        response_free(&sresps[i]);
+}
+
 /* A batch holding one GET (SPEC 8.7). */
 static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
 {
@@ -231,6 +239,7 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
         make_part(c, &sresp, "3.0;", op->content_id, &part);
     }
     batch_reply(c, &part, 1, 1);
+    free_subs(&sresp, 1);
 }
 
 void op_batch(struct req_ctx *c)
@@ -268,6 +277,7 @@ void op_batch(struct req_ctx *c)
                         "The batch request operation exceeds the maximum 100 changes per change set.");
         make_part(c, &sresp, "3.0;", mb.ops[last].content_id, &parts[0]);
         batch_reply(c, parts, 1, 0);
+        free_subs(&sresp, 1);
         return;
     }
 
@@ -287,10 +297,12 @@ void op_batch(struct req_ctx *c)
         if (e) {
             fail_part(c, sub, i, e, mb.ops[i].content_id, &parts[0]);
             batch_reply(c, parts, 1, 0);
+            free_subs(sresps, i + 1);
             return;
         }
     }
     if (entity_commit(c, w, mb.nops) != 0) {
+        free_subs(sresps, mb.nops);
         reply_error(c, TERR_InternalError);
         return;
     }
@@ -300,4 +312,5 @@ void op_batch(struct req_ctx *c)
                   mb.ops[i].content_id, &parts[i]);
     }
     batch_reply(c, parts, mb.nops, 0);
+    free_subs(sresps, mb.nops);
 }
