@@ -640,9 +640,15 @@ static size_t conn_feed(struct conn *c, const char *data, size_t len)
         return used;
     }
     if (e == HPE_PAUSED_UPGRADE) {
-        /* Upgrade/CONNECT: we speak only HTTP/1.1; the reply is queued. */
-        c->closing = 1;
-        return len;
+        /* We never agree to an Upgrade (no 101 was sent), so the client
+         * goes on speaking HTTP/1.1; CONNECT has no such future. */
+        if (c->parser.method == HTTP_CONNECT) {
+            c->closing = 1;
+            return len;
+        }
+        size_t used = (size_t)(llhttp_get_error_pos(&c->parser) - data);
+        llhttp_resume_after_upgrade(&c->parser);
+        return used;
     }
     if (!c->fail_terr)
         log_debug("bad request from %s: %s", c->peer_ip, llhttp_get_error_reason(&c->parser));

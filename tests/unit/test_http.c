@@ -371,6 +371,23 @@ static void test_pipelining(int port)
     hangup(&c);
 }
 
+static void test_upgrade_ignored(int port)
+{
+    struct client c;
+    struct reply r;
+    dial(&c, port);
+    send_str(&c, "GET /up HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                 "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n"
+                 "GET /after-up HTTP/1.1\r\nHost: h\r\n\r\n");
+    TEST_CHECK(read_reply(&c, &r, 0) == 0 && r.status == 200 && strstr(r.body, "path=/up\n"),
+               "upgrade: request answered in HTTP/1.1");
+    reply_free(&r);
+    TEST_CHECK(read_reply(&c, &r, 0) == 0 && strstr(r.body, "path=/after-up\n"),
+               "upgrade: connection stays HTTP/1.1");
+    reply_free(&r);
+    hangup(&c);
+}
+
 static void test_split_head(int port)
 {
     const char *req = "PUT /split?a=b HTTP/1.1\r\nHost: example\r\nX-Long-Name: value-1\r\n"
@@ -896,6 +913,7 @@ int main(void)
     test_header_hygiene(ch.port);
     test_pipelining(ch.port);
     test_split_head(ch.port);
+    test_upgrade_ignored(ch.port);
     test_chunked(ch.port);
     test_continue(ch.port);
     test_head(ch.port);
