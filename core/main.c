@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <openssl/evp.h>
 
@@ -32,6 +33,20 @@ static void url_authority(char *out, size_t cap, const char *host, int port)
         snprintf(out, cap, "[%s]:%d", host, port);
     else
         snprintf(out, cap, "%s:%d", host, port);
+}
+
+/* Raises the open-file limit towards what max_connections needs (the usual
+ * soft limit of 1024 would make accept() fail long before the cap). */
+static void raise_fd_limit(int max_connections)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)max_connections + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
+        log_warn("open-file limit %llu is below --max-connections %d",
+                 (unsigned long long)rl.rlim_cur, max_connections);
 }
 
 /* Prints the ready banner that scripts and tests wait for. */
@@ -75,6 +90,7 @@ int main(int argc, char **argv)
     }
     log_set_level(cfg.log_level);
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit(cfg.max_connections);
 
     const struct backend_ops *ops = backend_lookup(cfg.backend, err, sizeof err);
     if (!ops) {
