@@ -128,13 +128,19 @@ char *arena_strdup(struct arena *a, const char *s)
 
 char *arena_sprintf(struct arena *a, const char *fmt, ...)
 {
+    /* Format into a stack buffer first; only long results format twice. */
+    char tmp[256];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
     if (n < 0)
         n = 0;
     char *p = arena_alloc(a, (size_t)n + 1);
+    if ((size_t)n < sizeof tmp) {
+        memcpy(p, tmp, (size_t)n + 1);
+        return p;
+    }
     va_start(ap, fmt);
     vsnprintf(p, (size_t)n + 1, fmt, ap);
     va_end(ap);
