@@ -567,7 +567,7 @@ static void test_limits(void)
     buf_puts(&b, "{\"PartitionKey\":\"p\",\"RowKey\":\"");
     put_repeat(&b, "\xf0\x9f\x98\x80", 513);
     buf_puts(&b, "\"}");
-    TEST_EQ_INT(parse_buf(&b, &e), TERR_KeyValueTooLarge, "RowKey of 1026 UTF-16 units rejected");
+    TEST_EQ_INT(parse_buf(&b, &e), TERR_RowKeyValueTooLarge, "RowKey of 1026 UTF-16 units rejected (RowKey message)");
 
     /* whole entity: 8 (keys) + 4 + 15 * (8 + 2*3 + 4 + 65536) + (8 + 2 + 4 + 2L) */
     for (int extra = 0; extra < 2; extra++) {
