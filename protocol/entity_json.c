@@ -623,43 +623,48 @@ enum terr entity_check_limits(const struct entity *e)
 
 /* Appends s JSON-escaped, without quotes: " \ and U+0000..U+001F escaped,
  * everything else (including non-ASCII UTF-8) raw. */
+/* Bytes that need escaping in a JSON string: '"', '\\' and controls. */
+static const unsigned char json_special[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+};
+
+/* Appends s with JSON escapes; runs of plain bytes are copied in one go
+ * (this is the hot loop of every entity response). */
 static void put_escaped(struct buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t start = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t start = 0, i = 0;
     buf_reserve(b, n);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char u[7];
-        if (c == '"')
-            esc = "\\\"";
-        else if (c == '\\')
-            esc = "\\\\";
-        else if (c == '\n')
-            esc = "\\n";
-        else if (c == '\r')
-            esc = "\\r";
-        else if (c == '\t')
-            esc = "\\t";
-        else if (c == '\b')
-            esc = "\\b";
-        else if (c == '\f')
-            esc = "\\f";
-        else if (c < 0x20) {
-            memcpy(u, "\\u00", 4);
+    for (;;) {
+        while (i < n && !json_special[p[i]])
+            i++;
+        buf_append(b, s + start, i - start);
+        if (i == n)
+            return;
+        unsigned char c = p[i];
+        char u[7] = {'\\', 0, 0, 0, 0, 0, 0};
+        switch (c) {
+        case '"': u[1] = '"'; break;
+        case '\\': u[1] = '\\'; break;
+        case '\n': u[1] = 'n'; break;
+        case '\r': u[1] = 'r'; break;
+        case '\t': u[1] = 't'; break;
+        case '\b': u[1] = 'b'; break;
+        case '\f': u[1] = 'f'; break;
+        default:
+            memcpy(u + 1, "u00", 3);
             u[4] = hex[c >> 4];
             u[5] = hex[c & 15];
-            u[6] = '\0';
-            esc = u;
         }
-        if (esc) {
-            buf_append(b, s + start, i - start);
-            buf_puts(b, esc);
-            start = i + 1;
-        }
+        buf_append(b, u, u[2] ? 6 : 2);
+        start = ++i;
     }
-    buf_append(b, s + start, n - start);
 }
 
 void json_put_string(struct buf *b, const char *s, size_t n)
