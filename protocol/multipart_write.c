@@ -8,15 +8,20 @@
 #include <string.h>
 
 /* Appends s with CR, LF and other control bytes replaced by spaces, so a
- * header value can never end the header early. */
+ * header value can never end the header early. Clean runs are copied whole
+ * (this runs for every header of every part of every batch answer). */
 static void put_clean(struct buf *out, const char *s)
 {
-    size_t n = strlen(s);
-    buf_reserve(out, n);
+    size_t n = strlen(s), start = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        buf_putc(out, (c < 0x20 && c != '\t') || c == 0x7f ? ' ' : (char)c);
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            buf_append(out, s + start, i - start);
+            buf_putc(out, ' ');
+            start = i + 1;
+        }
     }
+    buf_append(out, s + start, n - start);
 }
 
 /* Appends one application/http part (without its delimiter line). */
