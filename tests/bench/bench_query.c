@@ -5,7 +5,7 @@
  *
  * For each SIZE (default 10000 and 1000000) a fresh memory store gets one
  * table of SIZE entities in partitions of ROWS_PER_PARTITION (default 100),
- * written straight into the backend. Then REQUESTS (default 5000) Query
+ * written straight into the backend. Then REQUESTS (default 20000) Query
  * Entities requests `$filter=PartitionKey eq 'pNNNNNNN'` for random
  * partitions go through service_handle() in process (routing, filter
  * compile, plan, scan, minimalmetadata JSON of the whole partition), timed
@@ -124,7 +124,7 @@ static int bq_load(struct backend_store *st, uint64_t id, long size, long rows)
         char pk[32], rk[32], s[32];
         snprintf(pk, sizeof pk, "p%07ld", i / rows);
         snprintf(rk, sizeof rk, "r%07ld", i % rows);
-        snprintf(s, sizeof s, "value-%ld", i);
+        snprintf(s, sizeof s, "value-%07ld", i); /* same width at every size */
         struct entity e = {.pk = pk, .rk = rk, .pk_len = strlen(pk), .rk_len = strlen(rk),
                            .timestamp = 638500000000000000LL + i};
         arena_reset(a);
@@ -271,7 +271,7 @@ static int bq_run(long size, long rows, long requests)
 
 int main(int argc, char **argv)
 {
-    long rows = 100, requests = 5000;
+    long rows = 100, requests = 20000;
     long sizes[16];
     int nsizes = 0;
     for (int i = 1; i < argc; i++) {
