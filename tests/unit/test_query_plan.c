@@ -169,13 +169,12 @@ static void query_from(const char *filter, const char *extra, const char *npk, c
     buf_free(&x);
 }
 
-/* The token naming key s, as the server should emit it. */
+/* The token naming key s, as the server should emit it (memory of
+ * tok_arena, freed at the end of main). */
+static struct arena *tok_arena;
 static char *tok(const char *s)
 {
-    static struct arena *a;
-    if (!a)
-        a = arena_new(4096);
-    return token_encode(a, s, strlen(s));
+    return token_encode(tok_arena, s, strlen(s));
 }
 
 /* Writes PARTS x ROWS entities {n: Int32 i, s: String} directly into the
@@ -496,6 +495,7 @@ int main(void)
         parts = parts < 20 ? 20 : 9999;
     printf("# %ld entities (%ld partitions of %d)\n", parts * ROWS, parts, ROWS);
 
+    tok_arena = arena_new(4096);
     config_defaults(&cfg);
     cfg.auth = 0;
     cfg.scan_budget = 0;
@@ -533,5 +533,6 @@ int main(void)
 
     service_free(svc);
     backend_memory_ops.close(st);
+    arena_free(tok_arena);
     return test_done();
 }
