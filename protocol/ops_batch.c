@@ -64,7 +64,6 @@ static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, stru
     sub->odata = 1;
     sub->in_batch = 1;
     sub->batch = c->batch;
-    sub->msg_prefix = arena_sprintf(c->a, "%zu:", op->index);
     sub->version = c->version;
     sub->level = c->level;
     sub->auth = c->auth;
@@ -152,32 +151,30 @@ static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, stru
     return TERR_NONE;
 }
 
-/* Copies header name of src into dst when present. */
-static void copy_header(struct response *dst, const struct response *src, const char *name)
-{
-    const char *v = response_get_header(src, name);
-    if (v)
-        response_header(dst, name, v);
-}
-
 /* The sub-response as the batch part carries it: the service's header
  * order (SPEC 8.6 table), DataServiceVersion 3.0; for inserts, errors and
- * queries, 1.0; otherwise. */
+ * queries, 1.0; otherwise. The part's headers point at src's strings and
+ * at literals (all outlive the answer), so nothing is copied. */
 static void make_part(struct req_ctx *c, const struct response *src, const char *dsv,
                       const char *content_id, struct multipart_part *part)
 {
-    struct response *out = arena_alloc(c->a, sizeof *out);
-    response_init(out, c->a);
-    out->status = src->status;
-    response_header(out, "X-Content-Type-Options", "nosniff");
-    response_header(out, "Cache-Control", "no-cache");
-    copy_header(out, src, "Preference-Applied");
-    response_header(out, "DataServiceVersion", dsv);
-    copy_header(out, src, "Content-Type");
-    copy_header(out, src, "Location");
-    copy_header(out, src, "DataServiceId");
-    copy_header(out, src, "ETag");
-    multipart_part_from_response(out, content_id, part);
+    static const char *const names[] = {"Preference-Applied", "DataServiceVersion",
+                                        "Content-Type", "Location", "DataServiceId", "ETag"};
+    size_t nnames = sizeof names / sizeof names[0];
+    struct http_header *h = arena_alloc(c->a, (nnames + 2) * sizeof *h);
+    size_t n = 0;
+    h[n++] = (struct http_header){"X-Content-Type-Options", "nosniff", 7};
+    h[n++] = (struct http_header){"Cache-Control", "no-cache", 8};
+    for (size_t i = 0; i < nnames; i++) {
+        const char *v = i == 1 ? dsv : response_get_header(src, names[i]);
+        if (v)
+            h[n++] = (struct http_header){names[i], v, strlen(v)};
+    }
+    memset(part, 0, sizeof *part);
+    part->status = src->status;
+    part->content_id = content_id;
+    part->headers = h;
+    part->nheaders = n;
     part->body = src->body.data;
     part->body_len = src->body.len;
 }
@@ -186,7 +183,7 @@ static void make_part(struct req_ctx *c, const struct response *src, const char 
 static void fail_part(struct req_ctx *c, struct req_ctx *sub, size_t i, enum terr e,
                       const char *content_id, struct multipart_part *part)
 {
-    (void)i;
+    sub->msg_prefix = arena_sprintf(c->a, "%zu:", i);
     reply_error_msg(sub, e, sub->auth_failed ? sub->auth.message : NULL);
     make_part(c, sub->resp, "3.0;", content_id, part);
 }
@@ -232,6 +229,7 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
         fail_part(c, &sub, 0, e, op->content_id, &part);
     } else {
         sub.in_batch = 0;
+        sub.msg_prefix = "0:";
         if (sub.op == OP_GET_ENTITY)
             op_get_entity(&sub);
         else
