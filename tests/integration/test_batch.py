@@ -1462,6 +1462,60 @@ class BatchTests:
         rng.close()
         other.close()
 
+    # -- formats of 201 bodies, host-style batches, chunked framing ------------------
+    def test_formats_and_framing(self):
+        tap, T = self.tap, "BtFmt"
+        self.table(T)
+        # a 201 part's JSON follows the part's Accept, else the batch's
+        ops = [self.ins(T, "p", "full", {"N": "5", "N@odata.type": "Edm.Int64"},
+                        headers=[("Accept", h.ACCEPT["fullmetadata"])]),
+               op("POST", self.turl(T), {"PartitionKey": "p", "RowKey": "outer", "V": 1})]
+        r, ans, err = batch(self.http, changeset_body(ops),
+                            headers=[("Accept", h.ACCEPT["nometadata"])])
+        if tap.ok(ans is not None and [p.status for p in ans.parts] == [201, 201],
+                  "two inserts with 201 bodies", err):
+            for i, (rk, level) in enumerate((("full", "fullmetadata"), ("outer", "nometadata"))):
+                g = self.http.get_entity(T, "p", rk, headers={"Accept": h.ACCEPT[level]})
+                tap.eq((ans.parts[i].h("Content-Type"), ans.parts[i].body),
+                       (h.JSON_CT % level, g.body),
+                       "201 part body in %s, as Get Entity returns it" % level)
+        # a host-style batch: relative and host-style sub-request URLs
+        hs_host = "%s.table.localhost:%d" % (ACCOUNT, self.srv.port)
+        hs = h.Http(self.srv, host_style=True, host_header=hs_host)
+        ops = [op("POST", T, {"PartitionKey": "p", "RowKey": "hs1"}),
+               op("POST", "http://%s/%s" % (hs_host, T), {"PartitionKey": "p", "RowKey": "hs2"},
+                  [("Prefer", "return-no-content")])]
+        r = hs.request("POST", "/$batch", body=changeset_body(ops).encode(),
+                       content_type="multipart/mixed; boundary=batch_b1")
+        try:
+            ans, err = Answer(r), None
+        except Exception as e:  # noqa: BLE001
+            ans, err = None, "%s %r" % (e, r.body[:500])
+        if tap.ok(ans is not None and [p.status for p in ans.parts] == [201, 204],
+                  "host-style batch with relative and host-style sub-request URLs", err):
+            tap.eq([p.h("Location") for p in ans.parts],
+                   ["http://%s/%s(PartitionKey='p',RowKey='hs%d')" % (hs_host, T, i)
+                    for i in (1, 2)], "host-style batch: Location is host-style")
+        # chunked request framing
+        body = changeset_body([self.ins(T, "p", "ch%d" % i, headers=[("Prefer",
+                                                                   "return-no-content")])
+                               for i in range(3)]).encode()
+        raw = self.http.build("POST", "/$batch", body=body,
+                              content_type="multipart/mixed; boundary=batch_b1",
+                              headers=[("Content-Length", None),
+                                       ("Transfer-Encoding", "chunked")])
+        head, _, payload = raw.partition(b"\r\n\r\n")
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(payload[i:i + 100]), payload[i:i + 100])
+                          for i in range(0, len(payload), 100)) + b"0\r\n\r\n"
+        got, _ = h.raw_exchange(self.srv, head + b"\r\n\r\n" + chunks, wait_close=False)
+        rr = h.first_response(got)
+        try:
+            ans, err = Answer(rr), None
+        except Exception as e:  # noqa: BLE001
+            ans, err = None, "%s %r" % (e, got[:500])
+        tap.ok(ans is not None and [p.status for p in ans.parts] == [204] * 3,
+               "a batch sent with chunked framing", err)
+
 
 GROUPS = [
     BatchTests.test_success_exact,
@@ -1477,6 +1531,7 @@ GROUPS = [
     BatchTests.test_python_sdk,
     BatchTests.test_keys_and_names,
     BatchTests.test_sas,
+    BatchTests.test_formats_and_framing,
 ]
 
 
