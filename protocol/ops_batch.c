@@ -136,8 +136,9 @@ static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, stru
         sub->level = outer;
     if (sub->op == OP_INSERT_ENTITY)
         odata_prefer(sub);
-    /* Permissions of each operation (SPEC 8.5); keys are checked in
-     * entity_prepare once known. */
+    /* Permissions of each operation (SPEC 8.5). URL keys are known now, as
+     * for a top-level request (a point query is checked only here); an
+     * insert's keys are checked in entity_prepare once known. */
     memset(&sub->aop, 0, sizeof sub->aop);
     sub->aop.kind = sub->op == OP_INSERT_ENTITY      ? AUTH_OP_INSERT_ENTITY
                     : sub->op == OP_UPDATE_ENTITY    ? AUTH_OP_UPDATE_ENTITY
@@ -148,6 +149,12 @@ static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, stru
                     : sub->op == OP_GET_ENTITY       ? AUTH_OP_GET_ENTITY
                                                      : AUTH_OP_QUERY_ENTITIES;
     sub->aop.table = sub->table;
+    if (sub->res == RES_ENTITY) {
+        sub->aop.pk = sub->pk;
+        sub->aop.pk_len = sub->pk_len;
+        sub->aop.rk = sub->rk;
+        sub->aop.rk_len = sub->rk_len;
+    }
     return TERR_NONE;
 }
 
