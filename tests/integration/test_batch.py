@@ -1458,6 +1458,39 @@ class BatchTests:
         res = add.submit_transaction([("create", {"PartitionKey": "p", "RowKey": "s%d" % i})
                                       for i in range(5)])
         tap.eq(len(res), 5, "SAS sp=a: a transaction of inserts succeeds")
+        # a query batch under a SAS key range reads only inside the range
+        self.put(T, {"PartitionKey": "q", "RowKey": "secret", "S": "hidden"})
+        _, sas_r = client(T, permission=TableSasPermissions(read=True), start_pk="p",
+                          end_pk="p")
+
+        def sas_get(pk, rk):
+            path = "/%s/%s(PartitionKey='%s',RowKey='%s')" % (ACCOUNT, T, pk, rk)
+            single = ("GET %s?%s HTTP/1.1\r\nHost: %s:%d\r\nx-ms-version: 2019-02-02\r\n"
+                      "Accept: application/json;odata=nometadata\r\n\r\n"
+                      % (path, sas_r, self.srv.host, self.srv.port)).encode()
+            body = query_body(op("GET", self.prefix + path[len(ACCOUNT) + 1:]))
+            raw = ("POST /%s/$batch?%s HTTP/1.1\r\nHost: %s:%d\r\nx-ms-version: 2019-02-02\r\n"
+                   "Content-Type: multipart/mixed; boundary=batch_q1\r\nContent-Length: %d\r\n"
+                   "\r\n%s" % (ACCOUNT, sas_r, self.srv.host, self.srv.port, len(body), body)
+                   ).encode()
+            return (h.first_response(h.raw_exchange(self.srv, single, wait_close=False)[0]),
+                    h.first_response(h.raw_exchange(self.srv, raw, wait_close=False)[0]))
+
+        single, rr = sas_get("p", "a")
+        ok = rr is not None and rr.status == 202
+        p = Answer(rr).parts[0] if ok else None
+        tap.ok(single is not None and single.status == 200 and p is not None and
+               p.status == 200, "SAS key range p..p, sp=r: a batch GET inside the range -> 200",
+               (single, p if p is not None else rr))
+        single, rr = sas_get("q", "secret")
+        ok = rr is not None and rr.status == 202
+        p = Answer(rr).parts[0] if ok else None
+        tap.ok(single is not None and single.status == 403, "SAS key range p..p: a GET of "
+               "partition q is refused (%s)" % (single.error_code() if single else None), single)
+        tap.ok(p is not None and (p.status, p.error()[:2]) ==
+               (single.status, (single.error_code(), 0)) and b"hidden" not in rr.body,
+               "SAS key range p..p: a batch GET of partition q is refused like the single GET",
+               p if p is not None else rr)
         add.close()
         rng.close()
         other.close()
