@@ -62,6 +62,13 @@ void config_defaults(struct config *cfg)
     cfg->scan_budget = 0;
     cfg->scan_budget_ms = 5000;
     cfg->tls_port = 0;
+    cfg->throttle = 0;
+    cfg->throttle_partition_rate = 2000;
+    cfg->throttle_partition_burst = 2000;
+    cfg->throttle_account_rate = 20000;
+    cfg->throttle_account_burst = 20000;
+    cfg->admin_port = -1;
+    strcpy(cfg->admin_host, "127.0.0.1");
     config_add_account(cfg, DEV_ACCOUNT_NAME, DEV_ACCOUNT_KEY, NULL, NULL, 0);
 }
 
@@ -227,6 +234,73 @@ static int parse_bool(const char *s, int *out)
     return -1;
 }
 
+/* Parses a decimal number in [min, max] (the whole text). */
+static int parse_double(const char *s, double min, double max, double *out)
+{
+    if (!*s || isspace((unsigned char)*s))
+        return -1;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v >= min && v <= max))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Records one setting of fault rule `rule` (checked by core/fault.c when
+ * main.c builds the rules). */
+static int add_fault_item(struct config *cfg, const char *rule, const char *key,
+                          const char *value, int line, char *err, size_t errlen)
+{
+    if (cfg->nfaults >= CONFIG_MAX_FAULT_ITEMS) {
+        set_err(err, errlen, "too many fault settings (at most %d)", CONFIG_MAX_FAULT_ITEMS);
+        return -1;
+    }
+    struct config_fault_item *it = &cfg->faults[cfg->nfaults];
+    if (!*rule || strlen(rule) >= sizeof it->rule || strlen(key) >= sizeof it->key ||
+        strlen(value) >= sizeof it->value) {
+        set_err(err, errlen, "fault %s: name, key or value too long (value at most %zu bytes)",
+                rule, sizeof it->value - 1);
+        return -1;
+    }
+    strcpy(it->rule, rule);
+    strcpy(it->key, key);
+    strcpy(it->value, value);
+    it->line = line;
+    cfg->nfaults++;
+    return 0;
+}
+
+/* Applies "--fault NAME:key=value,key=value,...". */
+static int apply_fault_spec(struct config *cfg, const char *spec, char *err, size_t errlen)
+{
+    char tmp[1024];
+    if (strlen(spec) >= sizeof tmp) {
+        set_err(err, errlen, "--fault value is too long");
+        return -1;
+    }
+    strcpy(tmp, spec);
+    char *colon = strchr(tmp, ':');
+    if (!colon || colon == tmp) {
+        set_err(err, errlen, "--fault expects NAME:key=value[,key=value...], got '%s'", spec);
+        return -1;
+    }
+    *colon = '\0';
+    char *save = NULL;
+    for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) {
+            set_err(err, errlen, "--fault %s: expected key=value, got '%s'", tmp, kv);
+            return -1;
+        }
+        *eq = '\0';
+        if (add_fault_item(cfg, tmp, kv, eq + 1, 0, err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Applies "NAME:KEY1[:KEY2]". */
 static int apply_account_spec(struct config *cfg, const char *spec, char *err, size_t errlen)
 {
@@ -292,6 +366,23 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
         }
         return copy_field(cfg->data_dir, sizeof cfg->data_dir, v, "--data", err, errlen);
     }
+    if (strcmp(name, "backend-option") == 0) {
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v) {
+            set_err(err, errlen, "--backend-option expects NAME=VALUE, got '%s'", v);
+            return -1;
+        }
+        if (cfg->nbackend_options >= CONFIG_MAX_BACKEND_OPTIONS) {
+            set_err(err, errlen, "at most %d --backend-option settings",
+                    CONFIG_MAX_BACKEND_OPTIONS);
+            return -1;
+        }
+        if (copy_field(cfg->backend_options[cfg->nbackend_options],
+                       sizeof cfg->backend_options[0], v, "--backend-option", err, errlen) < 0)
+            return -1;
+        cfg->nbackend_options++;
+        return 0;
+    }
     if (strcmp(name, "log-level") == 0) {
         static const char *lv[] = {"error", "warn", "info", "debug"};
         for (int i = 0; i < 4; i++) {
@@ -352,6 +443,83 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
         return copy_field(cfg->tls_key, sizeof cfg->tls_key, v, "--tls-key", err, errlen);
     if (strcmp(name, "account") == 0)
         return apply_account_spec(cfg, v, err, errlen);
+    if (strcmp(name, "fault") == 0)
+        return apply_fault_spec(cfg, v, err, errlen);
+    if (strcmp(name, "throttle") == 0) {
+        if (parse_bool(v, &cfg->throttle) < 0) {
+            set_err(err, errlen, "--throttle expects on|off, got '%s'", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (strncmp(name, "throttle-", 9) == 0 &&
+        (strcmp(name + 9, "partition-rate") == 0 || strcmp(name + 9, "partition-burst") == 0 ||
+         strcmp(name + 9, "account-rate") == 0 || strcmp(name + 9, "account-burst") == 0)) {
+        int burst = strstr(name, "burst") != NULL;
+        double d;
+        if (parse_double(v, burst ? 1 : 0.001, burst ? 1e6 : 1e7, &d) < 0) {
+            set_err(err, errlen, "--%s expects a number in %s, got '%s'", name,
+                    burst ? "1..1000000" : "0.001..10000000", v);
+            return -1;
+        }
+        if (strcmp(name + 9, "partition-rate") == 0)
+            cfg->throttle_partition_rate = d;
+        else if (strcmp(name + 9, "partition-burst") == 0)
+            cfg->throttle_partition_burst = d;
+        else if (strcmp(name + 9, "account-rate") == 0)
+            cfg->throttle_account_rate = d;
+        else
+            cfg->throttle_account_burst = d;
+        return 0;
+    }
+    if (strcmp(name, "throttle-batch-account") == 0) {
+        if (strcasecmp(v, "per-entity") == 0)
+            cfg->throttle_batch_per_request = 0;
+        else if (strcasecmp(v, "per-request") == 0)
+            cfg->throttle_batch_per_request = 1;
+        else {
+            set_err(err, errlen, "--throttle-batch-account expects per-entity|per-request, got '%s'",
+                    v);
+            return -1;
+        }
+        return 0;
+    }
+    if (strcmp(name, "throttle-retry-after") == 0) {
+        if (parse_long(v, 0, 3600, &n) < 0) {
+            set_err(err, errlen, "--throttle-retry-after expects seconds 0-3600, got '%s'", v);
+            return -1;
+        }
+        cfg->throttle_retry_after = (int)n;
+        return 0;
+    }
+    if (strcmp(name, "admin-port") == 0) {
+        if (strcasecmp(v, "off") == 0) {
+            cfg->admin_port = -1;
+            return 0;
+        }
+        if (parse_long(v, 0, 65535, &n) < 0) {
+            set_err(err, errlen, "--admin-port expects a port number 0-65535 or off, got '%s'", v);
+            return -1;
+        }
+        cfg->admin_port = (int)n;
+        return 0;
+    }
+    if (strcmp(name, "admin-host") == 0) {
+        if (!*v) {
+            set_err(err, errlen, "--admin-host needs an address");
+            return -1;
+        }
+        return copy_field(cfg->admin_host, sizeof cfg->admin_host, v, "--admin-host", err,
+                          errlen);
+    }
+    if (strcmp(name, "fault-seed") == 0) {
+        if (parse_long(v, 0, INT64_MAX, &n) < 0) {
+            set_err(err, errlen, "--fault-seed expects a number >= 0, got '%s'", v);
+            return -1;
+        }
+        cfg->fault_seed = (unsigned long long)n;
+        return 0;
+    }
     if (strcmp(name, "max-body-bytes") == 0 || strcmp(name, "max-header-bytes") == 0) {
         if (parse_size(v, &sz) < 0) {
             set_err(err, errlen, "--%s expects a byte count > 0 (K/M/G suffix allowed), got '%s'",
@@ -388,9 +556,20 @@ static int is_switch(const char *name)
     return strcmp(name, "help") == 0 || strcmp(name, "version") == 0;
 }
 
+/* Options whose value is optional on the command line ("--throttle" means
+ * "--throttle=on"; a separate next argument is never taken as its value). */
+static int is_optional_switch(const char *name)
+{
+    return strcmp(name, "throttle") == 0;
+}
+
 /* Checks settings that depend on each other. */
 static int config_check(const struct config *cfg, char *err, size_t errlen)
 {
+    if (cfg->admin_port > 0 && (cfg->admin_port == cfg->port || cfg->admin_port == cfg->tls_port)) {
+        set_err(err, errlen, "--admin-port must differ from --port and --tls-port");
+        return -1;
+    }
     if (cfg->tls_port) {
         if (!cfg->tls_cert[0] || !cfg->tls_key[0]) {
             set_err(err, errlen, "--tls-port needs --tls-cert and --tls-key");
@@ -425,6 +604,12 @@ static void cut_comment(char *s)
         }
     }
 }
+
+/* A [fault NAME] section being read (its settings are added as read). */
+struct pending_fault {
+    int active;
+    char name[64];
+};
 
 /* An [account NAME] section being read. */
 struct pending_account {
@@ -464,7 +649,9 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
     char line[4096], msg[512];
     int lineno = 0, rc = 0;
     struct pending_account pa;
+    struct pending_fault pf;
     memset(&pa, 0, sizeof pa);
+    memset(&pf, 0, sizeof pf);
     while (fgets(line, sizeof line, f)) {
         lineno++;
         if (!strchr(line, '\n') && !feof(f)) {
@@ -486,6 +673,18 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
             char *sec = trim(s + 1);
             if ((rc = flush_account(cfg, &pa, path, err, errlen)) < 0)
                 break;
+            pf.active = 0;
+            if (strncasecmp(sec, "fault", 5) == 0 && isspace((unsigned char)sec[5])) {
+                char *name = trim(sec + 6);
+                if (!*name || strlen(name) >= sizeof pf.name) {
+                    set_err(err, errlen, "%s:%d: bad fault section", path, lineno);
+                    rc = -1;
+                    break;
+                }
+                pf.active = 1;
+                strcpy(pf.name, name);
+                continue;
+            }
             if (strncasecmp(sec, "account", 7) == 0 && isspace((unsigned char)sec[7])) {
                 char *name = trim(sec + 8);
                 if (!*name || strlen(name) >= sizeof pa.name) {
@@ -518,6 +717,14 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
         val = trim(val);
         for (char *p = key; *p; p++)
             *p = *p == '_' ? '-' : (char)tolower((unsigned char)*p);
+        if (pf.active) {
+            if (add_fault_item(cfg, pf.name, key, val, lineno, msg, sizeof msg) < 0) {
+                set_err(err, errlen, "%s:%d: %s", path, lineno, msg);
+                rc = -1;
+                break;
+            }
+            continue;
+        }
         if (pa.active) {
             char *dst = strcmp(key, "key1") == 0 ? pa.key1 : strcmp(key, "key2") == 0 ? pa.key2 : NULL;
             if (!dst || strlen(val) >= sizeof pa.key1) {
@@ -555,6 +762,7 @@ static const char usage_text[] =
     "  --port N                HTTP port (default 10002; 0 = any free port)\n"
     "  --backend NAME          memory, leveldb, flatfile or /path/plugin.so (default memory)\n"
     "  --data DIR              data directory for durable backends (default ./data)\n"
+    "  --backend-option N=V    a backend setting, e.g. cache-size=64M (repeatable)\n"
     "  --durability MODE       sync, batch or none (default batch)\n"
     "  --log-level LEVEL       error, warn, info or debug (default info)\n"
     "  --access-log on|off     one line per request on stdout (default on)\n"
@@ -571,6 +779,18 @@ static const char usage_text[] =
     "  --header-timeout-ms N   time allowed for a request head (default 30000)\n"
     "  --idle-timeout-ms N     keep-alive idle close (default 120000)\n"
     "  --max-connections N     concurrent connections (default 10000)\n"
+    "  --throttle[=on|off]     token buckets: 503 ServerBusy above the service's targets\n"
+    "  --throttle-partition-rate R, --throttle-partition-burst B\n"
+    "                          entities/s and bucket size per partition (default 2000)\n"
+    "  --throttle-account-rate R, --throttle-account-burst B\n"
+    "                          entities/s and bucket size per account (default 20000)\n"
+    "  --throttle-batch-account per-entity|per-request\n"
+    "                          what a batch costs the account bucket (default per-entity)\n"
+    "  --throttle-retry-after N  add Retry-After: N to throttled answers (default 0 = none)\n"
+    "  --fault NAME:k=v[,k=v]  a fault injection rule (see README; repeatable)\n"
+    "  --fault-seed N          seed of the fault injection draws (default random)\n"
+    "  --admin-port N          admin listener: /metrics, /healthz, /faults (default off)\n"
+    "  --admin-host ADDR       admin listen address (default 127.0.0.1)\n"
     "  --help                  show this help\n"
     "  --version               show the version\n";
 
@@ -613,6 +833,8 @@ static int next_arg(int argc, char **argv, int *i, struct arg *a, char *err, siz
     }
     if (eq) {
         a->value = eq + 1;
+    } else if (is_optional_switch(a->name)) {
+        a->value = "on";
     } else {
         if (*i + 1 >= argc) {
             set_err(err, errlen, "--%s needs a value", a->name);

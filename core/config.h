@@ -2,7 +2,8 @@
  *
  * Precedence: built-in defaults < config file (--config FILE) < flags.
  * The file is INI style: "key = value" lines, '#' or ';' comments, and
- * [account NAME] sections holding "key1 = BASE64" / "key2 = BASE64".
+ * [account NAME] sections holding "key1 = BASE64" / "key2 = BASE64", and
+ * [fault NAME] sections holding the settings of one fault rule.
  * Keys of the top-level section are the long flag names without "--"
  * (host, port, backend, data, log-level, ...). */
 #ifndef TABLED_CONFIG_H
@@ -11,6 +12,8 @@
 
 #define CONFIG_MAX_ACCOUNTS 64
 #define CONFIG_MAX_KEY_BYTES 128
+#define CONFIG_MAX_FAULT_ITEMS 128
+#define CONFIG_MAX_BACKEND_OPTIONS 16
 
 enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 enum durability { DURABILITY_NONE = 0, DURABILITY_BATCH = 1, DURABILITY_SYNC = 2 };
@@ -23,11 +26,23 @@ struct account_cfg {
     size_t key2_len;
 };
 
+/* One "key = value" of a fault rule, in the order given. */
+struct config_fault_item {
+    char rule[64];                  /* rule name */
+    char key[32];
+    char value[256];
+    int line;                       /* config file line, 0 = command line */
+};
+
 struct config {
     char host[256];            /* listen address, default 127.0.0.1 */
     int port;                  /* default 10002; 0 = pick a free port */
     char backend[1024];        /* "memory", "leveldb", "flatfile" or a .so path */
     char data_dir[1024];       /* default "./data" */
+    /* --backend-option NAME=VALUE (repeatable), handed to the backend as
+       backend_options.params; a later one of the same name wins */
+    char backend_options[CONFIG_MAX_BACKEND_OPTIONS][256];
+    size_t nbackend_options;
     enum log_level log_level;  /* default LOG_INFO */
     int access_log;            /* one line per request (default on) */
     enum durability durability;/* default DURABILITY_BATCH */
@@ -49,6 +64,25 @@ struct config {
     int tls_port;              /* 0 = off */
     char tls_cert[1024];
     char tls_key[1024];
+
+    /* throttling (SPEC 13.2): token buckets, off by default */
+    int throttle;                   /* --throttle */
+    double throttle_partition_rate; /* entities/s per partition, default 2000 */
+    double throttle_partition_burst;/* default 2000 */
+    double throttle_account_rate;   /* entities/s per account, default 20000 */
+    double throttle_account_burst;  /* default 20000 */
+    int throttle_batch_per_request; /* account bucket: a batch costs 1, not n */
+    int throttle_retry_after;       /* seconds in Retry-After on 503s; 0 = none */
+
+    /* admin listener: /metrics, /healthz, fault rules */
+    int admin_port;                 /* -1 = off (default), 0 = any free port */
+    char admin_host[256];           /* default 127.0.0.1 */
+
+    /* fault injection: [fault NAME] sections and --fault flags, applied by
+     * main.c through core/fault.c (which checks them) */
+    unsigned long long fault_seed;  /* 0 = random */
+    struct config_fault_item faults[CONFIG_MAX_FAULT_ITEMS];
+    size_t nfaults;
 
     struct account_cfg accounts[CONFIG_MAX_ACCOUNTS];
     size_t naccounts;          /* always >= 1: devstoreaccount1 is added by default */

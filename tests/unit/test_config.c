@@ -274,6 +274,95 @@ static void test_file(void)
     }
 }
 
+/* Throttling, admin listener and fault rule options (flags and file). */
+static void test_throttle_options(void)
+{
+    struct config cfg;
+    const char *none[] = {NULL};
+    TEST_EQ_INT(parse(&cfg, none), 0, "no flags");
+    TEST_EQ_INT(cfg.throttle, 0, "throttling is off by default");
+    TEST_CHECK(cfg.throttle_partition_rate == 2000 && cfg.throttle_partition_burst == 2000,
+               "partition default: 2,000 entities/s");
+    TEST_CHECK(cfg.throttle_account_rate == 20000 && cfg.throttle_account_burst == 20000,
+               "account default: 20,000 entities/s");
+    TEST_EQ_INT(cfg.admin_port, -1, "admin listener off by default");
+    TEST_EQ_STR(cfg.admin_host, "127.0.0.1", "admin host default");
+    TEST_EQ_INT(cfg.throttle_retry_after, 0, "no Retry-After by default");
+
+    const char *a1[] = {"--throttle", "--port", "7", "--throttle-partition-rate", "2.5",
+                        "--throttle-account-burst=50", "--admin-port", "0",
+                        "--throttle-batch-account", "per-request", "--fault-seed", "99", NULL};
+    TEST_EQ_INT(parse(&cfg, a1), 0, "bare --throttle followed by other flags");
+    TEST_EQ_INT(cfg.throttle, 1, "--throttle turns it on");
+    TEST_EQ_INT(cfg.port, 7, "the next flag is not taken as --throttle's value");
+    TEST_CHECK(cfg.throttle_partition_rate == 2.5, "fractional rate");
+    TEST_CHECK(cfg.throttle_account_burst == 50, "account burst");
+    TEST_EQ_INT(cfg.admin_port, 0, "admin port 0 = any free port");
+    TEST_EQ_INT(cfg.throttle_batch_per_request, 1, "per-request batch cost");
+    TEST_EQ_INT(cfg.fault_seed, 99, "fault seed");
+    const char *a2[] = {"--throttle=off", NULL};
+    TEST_EQ_INT(parse(&cfg, a2), 0, "--throttle=off");
+    TEST_EQ_INT(cfg.throttle, 0, "is off");
+
+    const char *a3[] = {"--fault", "r1:busy=0.5,ops=writes", "--fault=r2:latency-ms=5", NULL};
+    TEST_EQ_INT(parse(&cfg, a3), 0, "--fault flags");
+    TEST_EQ_INT(cfg.nfaults, 3, "three fault settings");
+    TEST_CHECK(!strcmp(cfg.faults[0].rule, "r1") && !strcmp(cfg.faults[0].key, "busy") &&
+                   !strcmp(cfg.faults[0].value, "0.5") && !strcmp(cfg.faults[1].key, "ops") &&
+                   !strcmp(cfg.faults[2].rule, "r2") && !strcmp(cfg.faults[2].value, "5"),
+               "fault settings kept in order");
+
+    static const struct {
+        const char *args[4];
+        const char *want;
+    } bad[] = {
+        {{"--throttle-partition-rate", "0", NULL}, "--throttle-partition-rate"},
+        {{"--throttle-account-burst", "0.5", NULL}, "--throttle-account-burst"},
+        {{"--throttle=maybe", NULL}, "--throttle"},
+        {{"--throttle-batch-account", "free", NULL}, "per-entity|per-request"},
+        {{"--admin-port", "70000", NULL}, "--admin-port"},
+        {{"--admin-port", "10002", NULL}, "must differ"},
+        {{"--fault", "nocolon", NULL}, "NAME:key=value"},
+        {{"--fault", "r:busy", NULL}, "key=value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char what[160];
+        snprintf(what, sizeof what, "bad throttle option #%zu -> '%s'", i, bad[i].want);
+        int rc = parse(&cfg, bad[i].args);
+        TEST_CHECK(rc == -1 && strstr(err, bad[i].want), what);
+        if (rc != -1 || !strstr(err, bad[i].want))
+            printf("#   message: %s\n", err);
+    }
+
+    const char *path = write_file("throttle = on\n"
+                                  "throttle-partition-burst = 10\n"
+                                  "admin-port = 9999\n"
+                                  "[fault slow]\n"
+                                  "latency-ms = 10-20\n"
+                                  "table = orders\n"
+                                  "[tabled]\n"
+                                  "throttle-retry-after = 2\n"
+                                  "[fault busy]\n"
+                                  "busy = 0.1\n");
+    config_defaults(&cfg);
+    TEST_EQ_INT(config_load_file(&cfg, path, err, sizeof err), 0, "file with fault sections");
+    TEST_EQ_INT(cfg.throttle, 1, "file: throttle");
+    TEST_CHECK(cfg.throttle_partition_burst == 10, "file: burst");
+    TEST_EQ_INT(cfg.admin_port, 9999, "file: admin-port");
+    TEST_EQ_INT(cfg.throttle_retry_after, 2, "[tabled] returns to top-level keys");
+    TEST_EQ_INT(cfg.nfaults, 3, "file: three fault settings");
+    TEST_CHECK(!strcmp(cfg.faults[0].rule, "slow") && !strcmp(cfg.faults[0].key, "latency-ms") &&
+                   cfg.faults[0].line == 5 && !strcmp(cfg.faults[1].value, "orders") &&
+                   !strcmp(cfg.faults[2].rule, "busy"),
+               "file: fault settings with rule names and lines");
+    unlink(path);
+    path = write_file("[fault ]\nbusy = 1\n");
+    config_defaults(&cfg);
+    TEST_CHECK(config_load_file(&cfg, path, err, sizeof err) == -1 && strstr(err, "[fault]"),
+               "a fault section needs a name");
+    unlink(path);
+}
+
 int main(void)
 {
     test_defaults();
@@ -281,5 +370,6 @@ int main(void)
     test_bad_values();
     test_accounts();
     test_file();
+    test_throttle_options();
     return test_done();
 }
