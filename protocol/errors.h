@@ -41,6 +41,8 @@ enum terr {
     TERR_ConditionNotMet,
     TERR_InternalError,
     TERR_ServerBusy,
+    TERR_ServerBusyPartition,         /* same code, partition bucket message (SPEC 13.2) */
+    TERR_ServerBusyAccount,           /* same code, account bucket message */
     TERR_UnsupportedHeader,
     TERR_UnsupportedHttpVerb,
     TERR_UnsupportedQueryParameter,
