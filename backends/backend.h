@@ -51,6 +51,13 @@ enum backend_durability {
     BACKEND_DURABLE_SYNC = 2,   /* apply() is durable when it returns */
 };
 
+/* Severity of a message given to backend_options.log. */
+enum backend_log_level {
+    BACKEND_LOG_ERROR = 0,
+    BACKEND_LOG_WARN = 1,
+    BACKEND_LOG_INFO = 2,
+};
+
 enum backend_write_op {
     BACKEND_PUT = 1,
     BACKEND_DELETE = 2,         /* deleting an absent key is not an error */
@@ -71,8 +78,13 @@ struct backend_options {
                                    creates it if missing. Unused by memory. */
     enum backend_durability durability;
     /* Backend-specific settings as "name=value" strings, NULL-terminated;
-       unknown names are ignored. May be NULL. */
+       unknown names are ignored. May be NULL. tabled fills it from
+       --backend-option (see README for the names each backend knows). */
     const char *const *params;
+    /* Where a backend reports events that deserve a log line (recovery
+       truncated a torn tail, compaction ran, a sync failed). NULL: the
+       backend writes them to stderr. msg has no trailing newline. */
+    void (*log)(enum backend_log_level level, const char *msg);
 };
 
 struct backend_store;           /* one open database, opaque */
@@ -105,11 +117,24 @@ struct backend_ops {
 
     /* Opens a cursor over keys k with start <= k < end in ascending byte
        order. start_len == 0 means from the first key; end == NULL means to
-       the last key. The cursor sees the store as it was when it was opened
-       or a later state: callers must not rely on seeing writes made after
-       iter_open, and must close the cursor before the next apply() (tabled
-       finishes a query page within one event-loop turn, so it never holds a
-       cursor across writes). */
+       the last key.
+
+       Cursors and writes. A cursor may stay open while apply() changes the
+       store (tabled itself finishes a query page within one event-loop
+       turn, but a backend must not break when a caller does not). Every
+       backend guarantees, for a cursor open across writes:
+         - it never crashes and never returns freed memory;
+         - it returns keys in strictly ascending order, inside its bounds,
+           each at most once (until iter_seek repositions it);
+         - every key that is in range and unchanged from iter_open (or the
+           last iter_seek) until the cursor passes it is returned;
+         - every value returned is a value its key held at some moment
+           between iter_open/iter_seek and that iter_next (never a torn or
+           mixed value);
+         - keys inserted, overwritten or deleted meanwhile may or may not be
+           seen (LevelDB gives a snapshot as of iter_open; memory and
+           flatfile show the live store).
+       The cursor must be closed before close() of its store. */
     int (*iter_open)(struct backend_store *st, const void *start, size_t start_len,
                      const void *end, size_t end_len, struct backend_iter **out,
                      char *err, size_t errlen);
@@ -118,9 +143,11 @@ struct backend_ops {
        end given at iter_open). */
     int (*iter_seek)(struct backend_iter *it, const void *key, size_t key_len);
 
-    /* Advances to the next entry. Returns 1 with *key and *val set (pointers
-       valid until the next iter_* call on this cursor), 0 at the end, or a
-       negative status on error. The first call returns the first entry. */
+    /* Advances to the next entry. Returns 1 with *key and *val set, 0 at
+       the end, or a negative status on error. The first call returns the
+       first entry. The pointers are valid until the next iter_* call on
+       this cursor or the next apply() or close() of its store, whichever
+       comes first. */
     int (*iter_next)(struct backend_iter *it, const void **key, size_t *key_len,
                      const void **val, size_t *val_len);
 
@@ -129,14 +156,22 @@ struct backend_ops {
     /* Applies n puts and deletes atomically: after a crash either all of
        them or none are visible. Later writes in the array win over earlier
        ones to the same key. With BACKEND_DURABLE_SYNC the writes are durable
-       when apply() returns BACKEND_OK. On failure nothing was applied. */
+       when apply() returns BACKEND_OK. On failure nothing was applied and
+       the store stays usable (a disk-full error can be retried later);
+       BACKEND_FULL means out of space. Only when the failure is in making
+       the writes durable (a failed fsync in BACKEND_DURABLE_SYNC) may they
+       still appear after a restart; see sync(). */
     int (*apply)(struct backend_store *st, const struct backend_write *w, size_t n,
                  char *err, size_t errlen);
 
     /* Group commit: makes every earlier apply() durable. Called by the
        server once per event-loop turn in BACKEND_DURABLE_BATCH mode, before
        the replies of that turn's writes are sent. A no-op for stores
-       without durable storage. */
+       without durable storage. On failure the writes since the last
+       successful sync() may or may not survive a crash (the server drops
+       the held replies and closes those connections), and because a failed
+       fsync cannot be retried safely the backend may refuse every later
+       write until it is reopened. */
     int (*sync)(struct backend_store *st, char *err, size_t errlen);
 };
 
@@ -146,5 +181,7 @@ const struct backend_ops *backend_lookup(const char *name, char *err, size_t err
 
 /* Built-in vtables. */
 extern const struct backend_ops backend_memory_ops;
+extern const struct backend_ops backend_leveldb_ops;
+extern const struct backend_ops backend_flatfile_ops;
 
 #endif

@@ -14,12 +14,14 @@
 #include "backends/backend.h"
 
 /* Built-in backends. To add one, declare its vtable in backend.h and add a
- * line here, e.g. { "leveldb", &backend_leveldb_ops }. */
+ * line here. */
 static const struct {
     const char *name;
     const struct backend_ops *ops;
 } registry_builtins[] = {
     {"memory", &backend_memory_ops},
+    {"leveldb", &backend_leveldb_ops},
+    {"flatfile", &backend_flatfile_ops},
 };
 
 #define REGISTRY_NBUILTINS (sizeof(registry_builtins) / sizeof(registry_builtins[0]))
