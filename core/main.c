@@ -1,15 +1,22 @@
-/* main.c - tabled: configuration, backend, service, listeners, run, stop. */
+/* main.c - tabled: configuration, backend, service, throttling, fault
+ * injection and metrics, listeners, run, stop. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 
 #include "backends/backend.h"
+#include "core/admin.h"
 #include "core/config.h"
+#include "core/fault.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/server.h"
+#include "core/throttle.h"
 #include "core/version.h"
 #include "protocol/service.h"
 
@@ -24,6 +31,15 @@ static enum backend_durability backend_durability_of(enum durability d)
     return d == DURABILITY_SYNC ? BACKEND_DURABLE_SYNC
            : d == DURABILITY_NONE ? BACKEND_DURABLE_NONE
                                   : BACKEND_DURABLE_BATCH;
+}
+
+/* Backend events (recovery, compaction, failed syncs) go to the log. */
+static void backend_log(enum backend_log_level level, const char *msg)
+{
+    log_msg(level == BACKEND_LOG_ERROR  ? LOG_ERROR
+            : level == BACKEND_LOG_WARN ? LOG_WARN
+                                        : LOG_INFO,
+            "%s", msg);
 }
 
 /* "HOST:PORT" for a URL (IPv6 literals in brackets). */
@@ -49,6 +65,59 @@ static void raise_fd_limit(int max_connections)
                  (unsigned long long)rl.rlim_cur, max_connections);
 }
 
+/* Builds the fault rules of [fault NAME] sections and --fault flags (the
+ * settings of one name, wherever given, make one rule; later ones win).
+ * NULL with a message on a bad rule. */
+static struct fault_set *faults_from_config(const struct config *cfg, char *err, size_t errlen)
+{
+    struct fault_set *fs = fault_set_new(cfg->fault_seed);
+    for (size_t i = 0; i < cfg->nfaults; i++) {
+        const char *name = cfg->faults[i].rule;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(cfg->faults[j].rule, name) == 0;
+        if (seen)
+            continue;
+        struct fault_rule r;
+        char msg[512];
+        fault_rule_init(&r, name);
+        for (size_t j = i; j < cfg->nfaults; j++) {
+            const struct config_fault_item *it = &cfg->faults[j];
+            if (strcmp(it->rule, name) != 0)
+                continue;
+            if (fault_rule_set(&r, it->key, it->value, msg, sizeof msg) < 0) {
+                if (it->line)
+                    snprintf(err, errlen, "config line %d: [fault %s]: %s", it->line, name, msg);
+                else
+                    snprintf(err, errlen, "--fault %s: %s", name, msg);
+                fault_set_free(fs);
+                return NULL;
+            }
+        }
+        if (fault_rule_check(&r, msg, sizeof msg) < 0 || fault_put(fs, &r) < 0) {
+            snprintf(err, errlen, "fault rule %s: %s", name,
+                     fault_count(fs) >= FAULT_MAX_RULES ? "too many rules" : msg);
+            fault_set_free(fs);
+            return NULL;
+        }
+    }
+    return fs;
+}
+
+/* Token buckets of --throttle, keyed with a random hash seed. */
+static struct throttle *throttle_from_config(const struct config *cfg)
+{
+    struct throttle_limits lim = {cfg->throttle_partition_rate, cfg->throttle_partition_burst,
+                                  cfg->throttle_account_rate, cfg->throttle_account_burst};
+    unsigned char seed[16];
+    if (getrandom(seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)&lim;
+        memcpy(seed, &t, sizeof t);
+        memcpy(seed + 8, &t, sizeof t);
+    }
+    return throttle_new(&lim, (unsigned)cfg->naccounts, seed);
+}
+
 /* Prints the ready banner that scripts and tests wait for. */
 static void print_ready(const struct config *cfg, const struct backend_ops *ops,
                         const struct server *srv)
@@ -68,6 +137,16 @@ static void print_ready(const struct config *cfg, const struct backend_ops *ops,
     printf("Connection string: DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
            "TableEndpoint=http://%s/%s;\n",
            acct->name, key, auth, acct->name);
+    if (server_admin_port(srv) >= 0) {
+        char aauth[300];
+        url_authority(aauth, sizeof aauth, cfg->admin_host, server_admin_port(srv));
+        printf("Admin endpoint:    http://%s/metrics\n", aauth);
+    }
+    if (cfg->throttle)
+        printf("Throttling:        %g entities/s per partition (burst %g), %g per account "
+               "(burst %g)\n",
+               cfg->throttle_partition_rate, cfg->throttle_partition_burst,
+               cfg->throttle_account_rate, cfg->throttle_account_burst);
     fflush(stdout);
 }
 
@@ -97,10 +176,15 @@ int main(int argc, char **argv)
         log_error("backend %s: %s", cfg.backend, err);
         return 1;
     }
+    const char *bparams[CONFIG_MAX_BACKEND_OPTIONS + 1];
+    for (size_t i = 0; i < cfg.nbackend_options; i++)
+        bparams[i] = cfg.backend_options[i];
+    bparams[cfg.nbackend_options] = NULL;
     struct backend_options bopt = {
         .data_dir = cfg.data_dir,
         .durability = backend_durability_of(cfg.durability),
-        .params = NULL,
+        .params = bparams,
+        .log = backend_log,
     };
     struct backend_store *store = NULL;
     if (ops->open(&bopt, &store, err, sizeof err) != 0) {
@@ -113,15 +197,47 @@ int main(int argc, char **argv)
         ops->close(store);
         return 1;
     }
-    struct server *srv = server_new(&cfg, svc, err, sizeof err);
-    if (!srv) {
+    /* Throttling, fault rules (also when only the admin listener may add
+     * some later) and metrics (only the admin listener shows them). */
+    struct throttle *throttle = cfg.throttle ? throttle_from_config(&cfg) : NULL;
+    struct fault_set *faults = NULL;
+    if (cfg.nfaults || cfg.admin_port >= 0) {
+        faults = faults_from_config(&cfg, err, sizeof err);
+        if (!faults) {
+            log_error("%s", err);
+            throttle_free(throttle);
+            service_free(svc);
+            ops->close(store);
+            return 2;
+        }
+    }
+    struct metrics *metrics = NULL;
+    struct admin *admin = NULL;
+    if (cfg.admin_port >= 0) {
+        metrics = metrics_new(&cfg);
+        metrics->throttle = throttle;
+        metrics->faults_set = faults;
+        admin = admin_new(metrics, faults);
+    }
+    struct server *srv = NULL;
+    if (service_attach(svc, throttle, faults, metrics, err, sizeof err) != 0)
+        log_error("cannot count the stored entities: %s", err);
+    else if (!(srv = server_new(&cfg, svc, err, sizeof err)))
         log_error("%s", err);
+    if (!srv) {
         service_free(svc);
         ops->close(store);
+        admin_free(admin);
+        metrics_free(metrics);
+        fault_set_free(faults);
+        throttle_free(throttle);
         return 1;
     }
+    server_attach(srv, admin, metrics, throttle);
     if (!cfg.auth)
         log_warn("authentication is off (--auth off): every request is accepted unsigned");
+    if (fault_active(faults))
+        log_warn("fault injection is on: %zu rule(s)", fault_count(faults));
     print_ready(&cfg, ops, srv);
 
     server_run(srv);
@@ -129,6 +245,10 @@ int main(int argc, char **argv)
     server_free(srv);
     service_free(svc);
     ops->close(store);
+    admin_free(admin);
+    metrics_free(metrics);
+    fault_set_free(faults);
+    throttle_free(throttle);
     log_info("stopped");
     fflush(stdout);
     return 0;
