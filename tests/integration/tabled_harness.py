@@ -26,6 +26,7 @@ import os
 import queue
 import re
 import select
+import shlex
 import shutil
 import signal
 import socket
@@ -173,7 +174,7 @@ class ServerError(Exception):
 class Server:
     """One tabled process on an ephemeral port."""
 
-    def __init__(self, args=(), backend="memory", ready_timeout=10.0):
+    def __init__(self, args=(), backend=None, ready_timeout=10.0):
         self.args = list(args)
         self.backend = backend
         self.ready_timeout = ready_timeout
@@ -194,8 +195,16 @@ class Server:
         if not os.access(exe, os.X_OK):
             raise ServerError("tabled binary not found or not executable: %s" % exe)
         cmd = [exe, "--port", "0", "--log-level", "warn", "--access-log", "off"]
+        # backend None: "--backend memory", or the arguments in the
+        # environment variable TABLED_BACKEND_ARGS (e.g. "--backend
+        # flatfile"), so that a whole test file can run on another backend;
+        # data of durable backends goes to ./data in the temporary cwd.
         if self.backend:
             cmd += ["--backend", self.backend]
+        elif os.environ.get("TABLED_BACKEND_ARGS"):
+            cmd += shlex.split(os.environ["TABLED_BACKEND_ARGS"])
+        else:
+            cmd += ["--backend", "memory"]
         cmd += self.args
         self.cmd = cmd
         self._stderr = open(self._stderr_path, "wb")
