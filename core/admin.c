@@ -293,6 +293,10 @@ static void faults(struct admin *adm, const char *rest, size_t rest_len,
 
 void admin_handle(struct admin *adm, const struct request *req, struct response *resp)
 {
+    if (!adm) {
+        reply_json_error(resp, 503, "the admin endpoints are not ready");
+        return;
+    }
     const char *p = req->path;
     size_t n = req->path_len;
     int read = req->method == HTTP_M_GET || req->method == HTTP_M_HEAD;

@@ -17,7 +17,14 @@
  * Ordering: requests of one connection are handled one after another as
  * llhttp completes them, so pipelined replies go out in order by
  * construction. Functions called from llhttp callbacks never free the
- * connection; only the top-level libevent callbacks do, as their last step. */
+ * connection; only the top-level libevent callbacks do, as their last step.
+ *
+ * Injected faults (core/fault.h): an answer with delay_ms goes into
+ * c->pending like a held one, and the connection stops parsing and reading
+ * until a per-connection timer releases it, so the loop never waits; an
+ * answer with reset is dropped and the socket closed with SO_LINGER 0,
+ * which sends an RST. Connections of the admin listener run the same code
+ * and are answered by admin_handle() instead of the service. */
 #include "core/conn.h"
 
 #include <arpa/inet.h>
@@ -34,9 +41,11 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "core/admin.h"
 #include "core/arena.h"
 #include "core/http.h"
 #include "core/log.h"
+#include "core/metrics.h"
 #include "core/tls.h"
 #include "protocol/errors.h"
 #include "protocol/service.h"
@@ -67,6 +76,7 @@ struct conn {
     struct evbuffer *in, *out;  /* plain only: unparsed input, unsent output */
     int fd;
     int tls;
+    int admin;                  /* a connection of the admin listener */
     char peer_ip[64];
 
     llhttp_t parser;
@@ -91,10 +101,17 @@ struct conn {
     unsigned lingering : 1;     /* write side shut, discarding input */
     unsigned eof : 1;           /* peer closed its side */
     unsigned broken : 1;        /* write failed: free at the next chance */
+    unsigned delaying : 1;      /* an injected delay holds c->pending */
+    unsigned reset : 1;         /* injected reset: RST at the next chance */
 
-    struct evbuffer *pending;   /* replies held for the group commit */
+    struct evbuffer *pending;   /* replies held for the group commit or a delay */
     struct event *timer;        /* header, idle and linger deadlines */
+    struct event *delay_ev;     /* ends an injected delay (created on first use) */
 };
+
+static void request_release(struct conn *c, int close);
+static void conn_pump(struct conn *c);
+static void conn_settle(struct conn *c);
 
 /* Monotonic clock in microseconds. */
 static uint64_t now_us(void)
@@ -435,15 +452,17 @@ static void response_begin(struct conn *c)
 static struct evbuffer *reply_buffer(struct conn *c)
 {
     struct server *srv = c->srv;
-    if (srv->sync_pending || service_dirty(srv->svc)) {
+    int hold = srv->sync_pending || service_dirty(srv->svc);
+    if (hold || c->delaying) {
         if (!c->pending)
             c->pending = evbuffer_new();
-        if (!c->held) {
+        if (hold && !c->held) {
             c->held = 1;
             c->held_next = srv->held;
             srv->held = c;
         }
-        server_want_sync(srv);
+        if (hold)
+            server_want_sync(srv);
         return c->pending;
     }
     return conn_output(c);
@@ -545,8 +564,78 @@ static void conn_respond(struct conn *c, int close)
                    response_get_header(resp, "x-ms-request-id"));
         server_note_access(srv);
     }
+    request_release(c, close);
+}
 
-    /* The request is answered: release its memory. */
+/* Drops the answer of an injected reset: nothing is sent, the connection
+ * is reset at the next chance (conn_settle). */
+static void conn_reset_reply(struct conn *c)
+{
+    struct server *srv = c->srv;
+    struct request *req = &c->req;
+    if (srv->cfg->access_log) {
+        log_access(req->method_name, req->path, 0, 0, now_us() - req->start_us,
+                   response_get_header(&c->resp, "x-ms-request-id"));
+        server_note_access(srv);
+    }
+    buf_reset(&c->resp.body);
+    c->reset = 1;
+    request_release(c, 1);
+}
+
+/* Ends an injected delay: the held answers go out, parsing and reading
+ * resume (unless a group commit still holds them: its release does it). */
+static void conn_delay_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    (void)what;
+    c->delaying = 0;
+    conn_arm_idle(c);
+    if (c->held)
+        return;  /* conn_release() sends them after the sync */
+    if (c->pending)
+        evbuffer_add_buffer(conn_output(c), c->pending);
+    if (!c->closing && !c->wpaused) {
+        c->read_deferred = 0;
+        conn_reading(c, 1);
+    }
+    conn_pump(c);
+    conn_settle(c);
+}
+
+/* Holds the answer just queued (in c->pending) for ms milliseconds. */
+static void conn_start_delay(struct conn *c, int ms)
+{
+    if (!c->delay_ev) {
+        c->delay_ev = event_new(c->srv->base, -1, 0, conn_delay_cb, c);
+        if (!c->delay_ev)
+            abort();
+    }
+    /* libevent's timers run on the coarse monotonic clock and count from
+     * the time cached at the start of this loop turn: refresh that, and
+     * add one tick of the coarse clock, so a delay is never short. */
+    static long tick_us = -1;
+    if (tick_us < 0) {
+        struct timespec res;
+        tick_us = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0
+                      ? (res.tv_nsec + 999) / 1000
+                      : 10000;
+    }
+    long us = (long)ms * 1000 + tick_us;
+    struct timeval tv = {us / 1000000, us % 1000000};
+    event_base_update_cache_time(c->srv->base);
+    evtimer_add(c->delay_ev, &tv);
+    c->read_deferred = 1;  /* whoever sends the answers reads on */
+    conn_reading(c, 0);
+}
+
+/* The request is answered: release its memory; close marks the connection
+ * as closing. */
+static void request_release(struct conn *c, int close)
+{
+    struct request *req = &c->req;
+    struct response *resp = &c->resp;
     arena_reset(c->arena);
     resp->headers = NULL;
     resp->nheaders = resp->cap = 0;
@@ -593,9 +682,23 @@ static int on_message_complete(llhttp_t *p)
     response_begin(c);
     if (c->req.method == HTTP_M_HEAD)
         c->resp.no_body = 1;
-    service_handle(srv->svc, &c->req, &c->resp);
+    if (c->admin)
+        admin_handle(srv->admin, &c->req, &c->resp);
+    else
+        service_handle(srv->svc, &c->req, &c->resp);
+    if (c->resp.reset) {
+        conn_reset_reply(c);
+        return HPE_PAUSED;
+    }
+    int delay = c->resp.delay_ms;
+    if (delay > 0)
+        c->delaying = 1;  /* conn_respond queues into c->pending */
     int close = c->resp.close || !llhttp_should_keep_alive(p) || srv->stopping;
     conn_respond(c, close);
+    if (delay > 0) {
+        conn_start_delay(c, delay);
+        return HPE_PAUSED;
+    }
     if (c->closing)
         return HPE_PAUSED;
     conn_arm_idle(c);
@@ -629,7 +732,7 @@ void conn_init_settings(struct server *srv)
  * is closing or its output backed up). Never frees c. */
 static size_t conn_feed(struct conn *c, const char *data, size_t len)
 {
-    if (c->closing || c->wpaused)
+    if (c->closing || c->wpaused || c->delaying)
         return 0;
     enum llhttp_errno e = llhttp_execute(&c->parser, data, len);
     if (e == HPE_OK)
@@ -661,7 +764,7 @@ static size_t conn_feed(struct conn *c, const char *data, size_t len)
 static void conn_process(struct conn *c)
 {
     struct evbuffer *in = conn_input(c);
-    while (!c->closing && !c->wpaused) {
+    while (!c->closing && !c->wpaused && !c->delaying) {
         struct evbuffer_iovec v;
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
             break;
@@ -709,7 +812,7 @@ static void conn_pump(struct conn *c)
             evbuffer_get_length(conn_output(c)) > 0)
             break;
         c->wpaused = 0;
-        if (!c->held)
+        if (!c->held && !c->delaying)
             conn_reading(c, 1);
     }
     if (c->in_msg && c->headers_done)
@@ -736,7 +839,16 @@ void conn_free(struct conn *c)
     if (c->next)
         c->next->prev = c->prev;
     srv->nconns--;
+    if (!c->admin)
+        metrics_connection(srv->metrics, 0);
     event_free(c->timer);
+    if (c->delay_ev)
+        event_free(c->delay_ev);
+    if (c->reset) {
+        /* SO_LINGER 0: close() sends an RST instead of a FIN. */
+        struct linger lg = {1, 0};
+        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
     if (c->bev) {
         bufferevent_free(c->bev);  /* closes the socket */
     } else {
@@ -778,11 +890,11 @@ static void conn_finish(struct conn *c)
  * finishes a closing one once its replies are written. May free c. */
 static void conn_settle(struct conn *c)
 {
-    if (c->broken) {
+    if (c->broken || c->reset) {
         conn_free(c);
         return;
     }
-    if (!c->closing || c->held || c->lingering)
+    if (!c->closing || c->held || c->delaying || c->lingering)
         return;
     if (evbuffer_get_length(conn_output(c)) > 0) {
         conn_reading(c, 0);  /* the write callback finishes the job */
@@ -799,7 +911,7 @@ static void conn_on_eof(struct conn *c)
         return;
     }
     c->eof = 1;
-    if (!c->held && evbuffer_get_length(conn_output(c)) == 0) {
+    if (!c->held && !c->delaying && evbuffer_get_length(conn_output(c)) == 0) {
         conn_free(c);
         return;
     }
@@ -824,7 +936,7 @@ static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
     struct conn *c = arg;
     struct server *srv = c->srv;
     (void)what;
-    if (c->held && !c->lingering) {
+    if ((c->held || c->delaying) && !c->lingering) {
         conn_defer_reading(c);
         return;
     }
@@ -844,7 +956,7 @@ static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
     size_t len = (size_t)n, used = 0;
     if (evbuffer_get_length(c->in) == 0) {
         /* The usual case: parse straight from the read buffer. */
-        while (used < len && !c->closing && !c->wpaused) {
+        while (used < len && !c->closing && !c->wpaused && !c->delaying) {
             size_t k = conn_feed(c, data + used, len - used);
             if (k == 0)
                 break;
@@ -879,7 +991,7 @@ static void tls_read_cb(struct bufferevent *bev, void *arg)
         evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
         return;
     }
-    if (c->held) {
+    if (c->held || c->delaying) {
         conn_defer_reading(c);
         return;
     }
@@ -922,8 +1034,8 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
         conn_free(c);
         return;
     }
-    if (c->held)
-        return;
+    if (c->held || c->delaying)
+        return;  /* re-armed when the held answers go out */
     if (evtimer_pending(c->timer, NULL))
         return;  /* re-armed after it expired: the new deadline stands */
     if (!c->in_msg && evbuffer_get_length(conn_output(c)) > 0) {
@@ -948,7 +1060,7 @@ static struct event *conn_event(struct event_base *base, int fd, short what,
     return ev;
 }
 
-int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls)
+int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin)
 {
     struct bufferevent *bev = NULL;
     int one = 1;
@@ -966,6 +1078,7 @@ int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls)
     c->srv = srv;
     c->fd = fd;
     c->tls = tls;
+    c->admin = admin;
     if (sa->sa_family == AF_INET)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, c->peer_ip,
                   sizeof c->peer_ip);
@@ -1005,6 +1118,8 @@ int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls)
         srv->conns->prev = c;
     srv->conns = c;
     srv->nconns++;
+    if (!admin)
+        metrics_connection(srv->metrics, 1);
     return 0;
 }
 
@@ -1017,6 +1132,8 @@ static void conn_release(struct conn *c, int ok)
         conn_free(c);
         return;
     }
+    if (c->delaying)
+        return;  /* an injected delay is still running: conn_delay_cb sends them */
     evbuffer_add_buffer(conn_output(c), c->pending);
     if (c->read_deferred && !c->closing) {
         c->read_deferred = 0;
@@ -1047,8 +1164,8 @@ void conn_stop_all(struct server *srv)
     struct conn *c = srv->conns;
     while (c) {
         struct conn *next = c->next;
-        if (c->lingering ||
-            (!c->in_msg && !c->held && evbuffer_get_length(conn_output(c)) == 0)) {
+        if (c->lingering || (!c->in_msg && !c->held && !c->delaying &&
+                             evbuffer_get_length(conn_output(c)) == 0)) {
             conn_free(c);
         } else if (!c->in_msg) {
             /* Replies still being written or held: send them, then close.

@@ -22,8 +22,13 @@ struct server {
     struct event_base *base;
     struct evconnlistener *listener;      /* HTTP */
     struct evconnlistener *tls_listener;  /* HTTPS, or NULL */
+    struct evconnlistener *admin_listener;/* admin endpoints, or NULL */
     SSL_CTX *tls_ctx;
-    int port, tls_port;                   /* bound ports */
+    int port, tls_port, admin_port;       /* bound ports (admin: -1 = off) */
+    struct admin *admin;                  /* answers the admin listener */
+    struct metrics *metrics;              /* connection counts, or NULL */
+    struct throttle *throttle;            /* maintained by a timer, or NULL */
+    struct event *maint_ev;               /* reclaims idle throttle buckets */
 
     struct event *sync_ev;      /* group commit, activated when a reply is held */
     struct event *flush_ev;     /* flushes the access log after a burst */
@@ -49,9 +54,10 @@ struct server {
 
 /* Sets up the llhttp callbacks in srv->settings. */
 void conn_init_settings(struct server *srv);
-/* Takes over an accepted socket (plain or TLS). Returns 0 or -1 (the
- * socket is closed on failure). */
-int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls);
+/* Takes over an accepted socket (plain or TLS; admin: a connection of the
+ * admin listener, answered by admin_handle()). Returns 0 or -1 (the socket
+ * is closed on failure). */
+int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin);
 /* After service_sync(): ok = send every held reply and go on reading;
  * !ok = drop those connections without sending their replies. */
 void conn_release_all(struct server *srv, int ok);

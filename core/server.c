@@ -10,7 +10,12 @@
  * of that turn's writes durable, then the held replies go out together.
  * (No event priorities: they would let busy sockets starve the listener and
  * the timers.) Connections whose replies are held stop reading until the
- * sync has run, so a busy client cannot postpone it either. */
+ * sync has run, so a busy client cannot postpone it either.
+ *
+ * The admin listener (--admin-port) is a third socket; its connections are
+ * marked as such and answered by core/admin.c, never by the service. A
+ * one-second timer reclaims the token buckets of idle partitions
+ * (core/throttle.h) so their memory is returned even without traffic. */
 #include "core/server.h"
 
 #include <arpa/inet.h>
@@ -21,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -28,6 +34,7 @@
 
 #include "core/conn.h"
 #include "core/log.h"
+#include "core/throttle.h"
 #include "core/tls.h"
 #include "protocol/service.h"
 
@@ -35,6 +42,18 @@
 #define SERVER_STOP_GRACE_MS 5000
 #define SERVER_LINGER_MS 2000
 #define SERVER_FLUSH_MS 100
+/* Throttle maintenance: period, and bucket slots examined per run (a table
+ * of 2^21 slots is swept in 32 s; rebuilding it smaller is O(size)). */
+#define SERVER_MAINT_MS 1000
+#define SERVER_MAINT_SLOTS 65536
+
+/* Monotonic clock in microseconds (the throttle's time base). */
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 /* Converts milliseconds into a common timeout of base (cheap to re-arm). */
 static const struct timeval *common_timeout(struct event_base *base, int ms)
@@ -106,7 +125,17 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
         close(fd);
         return;
     }
-    conn_accept(srv, fd, sa, l == srv->tls_listener);
+    conn_accept(srv, fd, sa, l == srv->tls_listener, l == srv->admin_listener);
+}
+
+/* Reclaims idle throttle buckets. */
+static void maint_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+    (void)fd;
+    (void)what;
+    if (srv->throttle)
+        throttle_maintain(srv->throttle, mono_us(), SERVER_MAINT_SLOTS);
 }
 
 /* accept() failed (typically EMFILE): pause accepting briefly instead of
@@ -132,6 +161,8 @@ static void reaccept_cb(evutil_socket_t fd, short what, void *arg)
         evconnlistener_enable(srv->listener);
     if (srv->tls_listener)
         evconnlistener_enable(srv->tls_listener);
+    if (srv->admin_listener)
+        evconnlistener_enable(srv->admin_listener);
 }
 
 /* Binds a listener on host:port; *bound receives the real port. */
@@ -209,6 +240,12 @@ void server_stop(struct server *srv)
         evconnlistener_free(srv->tls_listener);
         srv->tls_listener = NULL;
     }
+    if (srv->admin_listener) {
+        evconnlistener_free(srv->admin_listener);
+        srv->admin_listener = NULL;
+    }
+    if (srv->maint_ev)
+        event_del(srv->maint_ev);
     conn_stop_all(srv);
     if (srv->nconns == 0) {
         event_base_loopbreak(srv->base);
@@ -243,6 +280,7 @@ struct server *server_new(const struct config *cfg, struct service *svc, char *e
         abort();
     srv->cfg = cfg;
     srv->svc = svc;
+    srv->admin_port = -1;
     buf_init(&srv->head);
     conn_init_settings(srv);
     srv->base = event_base_new();
@@ -261,6 +299,7 @@ struct server *server_new(const struct config *cfg, struct service *svc, char *e
     srv->flush_ev = must_event(srv->base, -1, 0, flush_cb, srv);
     srv->stop_ev = must_event(srv->base, -1, 0, stop_timeout_cb, srv);
     srv->reaccept_ev = must_event(srv->base, -1, 0, reaccept_cb, srv);
+    srv->maint_ev = must_event(srv->base, -1, EV_PERSIST, maint_cb, srv);
     srv->sigint_ev = must_event(srv->base, SIGINT, EV_SIGNAL | EV_PERSIST, signal_cb, srv);
     srv->sigterm_ev = must_event(srv->base, SIGTERM, EV_SIGNAL | EV_PERSIST, signal_cb, srv);
     event_add(srv->sigint_ev, NULL);
@@ -285,7 +324,34 @@ struct server *server_new(const struct config *cfg, struct service *svc, char *e
             return NULL;
         }
     }
+    if (cfg->admin_port >= 0) {
+        srv->admin_listener =
+            listen_on(srv, cfg->admin_host, cfg->admin_port, &srv->admin_port, err, errlen);
+        if (!srv->admin_listener) {
+            server_free(srv);
+            return NULL;
+        }
+    }
     return srv;
+}
+
+void server_attach(struct server *srv, struct admin *adm, struct metrics *m,
+                   struct throttle *t)
+{
+    srv->admin = adm;
+    srv->metrics = m;
+    srv->throttle = t;
+    if (t) {
+        struct timeval tv = {SERVER_MAINT_MS / 1000, (SERVER_MAINT_MS % 1000) * 1000};
+        evtimer_add(srv->maint_ev, &tv);
+    } else {
+        event_del(srv->maint_ev);
+    }
+}
+
+int server_admin_port(const struct server *srv)
+{
+    return srv->admin_listener ? srv->admin_port : -1;
 }
 
 int server_port(const struct server *srv)
@@ -318,8 +384,10 @@ void server_free(struct server *srv)
         evconnlistener_free(srv->listener);
     if (srv->tls_listener)
         evconnlistener_free(srv->tls_listener);
-    struct event *evs[] = {srv->sync_ev,   srv->flush_ev,   srv->sigint_ev,
-                           srv->sigterm_ev, srv->stop_ev, srv->reaccept_ev};
+    if (srv->admin_listener)
+        evconnlistener_free(srv->admin_listener);
+    struct event *evs[] = {srv->sync_ev,   srv->flush_ev, srv->sigint_ev,  srv->sigterm_ev,
+                           srv->stop_ev,   srv->reaccept_ev, srv->maint_ev};
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i])
             event_free(evs[i]);

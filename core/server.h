@@ -21,6 +21,17 @@ struct server *server_new(const struct config *cfg, struct service *svc, char *e
 int server_port(const struct server *srv);
 /* The bound HTTPS port, or 0 when TLS is off. */
 int server_tls_port(const struct server *srv);
+/* The bound admin port, or -1 when the admin listener is off. */
+int server_admin_port(const struct server *srv);
+
+struct admin;
+struct metrics;
+struct throttle;
+/* Hands the server what the admin listener answers with (adm), where to
+ * count connections (m) and the throttle whose idle buckets a timer
+ * reclaims (t); any may be NULL. Call before server_run(). */
+void server_attach(struct server *srv, struct admin *adm, struct metrics *m,
+                   struct throttle *t);
 /* Serves until a stop signal, then drains; returns 0. */
 int server_run(struct server *srv);
 /* Starts a graceful stop from inside the loop (what SIGTERM does). */
