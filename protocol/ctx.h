@@ -65,6 +65,11 @@ struct service {
     struct arena *scratch;     /* per-row scratch of long scans */
     struct auth_ctx auth;      /* authentication settings */
     uint64_t rows_examined;    /* entities read by queries (planner tests, metrics) */
+    /* core/throttle, core/fault, core/metrics (service_attach; NULL = off) */
+    struct throttle *throttle;
+    struct fault_set *faults;
+    struct metrics *metrics;
+    unsigned cur_account;      /* account index of the request being handled */
 };
 
 struct req_ctx {
@@ -100,6 +105,13 @@ struct req_ctx {
     int in_batch;              /* a $batch sub-operation */
     struct batch_state *batch; /* that batch's cross-operation checks */
     const char *msg_prefix;    /* "2:" before error messages of batch parts */
+    /* throttling and fault injection (service.c) */
+    int guarded;               /* buckets and fault rules were consulted */
+    int throttled;             /* refused by a bucket (Retry-After extension) */
+    int timeout_after;         /* injected timeout: run, then answer 500 */
+    const char *run_pk;        /* query charging: current run of one partition */
+    size_t run_pk_len;
+    int64_t run_n, page_n;     /* entities of the run, of the page */
 };
 
 /* reply.c: answers. reply_error picks JSON or storage XML (SPEC 9.1.4). */
@@ -153,6 +165,21 @@ enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w);
 
 /* ops_query.c */
 void op_query_entities(struct req_ctx *c);
+
+/* service.c: throttling and fault injection of the operations that find
+ * their partition late (SPEC 13.2). A batch is admitted once its first
+ * operation is routed (sub), at one token per operation (n), before any
+ * backend access; a failure is the batch's top-level answer. A query is
+ * checked (buckets not empty) once planned, then charged one token per
+ * returned entity (minimum 1) after its page: service_query_entity() for
+ * each entity in page order, service_query_done() at the end. */
+struct filter_plan;
+struct multipart_op;
+enum terr service_batch_admit(struct req_ctx *c, const struct req_ctx *sub,
+                              const struct multipart_op *op, size_t n);
+enum terr service_query_admit(struct req_ctx *c, const struct filter_plan *plan);
+void service_query_entity(struct req_ctx *c, const char *pk, size_t pk_len);
+void service_query_done(struct req_ctx *c);
 
 /* ops_service.c: CORS (SPEC 3.17, 11.4). op_cors_headers adds the CORS
  * headers of an actual request; called once the response is complete. */

@@ -232,10 +232,17 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
         e = TERR_InvalidInput;
     if (!e)
         e = auth_authorize(&c->auth, &sub.aop);
+    enum terr busy = e ? TERR_NONE : service_batch_admit(c, &sub, op, 1);
+    if (busy) {  /* throttled: the whole batch answers 503 (SPEC 13.2) */
+        reply_error(c, busy);
+        free_subs(&sresp, 1);
+        return;
+    }
     if (e) {
         fail_part(c, &sub, 0, e, op->content_id, &part);
     } else {
         sub.in_batch = 0;
+        sub.guarded = c->guarded;
         sub.msg_prefix = "0:";
         if (sub.op == OP_GET_ENTITY)
             op_get_entity(&sub);
@@ -297,6 +304,12 @@ void op_batch(struct req_ctx *c)
             e = TERR_InvalidInput;
         if (!e && (e = auth_authorize(&c->auth, &sub->aop)))
             sub->auth_failed = 1;
+        enum terr busy = !e && i == 0 ? service_batch_admit(c, sub, &mb.ops[0], mb.nops) : 0;
+        if (busy) {  /* throttled before any backend access: top-level 503 */
+            reply_error(c, busy);
+            free_subs(sresps, 1);
+            return;
+        }
         if (!e)
             e = entity_prepare(sub, &w[i]);
         if (e) {

@@ -124,6 +124,7 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
         if (pg->count++)
             buf_putc(b, ',');
         entity_json_write(b, &e, &pg->jc);
+        service_query_entity(c, e.pk, e.pk_len);  /* one token per entity */
     }
     svc->ops->iter_close(it);
     return rc < 0 ? -1 : 0;
@@ -156,6 +157,11 @@ void op_query_entities(struct req_ctx *c)
         plan.n = 1;
     }
 
+    if ((err = service_query_admit(c, &plan))) {  /* buckets not empty (SPEC 13.2) */
+        buf_free(&resume);
+        reply_error(c, err);
+        return;
+    }
     struct response *r = c->resp;
     struct buf *b = &r->body;
     buf_putc(b, '{');
@@ -204,6 +210,7 @@ void op_query_entities(struct req_ctx *c)
     buf_free(&end);
     buf_free(&resume);
     log_debug("query %s: %ld rows examined, %d returned", t->name, pg.examined, pg.count);
+    service_query_done(c);  /* the page's entities, charged after it (SPEC 13.2) */
     if (rc != 0) {
         reply_error(c, TERR_InternalError);
         return;

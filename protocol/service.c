@@ -10,10 +10,17 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "core/fault.h"
+#include "core/jsonpeek.h"
 #include "core/log.h"
+#include "core/metrics.h"
+#include "core/throttle.h"
 #include "protocol/acl.h"
 #include "protocol/ctx.h"
 #include "protocol/edm.h"
+#include "protocol/filter.h"
+#include "protocol/keys.h"
+#include "protocol/multipart.h"
 #include "protocol/route.h"
 
 /* Largest request body of any operation (SPEC 2.7). */
@@ -99,11 +106,23 @@ int service_dirty(const struct service *svc)
     return svc->dirty;
 }
 
+/* Monotonic microseconds: request latency, backend timings, the
+ * throttle's clock (the same base as core/server.c's maintenance timer). */
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 int service_sync(struct service *svc)
 {
     char err[256] = "";
     svc->dirty = 0;
+    uint64_t t0 = svc->metrics ? mono_us() : 0;
     int rc = svc->ops->sync(svc->st, err, sizeof err);
+    if (svc->metrics)
+        metrics_backend_sync(svc->metrics, mono_us() - t0);
     if (rc != BACKEND_OK)
         log_error("backend sync failed: %s", err);
     return rc;
@@ -118,10 +137,42 @@ int64_t service_next_timestamp(struct service *svc)
     return now;
 }
 
+/* Change of the request's account's entity count that writes w make:
+ * +1 per put of an entity key that does not exist yet, -1 per entity
+ * delete (entity deletes only ever name existing entities). */
+static int64_t entity_delta(struct service *svc, const struct backend_write *w, size_t n)
+{
+    int64_t d = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].key_len == 0 || ((const char *)w[i].key)[0] != KEY_TAG_ENTITY)
+            continue;
+        if (w[i].op == BACKEND_DELETE) {
+            d--;
+            continue;
+        }
+        void *val = NULL;
+        size_t vl;
+        char err[256];
+        int rc = svc->ops->get(svc->st, w[i].key, w[i].key_len, &val, &vl, err, sizeof err);
+        if (rc == BACKEND_NOTFOUND)
+            d++;
+        free(val);
+    }
+    return d;
+}
+
 int service_apply(struct service *svc, const struct backend_write *w, size_t n)
 {
     char err[256] = "";
+    struct metrics *m = svc->metrics;
+    int64_t delta = m && m->entities_known ? entity_delta(svc, w, n) : 0;
+    uint64_t t0 = m ? mono_us() : 0;
     int rc = svc->ops->apply(svc->st, w, n, err, sizeof err);
+    if (m) {
+        metrics_backend_apply(m, mono_us() - t0);
+        if (rc == BACKEND_OK)
+            metrics_entities_add(m, svc->cur_account, delta);
+    }
     if (rc != BACKEND_OK) {
         log_error("backend apply failed: %s", err);
         return rc;
@@ -398,6 +449,210 @@ static enum terr authenticate(struct req_ctx *c)
     return auth_check(&c->svc->auth, c->req, c->account->name, op, &c->auth);
 }
 
+/* ---- throttling and fault injection (SPEC 13.2, core/throttle.h,
+ * core/fault.h) ----
+ *
+ * Every operation is admitted right after authentication and content
+ * negotiation, before any work: one token of its partition bucket (entity
+ * operations) and of its account bucket; table, ACL and service calls cost
+ * one account token. Entity operations name their partition in the URL;
+ * an insert's PartitionKey is read from the JSON body with jsonpeek, which
+ * stops at that member (a body without a readable one charges the account
+ * only: the insert fails validation anyway). Batches and queries learn
+ * their partition later and are admitted by service_batch_admit() and
+ * service_query_admit(). Fault rules are consulted first: an injected
+ * fault refuses the request without running it (or, for a timeout with
+ * timeout-applies, runs it and then answers 500), and takes no tokens. */
+
+/* Operation names of the metrics (indexed by enum op). */
+static const char *const op_names[] = {
+    [OP_NONE] = "Unrouted",
+    [OP_QUERY_TABLES] = "QueryTables",
+    [OP_GET_TABLE] = "GetTable",
+    [OP_CREATE_TABLE] = "CreateTable",
+    [OP_DELETE_TABLE] = "DeleteTable",
+    [OP_QUERY_ENTITIES] = "QueryEntities",
+    [OP_GET_ENTITY] = "GetEntity",
+    [OP_INSERT_ENTITY] = "InsertEntity",
+    [OP_UPDATE_ENTITY] = "UpdateEntity",
+    [OP_INSERT_OR_REPLACE] = "InsertOrReplaceEntity",
+    [OP_MERGE_ENTITY] = "MergeEntity",
+    [OP_INSERT_OR_MERGE] = "InsertOrMergeEntity",
+    [OP_DELETE_ENTITY] = "DeleteEntity",
+    [OP_BATCH] = "EntityGroupTransaction",
+    [OP_GET_ACL] = "GetTableAcl",
+    [OP_SET_ACL] = "SetTableAcl",
+    [OP_GET_SERVICE_PROPERTIES] = "GetServiceProperties",
+    [OP_SET_SERVICE_PROPERTIES] = "SetServiceProperties",
+    [OP_GET_SERVICE_STATS] = "GetServiceStats",
+    [OP_PREFLIGHT] = "Preflight",
+};
+
+static const char *op_name(enum op op)
+{
+    return (size_t)op < sizeof op_names / sizeof op_names[0] && op_names[op] ? op_names[op]
+                                                                            : "Unrouted";
+}
+
+/* Index of the request's account in the configuration. */
+static unsigned account_index(const struct req_ctx *c)
+{
+    return (unsigned)(c->account - c->svc->cfg->accounts);
+}
+
+/* The fault rules' name for what op does. */
+static enum fault_class fault_class_of(enum op op)
+{
+    if (op == OP_BATCH)
+        return FAULT_BATCH;
+    return op_writes(op) ? FAULT_WRITE : FAULT_READ;
+}
+
+/* Consults the fault rules, then the buckets, for a request of c->op on
+ * (table, pk) costing cost tokens (0: only check the buckets are not
+ * empty). pk NULL: no partition (account bucket only). Returns the error
+ * to answer, or TERR_NONE to go on. */
+static enum terr guard(struct req_ctx *c, const char *table, size_t table_len, const char *pk,
+                       size_t pk_len, int64_t cost)
+{
+    struct service *svc = c->svc;
+    unsigned ai = account_index(c);
+    c->guarded = 1;
+    if (fault_active(svc->faults)) {
+        struct fault_request q = {c->account->name, table, table_len, pk, pk_len,
+                                  fault_class_of(c->op)};
+        struct fault_action a;
+        if (fault_decide(svc->faults, &q, &a)) {
+            c->resp->delay_ms = a.delay_ms;
+            switch (a.kind) {
+            case FAULT_RESET:
+                metrics_fault(svc->metrics, ai, METRICS_FAULT_RESET);
+                c->resp->reset = 1;
+                return TERR_ServerBusy;  /* never sent: the connection is reset */
+            case FAULT_BUSY:
+                metrics_fault(svc->metrics, ai, METRICS_FAULT_BUSY);
+                return TERR_ServerBusy;
+            case FAULT_TIMEOUT:
+                metrics_fault(svc->metrics, ai, METRICS_FAULT_TIMEOUT);
+                if (!a.applies_write)
+                    return TERR_OperationTimedOut;
+                c->timeout_after = 1;
+                break;
+            default:
+                metrics_fault(svc->metrics, ai, METRICS_FAULT_LATENCY);
+                break;
+            }
+        }
+    }
+    if (svc->throttle) {
+        struct throttle_key k = {ai, table, table_len, pk, pk_len};
+        int64_t acost = c->op == OP_BATCH && svc->cfg->throttle_batch_per_request && cost > 0
+                            ? 1 : cost;
+        enum throttle_verdict v = throttle_admit(svc->throttle, &k, cost, acost, mono_us());
+        if (v != THROTTLE_OK) {
+            c->throttled = 1;
+            c->timeout_after = 0;
+            metrics_throttled(svc->metrics, ai, v == THROTTLE_PARTITION ? METRICS_SCOPE_PARTITION
+                                                                        : METRICS_SCOPE_ACCOUNT);
+            return v == THROTTLE_PARTITION ? TERR_ServerBusyPartition : TERR_ServerBusyAccount;
+        }
+    }
+    return TERR_NONE;
+}
+
+/* Admits an operation whose partition the URL or an insert body names. */
+static enum terr guard_request(struct req_ctx *c)
+{
+    const char *pk = NULL;
+    size_t pk_len = 0;
+    if (c->res == RES_ENTITY) {
+        pk = c->pk;
+        pk_len = c->pk_len;
+    } else if (c->op == OP_INSERT_ENTITY && c->req->body &&
+               !jsonpeek_string(c->a, c->req->body, c->req->body_len, "PartitionKey", &pk,
+                                &pk_len)) {
+        pk = NULL;
+    }
+    int table = c->res == RES_TABLE || c->res == RES_ENTITY || c->res == RES_TABLE_ENTRY;
+    return guard(c, table ? c->table : NULL, table ? c->table_len : 0, pk, pk_len, 1);
+}
+
+enum terr service_batch_admit(struct req_ctx *c, const struct req_ctx *sub,
+                              const struct multipart_op *op, size_t n)
+{
+    if (!c->svc->throttle && !fault_active(c->svc->faults))
+        return TERR_NONE;
+    const char *pk = NULL;
+    size_t pk_len = 0;
+    if (sub->res == RES_ENTITY) {
+        pk = sub->pk;
+        pk_len = sub->pk_len;
+    } else if (op->body && !jsonpeek_string(c->a, op->body, op->body_len, "PartitionKey", &pk,
+                                            &pk_len)) {
+        pk = NULL;
+    }
+    return guard(c, sub->table, sub->table_len, pk, pk_len, (int64_t)n);
+}
+
+enum terr service_query_admit(struct req_ctx *c, const struct filter_plan *plan)
+{
+    c->run_pk = NULL;
+    c->run_n = c->page_n = 0;
+    if (c->guarded || (!c->svc->throttle && !fault_active(c->svc->faults)))
+        return TERR_NONE;
+    /* A plan inside one partition names it; otherwise only the account
+     * bucket is checked up front. */
+    const char *pk = NULL;
+    size_t pk_len = 0;
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct filter_range *r = &plan->ranges[i];
+        if (r->lo.unbounded || r->hi.unbounded || r->lo.pk_len != r->hi.pk_len ||
+            memcmp(r->lo.pk, r->hi.pk, r->lo.pk_len) != 0 ||
+            (i > 0 && (r->lo.pk_len != pk_len || memcmp(r->lo.pk, pk, pk_len) != 0))) {
+            pk = NULL;
+            break;
+        }
+        pk = r->lo.pk;
+        pk_len = r->lo.pk_len;
+    }
+    return guard(c, c->table, c->table_len, pk, pk_len, 0);
+}
+
+/* Charges the current run of one partition's entities. */
+static void charge_run(struct req_ctx *c)
+{
+    if (c->run_n > 0) {
+        struct throttle_key k = {account_index(c), c->table, c->table_len, c->run_pk,
+                                 c->run_pk_len};
+        throttle_charge(c->svc->throttle, &k, c->run_n, 0, mono_us());
+    }
+    c->run_n = 0;
+}
+
+void service_query_entity(struct req_ctx *c, const char *pk, size_t pk_len)
+{
+    if (!c->svc->throttle)
+        return;
+    c->page_n++;
+    if (c->run_n > 0 && c->run_pk_len == pk_len && memcmp(c->run_pk, pk, pk_len) == 0) {
+        c->run_n++;
+        return;
+    }
+    charge_run(c);
+    c->run_pk = arena_strndup(c->a, pk, pk_len);
+    c->run_pk_len = pk_len;
+    c->run_n = 1;
+}
+
+void service_query_done(struct req_ctx *c)
+{
+    if (!c->svc->throttle)
+        return;
+    charge_run(c);
+    struct throttle_key k = {account_index(c), c->table, c->table_len, NULL, 0};
+    throttle_charge(c->svc->throttle, &k, 0, c->page_n > 0 ? c->page_n : 1, mono_us());
+}
+
 /* Runs the operation chosen by pick_op. */
 static void dispatch(struct req_ctx *c)
 {
@@ -470,6 +725,9 @@ static enum terr prepare(struct req_ctx *c)
         if (unsupported_option(c))
             return TERR_NotImplemented;
     }
+    if ((c->svc->throttle || fault_active(c->svc->faults)) && c->op != OP_BATCH &&
+        c->op != OP_QUERY_ENTITIES)
+        return guard_request(c);
     return TERR_NONE;
 }
 
@@ -478,14 +736,23 @@ void service_handle(struct service *svc, struct request *req, struct response *r
     struct req_ctx c;
     ctx_init(&c, svc, req, resp);
     enum terr e = prepare(&c);
+    if (c.account)
+        svc->cur_account = account_index(&c);
     if (e && c.auth_failed)
         reply_auth_error(&c, e);
     else if (e)
         reply_error(&c, e);
     else
         dispatch(&c);
+    if (c.timeout_after)  /* injected timeout after the write ran */
+        reply_error(&c, TERR_OperationTimedOut);
     reply_finish(&c);
+    if (c.throttled && svc->cfg->throttle_retry_after)
+        response_headerf(resp, "Retry-After", "%d", svc->cfg->throttle_retry_after);
     op_cors_headers(&c);
+    if (svc->metrics)
+        metrics_request(svc->metrics, c.op, op_name(c.op), resp->reset ? 0 : resp->status,
+                        mono_us() - req->start_us);
 }
 
 void service_error(struct service *svc, struct request *req, struct response *resp, int terr)
@@ -494,7 +761,99 @@ void service_error(struct service *svc, struct request *req, struct response *re
     ctx_init(&c, svc, req, resp);
     reply_error(&c, (enum terr)terr);
     reply_finish(&c);
+    if (svc->metrics)
+        metrics_request(svc->metrics, OP_NONE, op_name(OP_NONE), resp->status,
+                        mono_us() - req->start_us);
     if (terr_info((enum terr)terr)->status >= 400 && (terr == TERR_ContentLengthExceeded ||
                                                       terr == TERR_RequestHeaderFieldsTooLarge))
         resp->close = 1;
+}
+
+/* Counts the entities of every table of every configured account (the
+ * starting point of the tabled_entities gauges). 0 or -1 with a message. */
+static int count_entities(struct service *svc, char *err, size_t errlen)
+{
+    const struct backend_ops *ops = svc->ops;
+    const char ts[1] = {KEY_TAG_TABLE}, te[1] = {KEY_TAG_TABLE + 1};
+    struct backend_iter *it;
+    if (ops->iter_open(svc->st, ts, 1, te, 1, &it, err, errlen) != BACKEND_OK)
+        return -1;
+    /* Table rows first (ids and accounts), then one scan per table. */
+    struct buf ids;
+    buf_init(&ids);
+    const void *k, *v;
+    size_t kl, vl;
+    int rc;
+    while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+        const char *kp = k;
+        const char *nul = kl > 1 ? memchr(kp + 1, '\0', kl - 1) : NULL;
+        uint64_t id;
+        const char *name;
+        size_t nl, al;
+        const unsigned char *acl;
+        if (!nul || tables_decode(v, vl, &id, &name, &nl, &acl, &al) != 0)
+            continue;
+        char acct[64];
+        size_t an = (size_t)(nul - kp - 1);
+        if (an >= sizeof acct)
+            continue;
+        memcpy(acct, kp + 1, an);
+        acct[an] = '\0';
+        const struct account_cfg *a = config_find_account(svc->cfg, acct);
+        if (!a)
+            continue;
+        uint32_t ai = (uint32_t)(a - svc->cfg->accounts);
+        buf_append(&ids, &id, sizeof id);
+        buf_append(&ids, &ai, sizeof ai);
+    }
+    ops->iter_close(it);
+    struct buf start, end;
+    buf_init(&start);
+    buf_init(&end);
+    for (size_t off = 0; rc == 0 && off < ids.len; off += sizeof(uint64_t) + sizeof(uint32_t)) {
+        uint64_t id;
+        uint32_t ai;
+        memcpy(&id, ids.data + off, sizeof id);
+        memcpy(&ai, ids.data + off + sizeof id, sizeof ai);
+        buf_reset(&start);
+        buf_reset(&end);
+        keys_entity_table_prefix(&start, id);
+        keys_entity_table_prefix(&end, id);
+        keys_prefix_end(&end);
+        if (ops->iter_open(svc->st, start.data, start.len, end.data, end.len, &it, err,
+                           errlen) != BACKEND_OK) {
+            rc = -1;
+            break;
+        }
+        int64_t n = 0;
+        while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1)
+            n++;
+        ops->iter_close(it);
+        metrics_entities_add(svc->metrics, ai, n);
+    }
+    buf_free(&start);
+    buf_free(&end);
+    buf_free(&ids);
+    if (rc < 0) {
+        if (!*err)
+            snprintf(err, errlen, "reading the store failed (%d)", rc);
+        return -1;
+    }
+    return 0;
+}
+
+int service_attach(struct service *svc, struct throttle *t, struct fault_set *f,
+                   struct metrics *m, char *err, size_t errlen)
+{
+    svc->throttle = t;
+    svc->faults = f;
+    svc->metrics = m;
+    if (m) {
+        memset(m->entities, 0, sizeof m->entities);
+        err[0] = '\0';
+        if (count_entities(svc, err, errlen) != 0)
+            return -1;
+        m->entities_known = 1;
+    }
+    return 0;
 }

@@ -28,4 +28,15 @@ int service_sync(struct service *svc);
  * (limits, malformed HTTP): status + the service's error body. */
 void service_error(struct service *svc, struct request *req, struct response *resp, int terr);
 
+/* Turns on throttling (t), fault injection (f) and metrics (m); each may
+ * be NULL (off). The service uses them but does not own them. With m, the
+ * entities of every account are counted once (a scan of the store) and the
+ * counts kept current from then on (an existence check per entity put).
+ * Returns 0, or -1 with a message (the scan failed). */
+struct throttle;
+struct fault_set;
+struct metrics;
+int service_attach(struct service *svc, struct throttle *t, struct fault_set *f,
+                   struct metrics *m, char *err, size_t errlen);
+
 #endif
