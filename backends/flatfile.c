@@ -82,6 +82,7 @@
 #define FF_MAX_VAL (8u * 1024 * 1024)
 #define FF_MAX_PAYLOAD (1u << 31)   /* one apply() at most 2 GiB */
 #define FF_REC_KEEP (16u << 20)     /* encode buffers above this are freed */
+#define FF_RECOVER_UNMAP (64u << 20) /* start-up drops read pages this often */
 
 /* A compaction in progress. */
 struct ff_compaction {
@@ -403,7 +404,7 @@ static int ff_recover(struct backend_store *st, char *err, size_t errlen)
         goto out;
     }
 
-    uint64_t p = FF_HDR_SIZE, epoch = 0, nrec = 0;
+    uint64_t p = FF_HDR_SIZE, epoch = 0, nrec = 0, dropped = 0;
     uint32_t len;
     while (p < size && ff_record_ok(map, size, p, &len)) {
         rc = ff_replay(st, map, p + FF_REC_HDR, len, err, errlen);
@@ -414,6 +415,13 @@ static int ff_recover(struct backend_store *st, char *err, size_t errlen)
             epoch = e;
         p += FF_REC_HDR + (uint64_t)len;
         nrec++;
+        /* Unmap what was read (the page cache keeps it), so that reading a
+           large log does not show up as resident memory of the server. */
+        if (p - dropped >= FF_RECOVER_UNMAP) {
+            uint64_t upto = p & ~(uint64_t)(FF_RECOVER_UNMAP - 1);
+            madvise(map + dropped, upto - dropped, MADV_DONTNEED);
+            dropped = upto;
+        }
     }
 
     if (p < size) {

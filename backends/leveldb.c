@@ -27,7 +27,9 @@
  * rest of that 32 KiB block on recovery, later acknowledged records
  * included. So after any failed write or sync this backend reopens the
  * database before the next write (recovery drops the torn record, which is
- * the last one, and starts a fresh log). Reads keep working meanwhile.
+ * the last one, and starts a fresh log). Until then reads keep working;
+ * while statvfs() shows the disk still full the reopen is not even tried.
+ * If a reopen fails anyway, every call returns an error and tries again.
  *
  * Options (backend_options.params, "name=value"):
  *   cache-size         block cache, default 32M (0 = LevelDB's own 8 MiB)
@@ -45,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -67,6 +70,7 @@ struct backend_store {
     enum backend_durability durability;
     int dirty;                      /* writes since the last sync write */
     int broken;                     /* a write failed: reopen before writing */
+    uint64_t reopen_need;           /* free bytes a reopen should find */
     int iters;                      /* open cursors (a reopen must wait) */
     void (*log)(enum backend_log_level, const char *);
 };
@@ -146,6 +150,7 @@ static int ldb_settings(struct backend_store *st, const char *const *pa, char *e
                 "bloom-bits (0-64) or compression (on|off) option");
         return BACKEND_INVALID;
     }
+    st->reopen_need = 2 * wbuf + (4u << 20);
     st->opt = leveldb_options_create();
     leveldb_options_set_create_if_missing(st->opt, 1);
     leveldb_options_set_write_buffer_size(st->opt, (size_t)wbuf);
@@ -336,6 +341,15 @@ static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
         ldb_err(err, errlen, "a write failed earlier and the store must be reopened, but %d "
                 "cursors are open", st->iters);
         return BACKEND_IOERR;
+    }
+    /* Reopening writes a table and a manifest: while the disk is still
+       full, keep the open database (and reads) instead. */
+    struct statvfs vfs;
+    if (st->db && statvfs(st->dir, &vfs) == 0 &&
+        (uint64_t)vfs.f_bavail * vfs.f_frsize < st->reopen_need) {
+        ldb_err(err, errlen, "a write failed earlier and the disk under %s is still full",
+                st->dir);
+        return BACKEND_FULL;
     }
     if (st->db)
         leveldb_close(st->db);

@@ -15,9 +15,9 @@
  * libtool's -export-symbols-regex), so that the memory backend compiled in
  * does not clash with tabled's own copy.
  *
- * The counts are written at close() to the file named by the option
- * counting-report (one "method count" line each), and to stderr when the
- * option is absent. They are kept per store. */
+ * The counts are appended at close() to the file named by the option
+ * counting-report (one "method count" line each), or written to stderr
+ * when the option is absent. They are kept per store. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +83,7 @@ static void counting_close(struct backend_store *st)
 {
     if (!st)
         return;
-    FILE *f = st->report ? fopen(st->report, "w") : stderr;
+    FILE *f = st->report ? fopen(st->report, "a") : stderr;
     if (f) {
         for (int i = 0; i < CNT_N; i++)
             fprintf(f, "%s%s %llu\n", f == stderr ? "counting: " : "", counting_names[i],
