@@ -47,7 +47,7 @@ void config_defaults(struct config *cfg)
     memset(cfg, 0, sizeof *cfg);
     strcpy(cfg->host, "127.0.0.1");
     cfg->port = 10002;
-    strcpy(cfg->backend, "memory");
+    strcpy(cfg->backend, "leveldb");
     strcpy(cfg->data_dir, "./data");
     cfg->log_level = LOG_INFO;
     cfg->access_log = 1;
@@ -760,7 +760,7 @@ static const char usage_text[] =
     "  --config FILE           read settings from an INI file (flags override it)\n"
     "  --host ADDR             listen address (default 127.0.0.1)\n"
     "  --port N                HTTP port (default 10002; 0 = any free port)\n"
-    "  --backend NAME          memory, leveldb, flatfile or /path/plugin.so (default memory)\n"
+    "  --backend NAME          memory, leveldb, flatfile or /path/plugin.so (default leveldb)\n"
     "  --data DIR              data directory for durable backends (default ./data)\n"
     "  --backend-option N=V    a backend setting, e.g. cache-size=64M (repeatable)\n"
     "  --durability MODE       sync, batch or none (default batch)\n"

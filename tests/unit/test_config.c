@@ -42,7 +42,7 @@ static void test_defaults(void)
     config_defaults(&cfg);
     TEST_EQ_STR(cfg.host, "127.0.0.1", "default host");
     TEST_EQ_INT(cfg.port, 10002, "default port");
-    TEST_EQ_STR(cfg.backend, "memory", "default backend");
+    TEST_EQ_STR(cfg.backend, "leveldb", "default backend");
     TEST_EQ_STR(cfg.data_dir, "./data", "default data dir");
     TEST_EQ_INT(cfg.log_level, LOG_INFO, "default log level");
     TEST_EQ_INT(cfg.access_log, 1, "access log on by default");
