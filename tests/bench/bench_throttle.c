@@ -5,6 +5,7 @@
  *                  [-r RATE] [-n PARTITIONS] [-d SECONDS] [-s ENTITY_BYTES] [-k SKIP]
  *   bench_throttle [-t TABLED] [-a 'TABLED ARGS'] [-c CONNECTIONS] touch
  *                  [-n DISTINCT] [-w IDLE_SECONDS]
+ *   bench_throttle [-t TABLED] [-a 'TABLED ARGS'] [-c CONNECTIONS] get [-n REQUESTS]
  *
  * Starts TABLED (default ./tabled) with --port 0 --auth off --access-log off
  * --backend memory --durability none --log-level warn plus TABLED ARGS
@@ -17,8 +18,9 @@
  * cycling over 1000 per partition. Prints a line per second (sent, 2xx,
  * 503, other), then totals over SECONDS (default 30) and the served
  * entities/s after the first SKIP seconds (default 2: the bucket starts
- * full, so the first second also serves the burst). A request that finds
- * no free connection when due is counted as late and sent when one frees.
+ * full, so the first second also serves the burst). A request waits for
+ * a free connection when none is; one sent more than 10 ms after it was
+ * due is counted as late.
  *
  * touch: GETs of DISTINCT (default 1,000,000) missing entities, each in its
  * own partition, as fast as CONNECTIONS (default 32) keep-alive connections
@@ -27,6 +29,11 @@
  * partition rate in TABLED ARGS (e.g. --throttle-partition-rate 0.05
  * --throttle-partition-burst 1: a touched bucket takes 20 s to fill again)
  * every touched partition holds a bucket at the peak.
+ *
+ * get: REQUESTS (default 100,000) point GETs of one existing entity, as
+ * fast as CONNECTIONS connections go; prints requests/s and the server's
+ * CPU time per request. Run TABLED under valgrind (a wrapper script as
+ * TABLED) with REQUESTS 0 and N to count the instructions of one GET.
  *
  * One thread, poll(2), plain sockets, one request in flight per
  * connection. */
@@ -313,10 +320,10 @@ static void run_rate(int argc, char **argv, int nconns)
                 if (!conns[i].busy)
                     found = i;
             }
-            if (found < 0) {
+            if (found < 0)
+                break;  /* sent as soon as a connection frees */
+            if (t - (t0 + (double)k / rate) > 0.010)
                 late++;
-                break;
-            }
             next_conn = (found + 1) % nconns;
             long part = k % partitions;
             build_put(&conns[found], part, (k / partitions) % 1000, entity_bytes);
@@ -370,7 +377,7 @@ static void run_rate(int argc, char **argv, int nconns)
             sok += ok[s];
     }
     printf("offered %.0f/s over %ld partition(s) for %.0f s with %d connections: sent %ld "
-           "(late %ld)\n",
+           "(%ld sent > 10 ms late)\n",
            rate, partitions, seconds, nconns, tsent, late);
     printf("served  %ld (%.1f/s overall), 503 %ld (%.1f/s), other %ld\n", tok, tok / seconds,
            tbusy, tbusy / seconds, toth);
@@ -479,6 +486,90 @@ static void run_touch(int argc, char **argv, int nconns)
         close(conns[i].fd);
 }
 
+/* CPU seconds (user + system) of pid so far, or -1. */
+static double cpu_seconds(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+                     &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* ---- get ---- */
+
+static void run_get(int argc, char **argv, int nconns)
+{
+    long total = 100000;
+    for (int i = 0; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(argv[i], "-n"))
+            total = atol(v), i++;
+        else
+            die("get: unknown option %s", argv[i]);
+    }
+    static struct conn conns[MAX_CONNS];
+    struct pollfd pfd[MAX_CONNS];
+    build_put(&conns[0], 0, 0, 100);
+    conns[0].fd = connect_server();
+    send_req(&conns[0]);
+    int st;
+    while ((st = read_resp(&conns[0])) == 0)
+        ;
+    close(conns[0].fd);
+    if (st != 204)
+        die("get: PUT answered %d", st);
+    for (int i = 0; i < nconns; i++) {
+        conns[i].fd = connect_server();
+        conns[i].req_len = (size_t)snprintf(
+            conns[i].req, sizeof conns[i].req,
+            "GET /devstoreaccount1/bench(PartitionKey='p0',RowKey='r0') HTTP/1.1\r\n%s\r\n",
+            common_headers);
+    }
+    long sent = 0, done = 0, bad = 0;
+    double cpu0 = cpu_seconds(server), t0 = now();
+    while (done < total) {
+        for (int i = 0; i < nconns && sent < total; i++) {
+            if (conns[i].busy)
+                continue;
+            conns[i].sent = 0;
+            send_req(&conns[i]);
+            sent++;
+        }
+        for (int i = 0; i < nconns; i++) {
+            pfd[i].fd = conns[i].fd;
+            pfd[i].events = POLLIN;
+        }
+        if (poll(pfd, (nfds_t)nconns, 1000) < 0 && errno != EINTR)
+            die("poll: %s", strerror(errno));
+        for (int i = 0; i < nconns; i++) {
+            if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            int s = read_resp(&conns[i]);
+            if (!s)
+                continue;
+            done++;
+            bad += s != 200;
+        }
+    }
+    double took = now() - t0, cpu = cpu_seconds(server) - cpu0;
+    printf("get: %ld requests (%ld not 200) in %.2f s: %.0f req/s; server CPU %.2f s, "
+           "%.2f us per request\n",
+           total, bad, took, took > 0 ? total / took : 0, cpu,
+           total ? cpu * 1e6 / (double)total : 0);
+    for (int i = 0; i < nconns; i++)
+        close(conns[i].fd);
+}
+
 int main(int argc, char **argv)
 {
     const char *tabled = "./tabled", *extra = "--throttle";
@@ -496,7 +587,7 @@ int main(int argc, char **argv)
             die("unknown option %s", argv[i]);
     }
     if (i >= argc || nconns < 1 || nconns > MAX_CONNS)
-        die("usage: bench_throttle [-t TABLED] [-a 'ARGS'] [-c CONNS] rate|touch [options]");
+        die("usage: bench_throttle [-t TABLED] [-a 'ARGS'] [-c CONNS] rate|touch|get [options]");
     signal(SIGPIPE, SIG_IGN);
     start_server(tabled, extra);
     printf("server: %s --port 0 --auth off --access-log off --backend memory --durability none "
@@ -506,6 +597,8 @@ int main(int argc, char **argv)
         run_rate(argc - i - 1, argv + i + 1, nconns);
     else if (!strcmp(argv[i], "touch"))
         run_touch(argc - i - 1, argv + i + 1, nconns);
+    else if (!strcmp(argv[i], "get"))
+        run_get(argc - i - 1, argv + i + 1, nconns);
     else
         die("unknown mode %s", argv[i]);
     kill(server, SIGTERM);
