@@ -2,8 +2,9 @@
 """bench_durable.py - the [durability] benchmarks (make bench-durable).
 
   inserts  durable single-entity inserts (--durability batch) from --conns
-           keep-alive connections for --seconds, ~1 KiB entities, per
-           durable backend (tests/bench/bench_insert does the HTTP)
+           keep-alive connections for --seconds, ~1 KiB entities (random
+           characters, then words), per durable backend
+           (tests/bench/bench_insert does the HTTP)
   restart  loads --entities ~1 KiB entities ($batch of 100), then times
            restarts from process start to the "ready" line (the store open,
            its index rebuilt, tables loaded), after SIGTERM and after
@@ -87,17 +88,19 @@ def bench_insert(port, *args):
 
 
 def do_inserts(a, base):
-    print("## durable inserts: --durability batch, %d connections, %d s, %d-byte values"
+    print("## durable inserts: --durability batch, %d connections, %d s, %d-byte Data of random "
+          "characters (incompressible) or of words and numbers (compresses like JSON)"
           % (a.conns, a.seconds, a.value))
     for be in a.backends.split(","):
-        data = os.path.join(base, "ins-" + be)
-        s = Server(be, data).start()
-        s.request("POST", "/Tables", json.dumps({"TableName": "bench"}))
-        text = bench_insert(s.port, "-c", a.conns, "-d", a.seconds, "-s", a.value)
-        s.stop()
-        print("%-9s %s" % (be, text))
-        shutil.rmtree(data, ignore_errors=True)
-        sys.stdout.flush()
+        for kind, flags in (("random", []), ("words", ["-w"])):
+            data = os.path.join(base, "ins-" + be)
+            s = Server(be, data).start()
+            s.request("POST", "/Tables", json.dumps({"TableName": "bench"}))
+            text = bench_insert(s.port, "-c", a.conns, "-d", a.seconds, "-s", a.value, *flags)
+            s.stop()
+            print("%-9s %-7s %s" % (be, kind, text))
+            shutil.rmtree(data, ignore_errors=True)
+            sys.stdout.flush()
 
 
 def load(s, n, value):

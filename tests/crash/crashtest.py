@@ -16,8 +16,9 @@ For each backend and durability mode: one data directory; N cycles of
 Each cycle checks its own table and the counters, plus one random older
 table; --verify-all (and the last cycle) check every table. The backends
 run with settings that make their background work happen often: flatfile
-compacts from 1 MiB of log, 25% garbage (so kills land during compactions), LevelDB
-switches its 256 KiB memtable (and log) often.
+compacts from 1 MiB of log and 15% garbage, copying 4K, 32K or 1M per write
+(drawn at each start), so kills land inside compactions and around their
+end; LevelDB switches its 256 KiB memtable (and log) often.
 
 TAP on stdout: one line per cycle, figures as comments at the end.
 TABLED names the binary (as under make check). Exit status 1 on failure.
@@ -38,15 +39,20 @@ import tload  # noqa: E402
 
 BACKEND_OPTS = {
     "flatfile": ["--backend-option", "compact-min-bytes=1M",
-                 "--backend-option", "compact-garbage-pct=25",
-                 "--backend-option", "compact-step-bytes=4K"],
+                 "--backend-option", "compact-garbage-pct=15"],
     "leveldb": ["--backend-option", "write-buffer-size=256K"],
 }
+# Each flatfile start draws how much a compaction copies per write: small
+# steps keep a compaction running for many cycles (kills land inside it),
+# big ones finish it quickly (kills land around the switch to the new log).
+FLATFILE_STEPS = ["4K", "32K", "1M"]
 
 
-def start(backend, mode, data):
+def start(backend, mode, data, rng=None):
     args = ["--data", data, "--durability", mode, "--auth", "off", "--log-level", "info"]
     args += BACKEND_OPTS.get(backend, [])
+    if backend == "flatfile" and rng is not None:
+        args += ["--backend-option", "compact-step-bytes=" + rng.choice(FLATFILE_STEPS)]
     t0 = time.monotonic()
     srv = h.Server(args, backend=backend, ready_timeout=60).start()
     return srv, time.monotonic() - t0
@@ -58,7 +64,7 @@ def run(tap, backend, mode, cycles, nworkers, load, rng, verify_all):
              "restart_max": 0.0, "compactions": 0, "kills_in_compaction": 0}
     workers = [tload.Worker(i, random.Random(rng.random())) for i in range(nworkers)]
     label = "%s/%s" % (backend, mode)
-    srv, _ = start(backend, mode, data)
+    srv, _ = start(backend, mode, data, rng)
     c = tload.Client(srv.host, srv.port)
     tload.create_table(c, "counters")
     tables = []
@@ -85,7 +91,7 @@ def run(tap, backend, mode, cycles, nworkers, load, rng, verify_all):
             stats["compactions"] += err.count("compaction done")
             stats["kills_in_compaction"] += err.count("compaction started") > \
                 err.count("compaction done")
-            srv, secs = start(backend, mode, data)
+            srv, secs = start(backend, mode, data, rng)
             stats["restart_max"] = max(stats["restart_max"], secs)
             c = tload.Client(srv.host, srv.port)
             check = [table]
