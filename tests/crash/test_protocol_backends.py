@@ -14,6 +14,7 @@ that the counts are there proves the requests really went through it.
 TABLED and TOP_BUILDDIR as under make check (tests/run.sh)."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,6 +90,7 @@ def main():
                        "[plugin] the requests went through the plug-in (%d applies, %d gets, "
                        "%d iter_next)" % (counts.get("apply", 0), counts.get("get", 0),
                                           counts.get("iter_next", 0)), repr(counts))
+    shutil.rmtree(tmp, ignore_errors=True)
     tap.done()
 
 
