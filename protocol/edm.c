@@ -699,6 +699,16 @@ int utf8_check(const char *s, size_t n)
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
+        /* ASCII fast path: eight bytes at a time. */
+        while (n - i >= 8) {
+            uint64_t w;
+            memcpy(&w, u + i, 8);
+            if (w & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
         unsigned c = u[i];
         if (c < 0x80) {
             i++;
@@ -740,12 +750,22 @@ int utf8_check(const char *s, size_t n)
 size_t utf16_len(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
-    size_t count = 0;
-    for (size_t i = 0; i < n; i++) {
-        if ((u[i] & 0xC0) != 0x80)
-            count++;
-        if (u[i] >= 0xF0)
-            count++;
+    size_t count = 0, i = 0;
+    while (i < n) {
+        /* ASCII runs count one unit per byte, eight bytes at a time. */
+        uint64_t w;
+        if (n - i >= 8 && (memcpy(&w, u + i, 8), !(w & 0x8080808080808080ULL))) {
+            count += 8;
+            i += 8;
+            continue;
+        }
+        size_t end = n - i >= 8 ? i + 8 : n;
+        for (; i < end; i++) {
+            if ((u[i] & 0xC0) != 0x80)
+                count++;
+            if (u[i] >= 0xF0)
+                count++;
+        }
     }
     return count;
 }

@@ -545,6 +545,9 @@ static enum terr parse_body(struct jparse *jp, const char *body, size_t len)
     yajl_handle h = yajl_alloc(&parse_callbacks, NULL, jp);
     if (!h)
         return TERR_InternalError;
+    /* Every name and string value goes through utf8_check (stricter than
+     * yajl's own check), so yajl need not validate them a second time. */
+    yajl_config(h, yajl_dont_validate_strings, 1);
     yajl_status st = yajl_parse(h, (const unsigned char *)body, len);
     if (st == yajl_status_ok)
         st = yajl_complete_parse(h);
