@@ -10,9 +10,8 @@
  * apply() is atomic: it validates every write and allocates every new node
  * first, and only then mutates the list, which cannot fail.
  *
- * Cursors and writes. The contract (backend.h) says a caller closes its
- * cursors before the next apply(). This backend is more forgiving: the store
- * keeps a list of its open cursors, and when apply() unlinks the node a
+ * Cursors and writes (the guarantee backend.h documents for iter_open):
+ * the store keeps a list of its open cursors, and when apply() unlinks the node a
  * cursor would return next, the cursor is moved to that node's replacement
  * (same key) or successor. So a cursor left open across writes never reads
  * freed memory; it continues in key order from where it was and sees the
