@@ -5,13 +5,10 @@ JavaScript SDK (@azure/data-tables byPage), by tests/js/test_queries_js.mjs.
 Finds or installs the SDK exactly as test_sdk_js.py does (its
 find_or_install is reused), starts one normal server and one with
 --scan-budget, runs node with both connection strings and relays the TAP
-lines renumbered into this program's own."""
+lines renumbered into this program's own (test_sdk_js.run_node)."""
 import os
-import re
 import shutil
-import subprocess
 import sys
-import threading
 
 sys.dont_write_bytecode = True   # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -49,25 +46,7 @@ def main():
     env = dict(os.environ, TABLED_CONN=servers[0].conn_str(),
                TABLED_CONN_BUDGET=servers[1].conn_str(), TABLED_BUDGET=str(BUDGET),
                TABLED_JS_DEPS=mods, NODE_NO_WARNINGS="1")
-    child = subprocess.Popen([node, SCRIPT], env=env, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    killer = threading.Timer(NODE_TIMEOUT, child.kill)
-    killer.daemon = True
-    killer.start()
-    reported = 0
-    for raw in iter(child.stdout.readline, b""):
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        m = re.match(r"^(not ok|ok)\b(?:\s+\d+)?\s*(?:-\s*)?(.*)$", line)
-        if m:
-            reported += 1
-            tap.ok(m.group(1) == "ok", "js: " + m.group(2))
-        elif not re.match(r"^1\.\.\d+", line):
-            tap.diag(line)
-    rc = child.wait()
-    killer.cancel()
-    tap.ok(rc == 0, "node test_queries_js.mjs exited with status 0",
-           "status %s (a negative status is a signal; -9 is the %d s limit)" % (rc, NODE_TIMEOUT))
-    tap.ok(reported >= 20, "the JS test reported its checks (%d)" % reported)
+    test_sdk_js.run_node(tap, node, SCRIPT, env, NODE_TIMEOUT, 20)
     for s in servers:
         s.stop_and_check(tap)
     tap.done()

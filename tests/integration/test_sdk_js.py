@@ -8,7 +8,10 @@ package.json and lock file are removed afterwards, so only the ignored
 node_modules directory stays).  Then starts tabled, runs node on
 tests/js/test_sdk_js.mjs with the printed connection string in TABLED_CONN,
 and relays its TAP lines renumbered into this program's own.  A missing
-node or npm is a failure, not a skip."""
+node or npm is a failure, not a skip.
+
+find_or_install() and run_node() (run a .mjs, relay its TAP renumbered,
+kill it after a time limit) are shared by the other JS SDK tests."""
 import os
 import re
 import shutil
@@ -86,6 +89,34 @@ def find_or_install(tap):
     return mods
 
 
+def run_node(tap, node, script, env, timeout, min_checks, what="the JS test"):
+    """Runs node on script with env, relays its TAP lines renumbered into
+    tap (names prefixed "js: ", other lines as comments), kills it after
+    timeout seconds, then checks that it exited 0 and reported at least
+    min_checks checks (the second check is named after what).  Returns the
+    exit status."""
+    child = subprocess.Popen([node, script], env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    killer = threading.Timer(timeout, child.kill)
+    killer.daemon = True
+    killer.start()
+    reported = 0
+    for raw in iter(child.stdout.readline, b""):
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        m = re.match(r"^(not ok|ok)\b(?:\s+\d+)?\s*(?:-\s*)?(.*)$", line)
+        if m:
+            reported += 1
+            tap.ok(m.group(1) == "ok", "js: " + m.group(2))
+        elif not re.match(r"^1\.\.\d+", line):
+            tap.diag(line)
+    rc = child.wait()
+    killer.cancel()
+    tap.ok(rc == 0, "node %s exited with status 0" % os.path.basename(script),
+           "status %s (a negative status is a signal; -9 is the %d s limit)" % (rc, timeout))
+    tap.ok(reported >= min_checks, "%s reported its checks (%d)" % (what, reported))
+    return rc
+
+
 def main():
     tap = h.Tap()
     node = shutil.which("node") or shutil.which("nodejs")
@@ -113,26 +144,7 @@ def main():
     h.watchdog(NODE_TIMEOUT + 30, srv, tap)
     env = dict(os.environ, TABLED_CONN=srv.conn_str_printed or srv.conn_str(),
                TABLED_JS_DEPS=mods, NODE_NO_WARNINGS="1")
-    child = subprocess.Popen([node, os.path.join(SRC_JS, "test_sdk_js.mjs")], env=env,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
-    killer = threading.Timer(NODE_TIMEOUT, child.kill)
-    killer.daemon = True
-    killer.start()
-    reported = 0
-    for raw in iter(child.stdout.readline, b""):
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
-        m = re.match(r"^(not ok|ok)\b(?:\s+\d+)?\s*(?:-\s*)?(.*)$", line)
-        if m:
-            reported += 1
-            tap.ok(m.group(1) == "ok", "js: " + m.group(2))
-        elif not re.match(r"^1\.\.\d+", line):
-            tap.diag(line)
-    rc = child.wait()
-    killer.cancel()
-    tap.ok(rc == 0, "node test_sdk_js.mjs exited with status 0",
-           "status %s (a negative status is a signal; -9 is the %d s limit)" % (rc, NODE_TIMEOUT))
-    tap.ok(reported >= 30, "the JS test reported its checks (%d)" % reported)
+    run_node(tap, node, os.path.join(SRC_JS, "test_sdk_js.mjs"), env, NODE_TIMEOUT, 30)
     srv.stop_and_check(tap)
     tap.done()
 
