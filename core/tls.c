@@ -7,6 +7,7 @@
 
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 
 /* Appends OpenSSL's last queued error (if any) to a message. */
 static void tls_err(char *err, size_t errlen, const char *what, const char *file)
@@ -46,7 +47,12 @@ SSL_CTX *tls_ctx_new(const char *cert_file, const char *key_file, char *err, siz
         return NULL;
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
-        tls_err(err, errlen, "bad private key in", key_file);
+        /* OpenSSL 3 already compares the key with the certificate here;
+         * name that case plainly rather than as a "bad" key. */
+        int mismatch = ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
+        tls_err(err, errlen,
+                mismatch ? "private key does not match the certificate:" : "bad private key in",
+                key_file);
         SSL_CTX_free(ctx);
         return NULL;
     }
