@@ -37,7 +37,7 @@ try:
     from azure.core.exceptions import HttpResponseError, ServiceRequestError
     from azure.data.tables import (AccountSasPermissions, ResourceTypes, TableAccessPolicy,
                                    TableClient, TableSasPermissions, TableServiceClient,
-                                   TableTransactionError, UpdateMode, generate_account_sas,
+                                   UpdateMode, generate_account_sas,
                                    generate_table_sas)
     IMPORT_ERROR = None
 except ImportError as e:  # reported as a failing check below
