@@ -82,6 +82,7 @@ struct req_ctx {
     const char *version;       /* effective x-ms-version */
     const struct account_cfg *account;
     int secondary;             /* "-secondary" endpoint */
+    int unknown_account;       /* the URL names an account that is not configured */
     const char *base;          /* scheme://host[:port][/account], no trailing '/' */
 
     struct query_param *qp;

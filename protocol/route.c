@@ -42,8 +42,10 @@ static enum terr find_account(struct req_ctx *c, const char *name, size_t n)
     memcpy(tmp, name, n);
     tmp[n] = '\0';
     c->account = config_find_account(c->svc->cfg, tmp);
-    if (!c->account)
+    if (!c->account) {
+        c->unknown_account = 1;
         return TERR_ResourceNotFound;
+    }
     return TERR_NONE;
 }
 

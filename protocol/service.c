@@ -696,8 +696,16 @@ static enum terr prepare(struct req_ctx *c)
         return TERR_InvalidHeaderValue;
     const char *rest;
     size_t rest_len;
-    if ((e = route_account(c, &rest, &rest_len)))
+    if ((e = route_account(c, &rest, &rest_len))) {
+        /* No key can sign for an account that does not exist (SPEC 10.2);
+         * without authentication there is simply no such resource. */
+        if (c->unknown_account && c->svc->cfg->auth) {
+            c->auth.detail = "The account named in the request does not exist.";
+            c->auth_failed = 1;
+            return TERR_AuthenticationFailed;
+        }
         return e;
+    }
     if ((e = route_resource(c, rest, rest_len)))
         return e;
     if ((e = tunnel_method(c)))

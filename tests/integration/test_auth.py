@@ -476,19 +476,17 @@ def test_sdk_credentials(c):
                                  **CLIENT_KW)
     sdk_error(tap, "unknown account in the credential -> 403 AuthenticationFailed (SPEC 10.2)",
               lambda: list(unknown.list_tables()), 403, "AuthenticationFailed")
-    # An account missing from the URL: SPEC 10.2 says 403 AuthenticationFailed
-    # for an unknown account; a missing resource is 404 ResourceNotFound.
+    # An account missing from the URL: no key can sign for it, so SPEC 10.2's
+    # 403 AuthenticationFailed (with --auth off: 404, test_unknown_account_noauth).
     ep_unknown = "http://%s:%d/nosuchacct" % (srv.host, srv.port)
     nowhere = TableServiceClient(ep_unknown,
                                  credential=AzureNamedKeyCredential("nosuchacct", DEV_KEY),
                                  **CLIENT_KW)
-    e = sdk_error(tap, "unknown account in the URL -> 403 AuthenticationFailed or 404 "
-                  "ResourceNotFound", lambda: nowhere.create_table("x1"),
-                  (403, 404), ("AuthenticationFailed", "ResourceNotFound"))
-    if isinstance(e, HttpResponseError):
-        tap.isin((e.status_code, sdk_code(e)),
-                 [(403, "AuthenticationFailed"), (404, "ResourceNotFound")],
-                 "unknown account in the URL: status matches the code")
+    sdk_error(tap, "unknown account in the URL -> 403 AuthenticationFailed (SPEC 10.2)",
+              lambda: nowhere.create_table("x1"), 403, "AuthenticationFailed")
+    r = h.Http(srv).request("GET", "/nosuchacct/Tables", absolute=True)
+    tap.eq((r.status, r.error_code()), (403, "AuthenticationFailed"),
+           "unknown account in a path-style URL signed with the dev key -> 403 AuthenticationFailed")
     c.owner.delete_table("authconn")
 
 
@@ -1853,6 +1851,21 @@ def _https_tls_versions(tap, port, cert):
 # --------------------------------------------------------------------------
 
 
+def test_unknown_account_noauth(tap):
+    """With --auth off nothing is signed: an unknown account in the URL is a
+    missing resource (404 ResourceNotFound), and the dev account works."""
+    srv = h.Server(args=["--auth", "off"]).start()
+    try:
+        raw = Raw(srv.host, srv.port)
+        r = raw.send("GET", "/nosuchacct/Tables", raw.base_headers())
+        check_error(tap, r, 404, "ResourceNotFound",
+                    "--auth off: unknown account in the URL -> 404 ResourceNotFound")
+        r = raw.send("GET", "/%s/Tables" % DEV, raw.base_headers())
+        tap.eq(r.status, 200, "--auth off: an unsigned Query Tables on the dev account -> 200")
+    finally:
+        srv.stop_and_check(tap)
+
+
 def main():
     tap = h.Tap()
     if IMPORT_ERROR is not None:
@@ -1876,6 +1889,7 @@ def main():
     tap.run(test_sharedkey_raw, c)
     srv.stop_and_check(tap)
     tap.run(test_https, tap)
+    tap.run(test_unknown_account_noauth, tap)
     tap.done()
 
 
