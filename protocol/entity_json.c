@@ -511,8 +511,10 @@ static int hex4(const char *s, size_t n, size_t at, unsigned *out)
 static int surrogates_ok(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (s[i] != '\\')
-            continue;
+        const char *bs = memchr(s + i, '\\', n - i);   /* escapes are rare: skip to the next */
+        if (!bs)
+            break;
+        i = (size_t)(bs - s);
         if (i + 1 < n && s[i + 1] == 'u') {
             unsigned u, lo;
             if (hex4(s, n, i + 2, &u) < 0)
