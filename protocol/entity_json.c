@@ -34,6 +34,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "protocol/edm.h"
+#include "protocol/jsonflat.h"
 #include "protocol/url.h"
 
 #define MAX_CUSTOM_PROPS 252
@@ -96,6 +97,13 @@ static unsigned name_hash(const char *s, size_t n)
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)s[i]) * 16777619u;
     return h;
+}
+
+/* An empty parse state whose allocations come from a. */
+static void jp_init(struct jparse *jp, struct arena *a)
+{
+    memset(jp, 0, sizeof *jp);
+    jp->a = a;
 }
 
 static void set_err(struct jparse *jp, enum terr e)
@@ -535,13 +543,19 @@ static int surrogates_ok(const char *s, size_t n)
     return 0;
 }
 
-/* Runs yajl over the body; returns rule 1's verdict. */
-static enum terr parse_body(struct jparse *jp, const char *body, size_t len)
+/* Parses the body into jp (fresh from jp_init); returns rule 1's verdict.
+ * The common flat body goes through jsonflat's fast path; anything it
+ * declines is parsed again from scratch by yajl. */
+static enum terr parse_body(struct jparse *jp, struct arena *a, const char *body, size_t len)
 {
     if (len >= 3 && memcmp(body, "\xef\xbb\xbf", 3) == 0) {
         body += 3;   /* a UTF-8 byte order mark, as .NET readers allow */
         len -= 3;
     }
+    int rc = jsonflat_parse(&parse_callbacks, jp, body, len);
+    if (rc == JSONFLAT_OK)
+        return jp->top_object && !jp->not_object ? TERR_NONE : TERR_InvalidInput;
+    jp_init(jp, a);   /* declined: forget what the fast path collected */
     if (surrogates_ok(body, len) != 0)
         return TERR_InvalidInput;
     yajl_handle h = yajl_alloc(&parse_callbacks, NULL, jp);
@@ -563,10 +577,9 @@ enum terr entity_json_parse(struct arena *a, const char *body, size_t len,
                             enum entity_parse_mode mode, struct entity *e)
 {
     struct jparse jp;
-    memset(&jp, 0, sizeof jp);
+    jp_init(&jp, a);
     memset(e, 0, sizeof *e);
-    jp.a = a;
-    enum terr err = parse_body(&jp, body, len);
+    enum terr err = parse_body(&jp, a, body, len);
     if (err != TERR_NONE)
         return err;
     if (jp.err != TERR_NONE)
