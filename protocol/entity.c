@@ -265,20 +265,21 @@ int entity_decode(struct arena *a, const void *val, size_t len, struct entity *e
     return r.off == len ? 0 : -1;
 }
 
-/* SPEC 4.12: 4 + 2*(len16(PK)+len16(RK)) + sum(8 + 2*len16(name) + value). */
-size_t entity_size(const struct entity *e)
+/* SPEC 4.12: 4 + 2*(len16(PK)+len16(RK)) + sum(8 + 2*len16(name) + value),
+ * with len16 the UTF-16 length or (for a cheap bound) the byte length. */
+static size_t size_by(const struct entity *e, size_t (*len16)(const char *, size_t))
 {
     size_t size = 4;
     if (e->pk)
-        size += 2 * utf16_len(e->pk, e->pk_len);
+        size += 2 * len16(e->pk, e->pk_len);
     if (e->rk)
-        size += 2 * utf16_len(e->rk, e->rk_len);
+        size += 2 * len16(e->rk, e->rk_len);
     for (size_t i = 0; i < e->nprops; i++) {
         const struct property *p = &e->props[i];
-        size += 8 + 2 * utf16_len(p->name, p->name_len);
+        size += 8 + 2 * len16(p->name, p->name_len);
         switch (p->v.type) {
         case EDM_STRING:
-            size += 4 + 2 * utf16_len(p->v.u.s.ptr, p->v.u.s.len);
+            size += 4 + 2 * len16(p->v.u.s.ptr, p->v.u.s.len);
             break;
         case EDM_BINARY:
             size += 4 + p->v.u.s.len;
@@ -300,4 +301,21 @@ size_t entity_size(const struct entity *e)
         }
     }
     return size;
+}
+
+/* A UTF-8 string never has more UTF-16 units than bytes. */
+static size_t len16_bound(const char *s, size_t n)
+{
+    (void)s;
+    return n;
+}
+
+size_t entity_size(const struct entity *e)
+{
+    return size_by(e, utf16_len);
+}
+
+size_t entity_size_bound(const struct entity *e)
+{
+    return size_by(e, len16_bound);
 }

@@ -86,5 +86,8 @@ int entity_decode(struct arena *a, const void *val, size_t len, struct entity *e
 
 /* Size per SPEC 4.12 (UTF-16 based), for the 1 MiB EntityTooLarge check. */
 size_t entity_size(const struct entity *e);
+/* An upper bound of entity_size() that reads no string (byte lengths for
+ * UTF-16 lengths): when it is within a limit, so is the exact size. */
+size_t entity_size_bound(const struct entity *e);
 
 #endif

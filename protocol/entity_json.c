@@ -220,7 +220,7 @@ static int cb_map_key(void *ctx, const unsigned char *key, size_t len)
             set_err(jp, TERR_PropertyNameInvalid);
             return 1;
         }
-        if (utf16_len(k, len) > MAX_NAME_UTF16) {
+        if (len > MAX_NAME_UTF16 && utf16_len(k, len) > MAX_NAME_UTF16) {
             set_err(jp, TERR_PropertyNameTooLong);
             return 1;
         }
@@ -435,7 +435,8 @@ static enum terr convert(struct arena *a, const struct member *m, struct edm_val
     case EDM_STRING:
         if (m->kind != JK_STRING)
             return TERR_InvalidInput;
-        if (utf16_len(s, n) > MAX_STRING_UTF16)
+        /* n bytes never make more than n UTF-16 units */
+        if (n > MAX_STRING_UTF16 && utf16_len(s, n) > MAX_STRING_UTF16)
             return TERR_PropertyValueTooLarge;
         v->u.s.ptr = s;
         v->u.s.len = n;
@@ -620,7 +621,7 @@ enum terr entity_check_key(const char *s, size_t n)
         if (c == 0xC2 && i + 1 < n && p[i + 1] <= 0x9F)
             return TERR_InvalidInput;
     }
-    if (utf16_len(s, n) > MAX_KEY_UTF16)
+    if (n > MAX_KEY_UTF16 && utf16_len(s, n) > MAX_KEY_UTF16)
         return TERR_KeyValueTooLarge;
     return TERR_NONE;
 }
@@ -630,7 +631,7 @@ enum terr entity_check_limits(const struct entity *e)
 {
     if (e->nprops > MAX_CUSTOM_PROPS)
         return TERR_TooManyProperties;
-    if (entity_size(e) > MAX_ENTITY_SIZE)
+    if (entity_size_bound(e) > MAX_ENTITY_SIZE && entity_size(e) > MAX_ENTITY_SIZE)
         return TERR_EntityTooLarge;
     return TERR_NONE;
 }

@@ -345,6 +345,9 @@ static void test_size(void)
     add(&e, "B", EDM_BOOLEAN);
     want += 8 + 2 + 1;
     TEST_EQ_INT(entity_size(&e), want, "SPEC 4.12 formula over every type");
+    /* the bound counts bytes: PK 3 (2 units), RK 4 (2), S 7 (3) */
+    TEST_EQ_INT(entity_size_bound(&e), want + 2 * (1 + 2 + 4),
+                "the bound counts each UTF-8 byte as a UTF-16 unit");
     e.pk = e.rk = NULL;
     TEST_EQ_INT(entity_size(&e), want - 2 * 4, "absent keys count as empty");
 }
