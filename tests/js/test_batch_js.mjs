@@ -10,58 +10,11 @@
 import { createHmac } from "node:crypto";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { done, eq, ok, run } from "./tap.mjs";
 
 const deps = process.env.TABLED_JS_DEPS;
 const conn = process.env.TABLED_CONN;
 const require = createRequire(join(deps || process.cwd(), "noop.js"));
-
-let n = 0;
-let failed = 0;
-
-// ok: one TAP line; diag (shown on failure) may be any value.
-function ok(cond, name, diag) {
-  n += 1;
-  const line = `${cond ? "ok" : "not ok"} ${n} - ${String(name).replace(/\s+/g, " ").replace(/#/g, "\\#")}`;
-  console.log(line);
-  if (!cond) {
-    failed += 1;
-    if (diag !== undefined) {
-      const text = typeof diag === "string" ? diag : safeJson(diag);
-      for (const l of text.split("\n")) console.log(`# ${l}`);
-    }
-  }
-  return cond;
-}
-
-// safeJson: JSON text with object keys sorted, BigInts as "123n".
-function safeJson(v) {
-  const canon = (x) => {
-    if (typeof x === "bigint") return `${x}n`;
-    if (Array.isArray(x)) return x.map(canon);
-    if (x && typeof x === "object" && !(x instanceof Date)) {
-      const out = {};
-      for (const k of Object.keys(x).sort()) out[k] = canon(x[k]);
-      return out;
-    }
-    return x;
-  };
-  try {
-    return JSON.stringify(canon(v)).slice(0, 3000);
-  } catch (e) {
-    return String(v);
-  }
-}
-
-function eq(got, want, name) {
-  const g = safeJson(got);
-  const w = safeJson(want);
-  return ok(g === w, name, `got:  ${g}\nwant: ${w}`);
-}
-
-function done() {
-  console.log(`1..${n}`);
-  process.exit(failed || n === 0 ? 1 : 0);
-}
 
 // The service error code of an SDK error: RestError.code, else the
 // "odata.error" body it received.
@@ -96,15 +49,6 @@ async function expectFail(name, fn, status, code, index, message) {
     return err;
   }
 }
-
-async function run(name, fn) {
-  try {
-    await fn();
-  } catch (err) {
-    ok(false, `${name} threw`, `${err && err.stack ? err.stack : err}`);
-  }
-}
-
 // ---- raw signed reads (SPEC 10.2) for byte-for-byte snapshots -------------
 
 function parseConn(s) {

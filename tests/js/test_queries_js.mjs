@@ -10,6 +10,7 @@
 // Prints TAP and exits 1 when a check fails.
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { done, eq, ok, run } from "./tap.mjs";
 
 const deps = process.env.TABLED_JS_DEPS;
 const conn = process.env.TABLED_CONN;
@@ -17,41 +18,10 @@ const connBudget = process.env.TABLED_CONN_BUDGET;
 const budget = Number(process.env.TABLED_BUDGET || "0");
 const require = createRequire(join(deps || process.cwd(), "noop.js"));
 
-let n = 0;
-let failed = 0;
-
-// ok: one TAP line; diag (shown on failure) may be any value.
-function ok(cond, name, diag) {
-  n += 1;
-  console.log(`${cond ? "ok" : "not ok"} ${n} - ${String(name).replace(/\s+/g, " ").replace(/#/g, "\\#")}`);
-  if (!cond) {
-    failed += 1;
-    if (diag !== undefined) {
-      const text = typeof diag === "string" ? diag : JSON.stringify(diag);
-      for (const l of text.slice(0, 3000).split("\n")) console.log(`# ${l}`);
-    }
-  }
-  return cond;
-}
-
-function eq(got, want, name) {
-  const g = JSON.stringify(got);
-  const w = JSON.stringify(want);
-  return ok(g === w, name, `got:  ${g}\nwant: ${w}`);
-}
-
 // The service's continuation token for key (SPEC 6.12).
 function tok(key) {
   const b = Buffer.from(key, "utf8").toString("base64").replace(/=/g, "-");
   return `1!${b.length}!${b}`;
-}
-
-async function run(name, fn) {
-  try {
-    await fn();
-  } catch (err) {
-    ok(false, `${name} threw`, `${err && err.stack ? err.stack : err}`);
-  }
 }
 
 // The 2,500 entities: 5 partitions x 500 rows, Idx 0..2499, Mod = Idx % 250.
@@ -115,8 +85,7 @@ async function main() {
     ok(true, "load @azure/data-tables");
   } catch (err) {
     ok(false, "load @azure/data-tables", String(err));
-    console.log(`1..${n}`);
-    process.exit(1);
+    done();
   }
   const { TableClient, TableServiceClient, odata } = sdk;
   const opts = { allowInsecureConnection: true, retryOptions: { maxRetries: 0 } };
@@ -203,8 +172,7 @@ async function main() {
     eq(r.pages.flat(), ents.filter((e) => e.Mod === 0).map(keyOf), "scan budget, Mod eq 0, maxPageSize 1: all matches");
   });
 
-  console.log(`1..${n}`);
-  process.exit(failed || n === 0 ? 1 : 0);
+  done();
 }
 
 main();

@@ -7,60 +7,11 @@
 // 1 when a check fails.
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { done, eq, ok, run } from "./tap.mjs";
 
 const deps = process.env.TABLED_JS_DEPS;
 const conn = process.env.TABLED_CONN;
 const require = createRequire(join(deps || process.cwd(), "noop.js"));
-
-let n = 0;
-let failed = 0;
-
-// ok: one TAP line; diag (shown on failure) may be any value.
-function ok(cond, name, diag) {
-  n += 1;
-  const line = `${cond ? "ok" : "not ok"} ${n} - ${String(name).replace(/\s+/g, " ").replace(/#/g, "\\#")}`;
-  console.log(line);
-  if (!cond) {
-    failed += 1;
-    if (diag !== undefined) {
-      const text = typeof diag === "string" ? diag : safeJson(diag);
-      for (const l of text.split("\n")) console.log(`# ${l}`);
-    }
-  }
-  return cond;
-}
-
-// safeJson: JSON text with object keys sorted (property order is not part
-// of what the SDK promises) and BigInts written as "123n".
-function safeJson(v) {
-  const canon = (x) => {
-    if (typeof x === "bigint") return `${x}n`;
-    if (x instanceof Uint8Array) return Array.from(x);
-    if (Array.isArray(x)) return x.map(canon);
-    if (x && typeof x === "object" && !(x instanceof Date)) {
-      const out = {};
-      for (const k of Object.keys(x).sort()) out[k] = canon(x[k]);
-      return out;
-    }
-    return x;
-  };
-  try {
-    return JSON.stringify(canon(v)).slice(0, 2000);
-  } catch (e) {
-    return String(v);
-  }
-}
-
-function eq(got, want, name) {
-  const g = safeJson(got);
-  const w = safeJson(want);
-  return ok(g === w, name, `got:  ${g}\nwant: ${w}`);
-}
-
-function done() {
-  console.log(`1..${n}`);
-  process.exit(failed || n === 0 ? 1 : 0);
-}
 
 // The service error code of an SDK error: RestError.code when the SDK set it,
 // else the "odata.error" body it received (no x-ms-error-code on JSON errors).
@@ -79,15 +30,6 @@ async function expectError(name, fn, status, code) {
     ok(false, name, "no error thrown");
   } catch (err) {
     eq([err.statusCode, codeOf(err)], [status, code], name);
-  }
-}
-
-// run: one test group; an exception becomes one failing line.
-async function run(name, fn) {
-  try {
-    await fn();
-  } catch (err) {
-    ok(false, `${name} threw`, `${err && err.stack ? err.stack : err}`);
   }
 }
 
