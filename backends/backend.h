@@ -111,7 +111,8 @@ struct backend_ops {
     /* Point lookup. On BACKEND_OK *val points to a malloc()ed copy of the
        value (the caller frees it with free()) and *val_len is its length;
        a zero-length value still yields a non-NULL pointer. Returns
-       BACKEND_NOTFOUND when the key is absent. */
+       BACKEND_NOTFOUND when the key is absent; that is an answer, not a
+       failure (every insert asks it), so err need not be written then. */
     int (*get)(struct backend_store *st, const void *key, size_t key_len,
                void **val, size_t *val_len, char *err, size_t errlen);
 

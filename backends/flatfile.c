@@ -627,8 +627,7 @@ static int ff_get(struct backend_store *st, const void *key, size_t klen, void *
     }
     struct ffidx_node *n = ffidx_find(&st->ix, key, klen);
     if (!n) {
-        ff_err(err, errlen, "get: not found");
-        return BACKEND_NOTFOUND;
+        return BACKEND_NOTFOUND;   /* an answer, not a failure: no detail */
     }
     void *copy = malloc(n->vlen ? n->vlen : 1);
     if (!copy) {

@@ -432,8 +432,7 @@ static int ldb_get(struct backend_store *st, const void *key, size_t klen, void 
         return BACKEND_IOERR;
     }
     if (!v) {
-        ldb_err(err, errlen, "get: not found");
-        return BACKEND_NOTFOUND;
+        return BACKEND_NOTFOUND;   /* an answer, not a failure: no detail */
     }
     if (n == 0) {                   /* promise a non-NULL pointer we own */
         leveldb_free(v);

@@ -237,8 +237,7 @@ static int mem_get(struct backend_store *st, const void *key, size_t key_len, vo
     }
     struct mem_node *n = mem_find_ge(st, key, key_len, NULL);
     if (!n || mem_cmp(mem_key(n), n->key_len, key, key_len) != 0) {
-        mem_err(err, errlen, "get: not found");
-        return BACKEND_NOTFOUND;
+        return BACKEND_NOTFOUND;   /* an answer, not a failure: no detail */
     }
     void *copy = malloc(n->val_len ? n->val_len : 1);
     if (!copy) {

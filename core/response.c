@@ -6,10 +6,18 @@
 #include <string.h>
 #include <strings.h>
 
+/* Case-insensitive header name match. Most names differ in their first
+ * byte already: compare that (letters folded by clearing bit 0x20, a test
+ * that never rejects an equal pair) before calling strcasecmp. */
+static int header_name_eq(const char *a, const char *b)
+{
+    return ((a[0] ^ b[0]) & ~0x20) == 0 && strcasecmp(a, b) == 0;
+}
+
 const char *request_header(const struct request *req, const char *name)
 {
     for (size_t i = 0; i < req->nheaders; i++)
-        if (strcasecmp(req->headers[i].name, name) == 0)
+        if (header_name_eq(req->headers[i].name, name))
             return req->headers[i].value;
     return NULL;
 }
@@ -18,7 +26,7 @@ size_t request_header_count(const struct request *req, const char *name)
 {
     size_t n = 0;
     for (size_t i = 0; i < req->nheaders; i++)
-        if (strcasecmp(req->headers[i].name, name) == 0)
+        if (header_name_eq(req->headers[i].name, name))
             n++;
     return n;
 }
@@ -76,7 +84,7 @@ void response_headerf(struct response *resp, const char *name, const char *fmt, 
 const char *response_get_header(const struct response *resp, const char *name)
 {
     for (size_t i = 0; i < resp->nheaders; i++)
-        if (strcasecmp(resp->headers[i].name, name) == 0)
+        if (header_name_eq(resp->headers[i].name, name))
             return resp->headers[i].value;
     return NULL;
 }

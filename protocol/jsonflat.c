@@ -1,11 +1,14 @@
 /* jsonflat.c - the flat-object fast path in front of yajl (see jsonflat.h).
  * yajl lexes strings one byte at a time through a state machine, which was
  * the largest single cost of parsing a ~1 KiB entity; here a string is
- * scanned eight bytes at a time for its closing quote. */
+ * scanned 16 (SSE2) or 8 bytes at a time for its closing quote. */
 #include "protocol/jsonflat.h"
 
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
@@ -27,6 +30,22 @@ static uint64_t special_bytes(uint64_t w)
  * before n (the caller declines then). */
 static size_t string_end(const char *s, size_t i, size_t n)
 {
+#ifdef __SSE2__
+    /* 16 bytes a step where SSE2 is there (every x86-64). Bytes >= 0x80
+     * are negative as signed chars, so the signed "below 0x20" compare
+     * needs the "not negative" mask as well. */
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20), zero = _mm_setzero_si128();
+    while (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i ctl = _mm_andnot_si128(_mm_cmplt_epi8(v, zero), _mm_cmplt_epi8(v, space));
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote),
+                                                _mm_cmpeq_epi8(v, bslash)), ctl);
+        if (_mm_movemask_epi8(hit))
+            break;
+        i += 16;
+    }
+#endif
     while (i + 8 <= n) {
         uint64_t w;
         memcpy(&w, s + i, 8);

@@ -54,7 +54,13 @@ static void put_part(struct buf *out, const struct multipart_part *part)
     buf_puts(out, "Content-Type: application/http\r\n"
                   "Content-Transfer-Encoding: binary\r\n"
                   "\r\n");
-    buf_printf(out, "HTTP/1.1 %03d ", status);
+    char line[] = "HTTP/1.1 000 ";
+    if (status < 0 || status > 999)
+        status = 500;
+    line[9] = (char)('0' + status / 100);
+    line[10] = (char)('0' + status / 10 % 10);
+    line[11] = (char)('0' + status % 10);
+    buf_append(out, line, sizeof line - 1);
     put_clean(out, reason);
     buf_puts(out, "\r\n");
     if (part->content_id) {
@@ -106,7 +112,9 @@ void multipart_write_changeset(struct buf *out, const char *batch_guid,
                "\r\n",
                batch_guid, changeset_guid);
     for (size_t i = 0; i < n; i++) {
-        buf_printf(out, "--changesetresponse_%s\r\n", changeset_guid);
+        buf_puts(out, "--changesetresponse_");
+        buf_puts(out, changeset_guid);
+        buf_puts(out, "\r\n");
         put_part(out, &parts[i]);
     }
     buf_printf(out, "--changesetresponse_%s--\r\n--batchresponse_%s--\r\n", changeset_guid,

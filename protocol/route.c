@@ -49,6 +49,30 @@ static enum terr find_account(struct req_ctx *c, const char *name, size_t n)
     return TERR_NONE;
 }
 
+/* "SCHEME://HOST" and, for path-style URLs, "/ACCOUNT": the service root
+ * every OData link is built from (once per request and batch operation,
+ * so without printf). */
+static const char *make_base(struct arena *a, const char *scheme, const char *host,
+                             const char *seg, size_t sl)
+{
+    size_t cl = strlen(scheme), hl = strlen(host);
+    char *b = arena_alloc(a, cl + 3 + hl + (seg ? 1 + sl : 0) + 1);
+    char *p = b;
+    memcpy(p, scheme, cl);
+    p += cl;
+    memcpy(p, "://", 3);
+    p += 3;
+    memcpy(p, host, hl);
+    p += hl;
+    if (seg) {
+        *p++ = '/';
+        memcpy(p, seg, sl);
+        p += sl;
+    }
+    *p = '\0';
+    return b;
+}
+
 enum terr route_account(struct req_ctx *c, const char **rest, size_t *rest_len)
 {
     const struct request *req = c->req;
@@ -79,7 +103,7 @@ enum terr route_account(struct req_ctx *c, const char **rest, size_t *rest_len)
         enum terr e = find_account(c, seg, sl);
         if (e)
             return e;
-        c->base = arena_sprintf(c->a, "%s://%s/%.*s", scheme, host, (int)sl, seg);
+        c->base = make_base(c->a, scheme, host, seg, sl);
         *rest = seg + sl;
         *rest_len = plen - 1 - sl;
         return TERR_NONE;
@@ -88,7 +112,7 @@ enum terr route_account(struct req_ctx *c, const char **rest, size_t *rest_len)
     enum terr e = find_account(c, host, (size_t)(dot - host));
     if (e)
         return e;
-    c->base = arena_sprintf(c->a, "%s://%s", scheme, host);
+    c->base = make_base(c->a, scheme, host, NULL, 0);
     *rest = path;
     *rest_len = plen;
     return TERR_NONE;

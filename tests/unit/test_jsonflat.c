@@ -136,19 +136,34 @@ static void test_cases(void)
     check("{'a':1}", 0, "single quotes");
     check("{a:1}", 0, "bare name");
     check("{\"a\":1 /* c */}", 0, "comment");
-    /* every special byte position inside an 8-byte block */
-    for (int pos = 0; pos < 16; pos++) {
-        char body[64], what[64];
-        memcpy(body, "{\"k\":\"", 6);
-        memset(body + 6, 'x', 16);
-        body[6 + pos] = '\\';
-        memcpy(body + 22, "n\"}", 4);
-        snprintf(what, sizeof what, "backslash at offset %d of a run is seen", pos);
-        check(body, 0, what);
-        body[6 + pos] = '"';
-        memcpy(body + 7 + pos, "}", 2);
-        snprintf(what, sizeof what, "closing quote at offset %d of a run", pos);
-        check(body, 1, what);
+    /* every special byte at every offset of a 48-byte run (16-byte, 8-byte
+     * and byte steps), among bytes >= 0x80 and DEL, which are plain */
+    static const char plain[] = "x\xc3\xa9\x7f\xff\x80";
+    static const struct { char c; int ok; const char *name; } special[] = {
+        {'\\', 0, "backslash"}, {'\x1f', 0, "control byte"}, {'"', 1, "closing quote"}};
+    for (size_t k = 0; k < sizeof special / sizeof special[0]; k++) {
+        int seen = 0;
+        for (int pos = 0; pos < 48; pos++) {
+            char body[80];
+            memcpy(body, "{\"k\":\"", 6);
+            for (int j = 0; j < 48; j++)
+                body[6 + j] = plain[j % (sizeof plain - 1)];
+            body[6 + pos] = special[k].c;
+            if (special[k].ok)
+                memcpy(body + 7 + pos, "}", 2);   /* the string ends there */
+            else
+                memcpy(body + 54, "\"}", 3);
+            size_t n = strlen(body);
+            int rf = run_flat(body, n, &tf);
+            int want = special[k].ok ? JSONFLAT_OK : JSONFLAT_DECLINED;
+            if (rf == want && special[k].ok && (!run_yajl(body, n, &ty) || strcmp(tf.buf, ty.buf)))
+                rf = -1;
+            if (rf == want)
+                seen++;
+        }
+        char what[80];
+        snprintf(what, sizeof what, "%s found at each of 48 offsets of a run", special[k].name);
+        TEST_EQ_INT(seen, 48, what);
     }
     static const yajl_callbacks stop = {t_null, t_bool, NULL, NULL, t_num, t_str,
                                         t_smap, stop_key, t_emap, t_sarr, t_earr};
