@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <time.h>
 
 #define TICKS_PER_DAY (86400LL * EDM_TICKS_PER_SECOND)
@@ -699,7 +702,12 @@ int utf8_check(const char *s, size_t n)
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
-        /* ASCII fast path: eight bytes at a time. */
+        /* ASCII fast path: sixteen (SSE2) or eight bytes at a time. */
+#ifdef __SSE2__
+        while (n - i >= 16 &&
+               !_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(u + i))))
+            i += 16;
+#endif
         while (n - i >= 8) {
             uint64_t w;
             memcpy(&w, u + i, 8);

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "protocol/ctlscan.h"
+
 /* Longest boundary we accept (RFC 2046 says 70; clients use ~42). */
 #define MP_MAX_BOUNDARY 200
 
@@ -64,12 +66,27 @@ static int is_space(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* RFC 7230 tchar: the characters of header names and methods. */
+/* RFC 7230 tchar: the characters of header names and methods (a table:
+ * every byte of every part header name is looked up). */
+static const unsigned char tchar_map[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1,
+    ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1,
+    ['~'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,
+    ['7'] = 1, ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1,
+    ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1,
+    ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1,
+    ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1,
+    ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
+    ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
 static int is_tchar(unsigned char c)
 {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-        return 1;
-    return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+    return tchar_map[c];
 }
 
 /* Reads the line starting at p (p < end). Lines end at LF (a CR before it
@@ -193,39 +210,13 @@ static int split_parts(struct parser *ps, const char *p, const char *end, const 
     return 0;
 }
 
-/* 1 when one of the 8 bytes of w is below 0x20 or is 0x7f (exact for the
- * word as a whole; a tab also counts, the caller rechecks byte by byte). */
-static int word_has_ctl(uint64_t w)
-{
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    uint64_t below = (w - 0x20 * ones) & ~w & highs;
-    uint64_t x = w ^ (0x7f * ones);
-    uint64_t del = (x - ones) & ~x & highs;
-    return (below | del) != 0;
-}
-
 /* Splits one header line into a name and a trimmed value. Rejects control
- * bytes (NUL included), folded lines, a missing colon and bad names. The
- * control scan goes 8 bytes at a time: every header of every operation
- * passes here. */
+ * bytes (NUL included), folded lines, a missing colon and bad names. */
 static int split_header(struct parser *ps, const struct line *ln, struct span *name,
                         struct span *value)
 {
-    size_t i = 0;
-    while (i < ln->n) {
-        if (ln->n - i >= 8) {
-            uint64_t w;
-            memcpy(&w, ln->p + i, 8);
-            if (!word_has_ctl(w)) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned char c = (unsigned char)ln->p[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return fail(ps, "control character in a header line");
-        i++;
-    }
+    if (ctl_span(ln->p, ln->n) != ln->n)
+        return fail(ps, "control character in a header line");
     const char *colon = memchr(ln->p, ':', ln->n);
     if (!colon || colon == ln->p)
         return fail(ps, "bad header line");

@@ -965,6 +965,23 @@ static void test_utf8(void)
         memcpy(big + i, "\xF0\x9F\x98\x80", 4);
     TEST_EQ_INT(utf8_check(big, sizeof big), 0, "utf8 large supplementary buffer");
     TEST_EQ_INT(utf16_len(big, sizeof big), 32768, "utf16 large supplementary buffer");
+
+    /* the ASCII fast paths (16- and 8-byte steps, then bytes) must stop at
+     * a bad byte or a sequence at any offset of a long run */
+    int bad_found = 0, good_found = 0;
+    for (int pos = 0; pos < 48; pos++) {
+        char run[49];
+        memset(run, 'a', 48);
+        run[48] = 0;
+        run[pos] = (char)0xC0;          /* overlong lead byte: always invalid */
+        bad_found += utf8_check(run, 48) == EDM_EINVAL;
+        if (pos < 47) {
+            memcpy(run + pos, "\xC3\xBC", 2);   /* a valid 2-byte sequence */
+            good_found += utf8_check(run, 48) == 0 && utf16_len(run, 48) == 47;
+        }
+    }
+    TEST_EQ_INT(bad_found, 48, "utf8 bad byte found at each of 48 offsets of an ASCII run");
+    TEST_EQ_INT(good_found, 47, "utf8 valid sequence accepted at each offset of an ASCII run");
 }
 
 /* ---------------------------------------------------------------- clock */

@@ -1,6 +1,7 @@
 /* test_multipart.c - the $batch codec: parser tolerances (SPEC 8.3), the
  * examples of SPEC 8.2/8.7, malformed envelopes, limits, truncation, and
  * byte-exact responses (SPEC 8.6/8.7). */
+#include "protocol/ctlscan.h"
 #include "protocol/multipart.h"
 
 #include <stdlib.h>
@@ -771,6 +772,57 @@ static void test_write_success(void)
                 "top-level Content-Type");
 }
 
+/* Control bytes in any header text become spaces: a header value can never
+ * end its line early or smuggle another header in. */
+static void test_write_control_bytes(void)
+{
+    static const char *expect =
+        "--batchresponse_b\r\n"
+        "Content-Type: application/http\r\n"
+        "Content-Transfer-Encoding: binary\r\n"
+        "\r\n"
+        "HTTP/1.1 200 O K\r\n"
+        "Content-ID: 1  X-Evil: 1\r\n"
+        "X-A b: v  Set-Cookie: x\tz \r\n"
+        "Location: http://h/t(PartitionKey='a ',RowKey='b')\r\n"
+        "\r\n"
+        "{}\r\n"
+        "--batchresponse_b--\r\n";
+    struct http_header h[] = {H("X-A\nb", "v\r\nSet-Cookie: x\tz\x7f"),
+                              H("Location", "http://h/t(PartitionKey='a\x01',RowKey='b')")};
+    struct multipart_part part = {200, "O\rK", "1\r\nX-Evil: 1", h, 2, "{}", 2};
+    struct buf out;
+    buf_init(&out);
+    multipart_write_query(&out, "b", &part);
+    TEST_EQ_STR(out.data, expect, "control bytes in reason, Content-ID, names and values -> spaces");
+    TEST_EQ_INT(out.len, strlen(expect), "length after blanking control bytes");
+    buf_free(&out);
+}
+
+/* ctl_span: the first control byte at any offset of a long run (16- and
+ * 8-byte steps, then bytes), among tabs and bytes >= 0x80, which pass. */
+static void test_ctl_span(void)
+{
+    static const char plain[] = "a\t\x80\xff ~\xc3\xbc";
+    static const unsigned char bad[] = {0x00, 0x01, 0x0a, 0x0d, 0x1f, 0x7f};
+    int found = 0, total = 0;
+    char run[48];
+    for (size_t b = 0; b < sizeof bad; b++) {
+        for (int pos = 0; pos < 48; pos++) {
+            for (int j = 0; j < 48; j++)
+                run[j] = plain[j % (sizeof plain - 1)];
+            run[pos] = (char)bad[b];
+            found += ctl_span(run, sizeof run) == (size_t)pos;
+            total++;
+        }
+    }
+    TEST_EQ_INT(found, total, "ctl_span stops at each control byte at each of 48 offsets");
+    for (int j = 0; j < 48; j++)
+        run[j] = plain[j % (sizeof plain - 1)];
+    TEST_EQ_INT(ctl_span(run, sizeof run), sizeof run, "ctl_span passes tabs and bytes >= 0x80");
+    TEST_EQ_INT(ctl_span(run, 0), 0, "ctl_span of nothing");
+}
+
 static void test_write_failure(void)
 {
     static const char *json =
@@ -925,6 +977,8 @@ int main(void)
     test_truncation();
     test_to_request();
     test_write_success();
+    test_write_control_bytes();
+    test_ctl_span();
     test_write_failure();
     test_write_query();
     test_write_misc();
