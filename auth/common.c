@@ -194,15 +194,12 @@ const struct account_cfg *auth_find_account(const struct auth_ctx *ctx, const ch
  * value with an embedded NUL can be told apart. */
 const char *auth_header(const struct request *req, const char *name, size_t *len)
 {
-    for (size_t i = 0; i < req->nheaders; i++) {
-        if (req->headers[i].name && strcasecmp(req->headers[i].name, name) == 0) {
-            const char *v = req->headers[i].value ? req->headers[i].value : "";
-            if (len)
-                *len = req->headers[i].value ? req->headers[i].value_len : 0;
-            return v;
-        }
-    }
-    return NULL;
+    const struct http_header *h = request_header_find(req, name);
+    if (!h)
+        return NULL;
+    if (len)
+        *len = h->value ? h->value_len : 0;
+    return h->value ? h->value : "";
 }
 
 int auth_version_shape(const char *v)

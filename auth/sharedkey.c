@@ -142,19 +142,17 @@ enum terr auth_sharedkey_verify(const struct auth_ctx *ctx, const struct request
 
     const char *path = req->path ? req->path : "/";
     size_t path_len = req->path ? req->path_len : 1;
-    size_t norm_len = 0;
-    const char *norm = normalise_path(req->arena, path, path_len, &norm_len);
-    int two_paths = norm_len != path_len || memcmp(norm, path, path_len) != 0;
     const char *secondary_name = op && op->secondary
                                      ? arena_sprintf(req->arena, "%s-secondary", account)
                                      : NULL;
 
+    /* The normalised path is made only when the raw one did not verify:
+     * clients almost always sign the path they send. */
     const char *names[2] = {account, secondary_name};
-    const char *paths[2] = {path, norm};
-    size_t path_lens[2] = {path_len, norm_len};
+    const char *norm = NULL;
+    size_t norm_len = 0;
     const unsigned char *keys[2] = {acct->key1, acct->key2};
     size_t key_lens[2] = {acct->key1_len, acct->key2_len};
-    const char *first_sts = NULL;
     int matched = 0;
 
     struct buf sts;
@@ -162,11 +160,19 @@ enum terr auth_sharedkey_verify(const struct auth_ctx *ctx, const struct request
     for (int ni = 0; ni < 2 && !matched; ni++) {
         if (!names[ni])
             continue;
-        for (int pi = 0; pi < (two_paths ? 2 : 1) && !matched; pi++) {
+        for (int pi = 0; pi < 2 && !matched; pi++) {
+            const char *pp = path;
+            size_t pl = path_len;
+            if (pi == 1) {
+                if (!norm)
+                    norm = normalise_path(req->arena, path, path_len, &norm_len);
+                if (norm_len == path_len && memcmp(norm, path, path_len) == 0)
+                    break;   /* nothing new to try */
+                pp = norm;
+                pl = norm_len;
+            }
             buf_reset(&sts);
-            auth_sharedkey_string_to_sign(&sts, req, names[ni], paths[pi], path_lens[pi], lite);
-            if (!first_sts)
-                first_sts = arena_strndup(req->arena, sts.data, sts.len);
+            auth_sharedkey_string_to_sign(&sts, req, names[ni], pp, pl, lite);
             for (int ki = 0; ki < 2 && !matched; ki++) {
                 char mac[45];
                 if (key_lens[ki] == 0)
@@ -176,17 +182,21 @@ enum terr auth_sharedkey_verify(const struct auth_ctx *ctx, const struct request
             }
         }
     }
-    buf_free(&sts);
 
     if (!matched) {
+        /* The detail quotes the first string tried: the raw path's. */
+        buf_reset(&sts);
+        auth_sharedkey_string_to_sign(&sts, req, account, path, path_len, lite);
         int echo = sig_len > SK_ECHO_MAX ? SK_ECHO_MAX : (int)sig_len;
         out->detail = arena_sprintf(req->arena,
                                     "The MAC signature found in the HTTP request '%.*s' is not the "
                                     "same as any computed signature. Server used following string "
                                     "to sign: '%s'.",
-                                    echo, sig, first_sts ? first_sts : "");
+                                    echo, sig, sts.data ? sts.data : "");
+        buf_free(&sts);
         return TERR_AuthenticationFailed;
     }
+    buf_free(&sts);
     enum terr rc = auth_check_date(ctx, req, out);
     if (rc != TERR_NONE)
         return rc;

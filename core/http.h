@@ -56,6 +56,8 @@ struct request {
 
 /* First header named name (case-insensitive), or NULL. */
 const char *request_header(const struct request *req, const char *name);
+/* The first header named name (case-insensitive), or NULL. */
+const struct http_header *request_header_find(const struct request *req, const char *name);
 /* How many headers carry that name (case-insensitive). */
 size_t request_header_count(const struct request *req, const char *name);
 

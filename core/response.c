@@ -14,12 +14,18 @@ static int header_name_eq(const char *a, const char *b)
     return ((a[0] ^ b[0]) & ~0x20) == 0 && strcasecmp(a, b) == 0;
 }
 
-const char *request_header(const struct request *req, const char *name)
+const struct http_header *request_header_find(const struct request *req, const char *name)
 {
     for (size_t i = 0; i < req->nheaders; i++)
         if (header_name_eq(req->headers[i].name, name))
-            return req->headers[i].value;
+            return &req->headers[i];
     return NULL;
+}
+
+const char *request_header(const struct request *req, const char *name)
+{
+    const struct http_header *h = request_header_find(req, name);
+    return h ? h->value : NULL;
 }
 
 size_t request_header_count(const struct request *req, const char *name)
