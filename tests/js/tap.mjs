@@ -1,8 +1,10 @@
 // TAP output for the JavaScript SDK integration tests (tests/js/test_*.mjs):
 // "ok N - what" / "not ok N - what" with "# " diagnostic lines after a
 // failure, the plan "1..N" at the end, exit status 1 when a check failed or
-// none ran.  Needs nothing but node (not @azure/data-tables).
-//   import { ok, eq, safeJson, run, done } from "./tap.mjs";
+// none ran.  Needs nothing but node; loadSdk() finds @azure/data-tables.
+//   import { ok, eq, safeJson, run, done, loadSdk } from "./tap.mjs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
 
 let n = 0;
 let failed = 0;
@@ -73,4 +75,18 @@ export async function run(name, fn) {
 export function done() {
   console.log(`1..${n}`);
   process.exit(failed || n === 0 ? 1 : 0);
+}
+
+// loadSdk: @azure/data-tables from $TABLED_JS_DEPS (where the wrappers
+// install it), reported as one check; the run ends when it cannot load.
+export function loadSdk() {
+  const require = createRequire(join(process.env.TABLED_JS_DEPS || process.cwd(), "noop.js"));
+  try {
+    const sdk = require("@azure/data-tables");
+    ok(true, "load @azure/data-tables");
+    return sdk;
+  } catch (err) {
+    ok(false, "load @azure/data-tables", String(err));
+    return done();
+  }
 }

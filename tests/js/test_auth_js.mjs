@@ -14,13 +14,10 @@
 // Every expected status and error code is the service's (SPEC 10.7-10.9 and
 // the "SAS error codes" page), not whatever tabled happens to answer.
 // Prints TAP and exits 1 when a check fails.
-import { createRequire } from "node:module";
-import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { done, eq, ok, run, safeJson } from "./tap.mjs";
+import { done, eq, ok, run, safeJson, loadSdk } from "./tap.mjs";
 
 const env = process.env;
-const require = createRequire(join(env.TABLED_JS_DEPS || process.cwd(), "noop.js"));
 
 // The service error code of an SDK error: RestError.code when the SDK set it
 // to a service code, else the code in the JSON ("odata.error") or storage
@@ -96,14 +93,7 @@ async function main() {
     ok(false, "TABLED_CONN, TABLED_HTTPS_ENDPOINT and TABLED_ACCOUNT2* are set");
     done();
   }
-  let sdk;
-  try {
-    sdk = require("@azure/data-tables");
-    ok(true, "load @azure/data-tables");
-  } catch (err) {
-    ok(false, "load @azure/data-tables", String(err));
-    done();
-  }
+  const sdk = loadSdk();
   const {
     TableServiceClient, TableClient, AzureNamedKeyCredential, AzureSASCredential,
     generateAccountSas, generateTableSas, odata,

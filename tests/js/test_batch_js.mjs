@@ -8,13 +8,9 @@
 // fullmetadata query of every page, ETags and Timestamps included) must be
 // byte-for-byte what they were before.  Prints TAP; exits 1 on a failure.
 import { createHmac } from "node:crypto";
-import { createRequire } from "node:module";
-import { join } from "node:path";
-import { done, eq, ok, run } from "./tap.mjs";
+import { done, eq, ok, run, loadSdk } from "./tap.mjs";
 
-const deps = process.env.TABLED_JS_DEPS;
 const conn = process.env.TABLED_CONN;
-const require = createRequire(join(deps || process.cwd(), "noop.js"));
 
 // The service error code of an SDK error: RestError.code, else the
 // "odata.error" body it received.
@@ -110,14 +106,7 @@ async function main() {
     ok(false, "TABLED_CONN is set");
     done();
   }
-  let sdk;
-  try {
-    sdk = require("@azure/data-tables");
-    ok(true, "load @azure/data-tables");
-  } catch (err) {
-    ok(false, "load @azure/data-tables", String(err));
-    done();
-  }
+  const sdk = loadSdk();
   const { TableServiceClient, TableClient, TableTransaction } = sdk;
   const opts = { allowInsecureConnection: true, retryOptions: { maxRetries: 0 } };
   const svc = TableServiceClient.fromConnectionString(conn, opts);

@@ -8,15 +8,11 @@
 //   TABLED_BUDGET       that budget (entities examined per page)
 //   TABLED_JS_DEPS      the node_modules directory holding @azure/data-tables
 // Prints TAP and exits 1 when a check fails.
-import { createRequire } from "node:module";
-import { join } from "node:path";
-import { done, eq, ok, run } from "./tap.mjs";
+import { done, eq, ok, run, loadSdk } from "./tap.mjs";
 
-const deps = process.env.TABLED_JS_DEPS;
 const conn = process.env.TABLED_CONN;
 const connBudget = process.env.TABLED_CONN_BUDGET;
 const budget = Number(process.env.TABLED_BUDGET || "0");
-const require = createRequire(join(deps || process.cwd(), "noop.js"));
 
 // The service's continuation token for key (SPEC 6.12).
 function tok(key) {
@@ -79,14 +75,7 @@ function expectedSizes(ents, pred, limit, scanBudget) {
 }
 
 async function main() {
-  let sdk;
-  try {
-    sdk = require("@azure/data-tables");
-    ok(true, "load @azure/data-tables");
-  } catch (err) {
-    ok(false, "load @azure/data-tables", String(err));
-    done();
-  }
+  const sdk = loadSdk();
   const { TableClient, TableServiceClient, odata } = sdk;
   const opts = { allowInsecureConnection: true, retryOptions: { maxRetries: 0 } };
   const ents = entities();

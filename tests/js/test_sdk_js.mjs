@@ -5,13 +5,9 @@
 //   TABLED_JS_DEPS  the node_modules directory holding @azure/data-tables
 // Prints TAP ("ok N - what" / "not ok N - what", plan at the end) and exits
 // 1 when a check fails.
-import { createRequire } from "node:module";
-import { join } from "node:path";
-import { done, eq, ok, run } from "./tap.mjs";
+import { done, eq, ok, run, loadSdk } from "./tap.mjs";
 
-const deps = process.env.TABLED_JS_DEPS;
 const conn = process.env.TABLED_CONN;
-const require = createRequire(join(deps || process.cwd(), "noop.js"));
 
 // The service error code of an SDK error: RestError.code when the SDK set it,
 // else the "odata.error" body it received (no x-ms-error-code on JSON errors).
@@ -47,14 +43,7 @@ async function main() {
     ok(false, "TABLED_CONN is set");
     done();
   }
-  let sdk;
-  try {
-    sdk = require("@azure/data-tables");
-    ok(true, "load @azure/data-tables");
-  } catch (err) {
-    ok(false, "load @azure/data-tables", String(err));
-    done();
-  }
+  const sdk = loadSdk();
   const { TableServiceClient, TableClient } = sdk;
   const opts = { allowInsecureConnection: true, retryOptions: { maxRetries: 0 } };
   const svc = TableServiceClient.fromConnectionString(conn, opts);
