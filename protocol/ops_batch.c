@@ -51,12 +51,13 @@ enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w)
     }
     if (b->n >= MULTIPART_MAX_OPS)
         return TERR_NONE;   /* the parser stops longer changesets first */
-    unsigned i = rk_hash(w->e.rk, w->e.rk_len) & (BATCH_RK_SLOTS - 1);
+    const char *rk = w->e.rk ? w->e.rk : "";
+    unsigned i = rk_hash(rk, w->e.rk_len) & (BATCH_RK_SLOTS - 1);
     for (; b->rks[i]; i = (i + 1) & (BATCH_RK_SLOTS - 1))
-        if (b->rk_lens[i] == w->e.rk_len && memcmp(b->rks[i], w->e.rk, w->e.rk_len) == 0)
+        if (b->rk_lens[i] == w->e.rk_len && memcmp(b->rks[i], rk, w->e.rk_len) == 0)
             return strcmp(c->version, "2016-05-31") >= 0 ? TERR_InvalidDuplicateRow
                                                          : TERR_InvalidInput;
-    b->rks[i] = w->e.rk ? w->e.rk : "";
+    b->rks[i] = rk;
     b->rk_lens[i] = w->e.rk_len;
     b->n++;
     return TERR_NONE;
