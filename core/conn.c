@@ -246,15 +246,6 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
     return 0;
 }
 
-/* RFC 9110 token characters (header names). llhttp 8 lets a space inside
- * or before the colon of a name through; RFC 9112 5.1 wants a 400. */
-static int is_tchar(unsigned char ch)
-{
-    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
-        return 1;
-    return ch && strchr("!#$%&'*+-.^_`|~", ch) != NULL;
-}
-
 static int on_header_field_complete(llhttp_t *p)
 {
     struct conn *c = p->data;
@@ -266,7 +257,9 @@ static int on_header_field_complete(llhttp_t *p)
     s->name_len = c->head.len - s->name_off;
     const unsigned char *name = (const unsigned char *)c->head.data + s->name_off;
     for (size_t i = 0; i < s->name_len; i++) {
-        if (!is_tchar(name[i])) {
+        /* llhttp 8 lets a space inside or before the colon of a name
+         * through; RFC 9112 5.1 wants a 400. */
+        if (!http_is_tchar(name[i])) {
             c->fail_terr = TERR_InvalidInput;
             return -1;
         }

@@ -56,6 +56,8 @@ struct request {
 
 /* First header named name (case-insensitive), or NULL. */
 const char *request_header(const struct request *req, const char *name);
+/* 1 for an RFC 9110 token character (header names, methods). */
+int http_is_tchar(unsigned char c);
 /* The first header named name (case-insensitive), or NULL. */
 const struct http_header *request_header_find(const struct request *req, const char *name);
 /* How many headers carry that name (case-insensitive). */

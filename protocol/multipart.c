@@ -66,28 +66,6 @@ static int is_space(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* RFC 7230 tchar: the characters of header names and methods (a table:
- * every byte of every part header name is looked up). */
-static const unsigned char tchar_map[256] = {
-    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1,
-    ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1,
-    ['~'] = 1,
-    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,
-    ['7'] = 1, ['8'] = 1, ['9'] = 1,
-    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1,
-    ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1,
-    ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1,
-    ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
-    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1,
-    ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
-    ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
-    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
-};
-
-static int is_tchar(unsigned char c)
-{
-    return tchar_map[c];
-}
 
 /* Reads the line starting at p (p < end). Lines end at LF (a CR before it
  * is dropped) or at end. */
@@ -221,7 +199,7 @@ static int split_header(struct parser *ps, const struct line *ln, struct span *n
     if (!colon || colon == ln->p)
         return fail(ps, "bad header line");
     for (const char *q = ln->p; q < colon; q++)
-        if (!is_tchar((unsigned char)*q))
+        if (!http_is_tchar((unsigned char)*q))
             return fail(ps, "bad header name");
     name->p = ln->p;
     name->n = (size_t)(colon - ln->p);
@@ -417,7 +395,7 @@ static int parse_request_line(struct parser *ps, const struct line *ln, struct m
     if (url.n == 0)
         return fail(ps, "bad request line");
     for (size_t k = 0; k < method.n; k++)
-        if (!is_tchar((unsigned char)method.p[k]))
+        if (!http_is_tchar((unsigned char)method.p[k]))
             return fail(ps, "bad method");
     if (version.n != 8 || memcmp(version.p, "HTTP/1.1", 8) != 0)
         return fail(ps, "sub-request version is not HTTP/1.1");
