@@ -9,7 +9,6 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <string.h>
-#include <strings.h>
 
 #include "protocol/edm.h"
 

@@ -8,7 +8,6 @@
  * stay slices of the caller's buffer. */
 #include "protocol/multipart.h"
 
-#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 

@@ -4,7 +4,6 @@
  * blank line, status line, headers, blank line, body, CRLF, next delimiter. */
 #include "protocol/multipart.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
