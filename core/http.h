@@ -47,7 +47,9 @@ struct request {
     size_t query_len;
     struct http_header *headers;
     size_t nheaders;
-    const char *body;         /* NULL when no body; NUL-terminated otherwise */
+    const char *body;         /* NULL when no body; NUL-terminated otherwise,
+                                 except in a $batch operation's request,
+                                 where it is a slice of the batch body */
     size_t body_len;
     int tls;                  /* arrived over HTTPS */
     char peer_ip[64];         /* client address, text form */
@@ -84,10 +86,16 @@ void response_init(struct response *resp, struct arena *arena);
 void response_free(struct response *resp);  /* frees the body buffer */
 /* Adds a header; name and value are copied into the arena. */
 void response_header(struct response *resp, const char *name, const char *value);
+/* The same without copies: name and value (NUL-terminated, value_len bytes)
+ * must live as long as the response (literals, arena strings). */
+void response_header_ref(struct response *resp, const char *name, const char *value,
+                         size_t value_len);
 void response_headerf(struct response *resp, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Value of a header already added (case-insensitive), or NULL. */
 const char *response_get_header(const struct response *resp, const char *name);
+/* The same header as a whole (value_len too), or NULL. */
+const struct http_header *response_find_header(const struct response *resp, const char *name);
 /* Standard reason phrase ("Not Found") for a status code. */
 const char *http_reason(int status);
 

@@ -75,7 +75,8 @@ void response_free(struct response *resp)
     resp->nheaders = resp->cap = 0;
 }
 
-void response_header(struct response *resp, const char *name, const char *value)
+/* Appends a header slot to resp (arena array, grown by doubling). */
+static struct http_header *new_header(struct response *resp)
 {
     if (resp->nheaders == resp->cap) {
         size_t cap = resp->cap ? resp->cap * 2 : 16;
@@ -85,10 +86,24 @@ void response_header(struct response *resp, const char *name, const char *value)
         resp->headers = h;
         resp->cap = cap;
     }
-    struct http_header *h = &resp->headers[resp->nheaders++];
+    return &resp->headers[resp->nheaders++];
+}
+
+void response_header(struct response *resp, const char *name, const char *value)
+{
+    struct http_header *h = new_header(resp);
     h->name = arena_strdup(resp->arena, name);
     h->value_len = strlen(value);
     h->value = arena_strndup(resp->arena, value, h->value_len);
+}
+
+void response_header_ref(struct response *resp, const char *name, const char *value,
+                         size_t value_len)
+{
+    struct http_header *h = new_header(resp);
+    h->name = name;
+    h->value = value;
+    h->value_len = value_len;
 }
 
 void response_headerf(struct response *resp, const char *name, const char *fmt, ...)
@@ -111,12 +126,18 @@ void response_headerf(struct response *resp, const char *name, const char *fmt, 
     response_header(resp, name, big);
 }
 
-const char *response_get_header(const struct response *resp, const char *name)
+const struct http_header *response_find_header(const struct response *resp, const char *name)
 {
     for (size_t i = 0; i < resp->nheaders; i++)
         if (header_name_eq(resp->headers[i].name, name))
-            return resp->headers[i].value;
+            return &resp->headers[i];
     return NULL;
+}
+
+const char *response_get_header(const struct response *resp, const char *name)
+{
+    const struct http_header *h = response_find_header(resp, name);
+    return h ? h->value : NULL;
 }
 
 const char *http_reason(int status)

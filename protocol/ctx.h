@@ -70,6 +70,9 @@ struct service {
     struct fault_set *faults;
     struct metrics *metrics;
     unsigned cur_account;      /* account index of the request being handled */
+    int64_t etag_ticks;        /* the last ETag written, and its text ("" = none) */
+    char etag[80];
+    size_t etag_len;
 };
 
 struct req_ctx {
@@ -149,7 +152,8 @@ struct entity_write {
     struct entity e;           /* what to store; keys always set */
     const char *key;           /* backend key (arena) */
     size_t key_len;
-    const char *val;           /* encoded value, set by entity_commit */
+    const char *val;           /* encoded value, set by entity_commit (in
+                                  svc->val: valid during the commit only) */
     size_t val_len;
 };
 enum terr entity_prepare(struct req_ctx *c, struct entity_write *w);

@@ -89,6 +89,9 @@ struct jparse {
     struct member **order; /* non-null property values in body order */
     size_t norder, ordercap;
     struct jkey pk, rk;
+    int in_body;           /* strings handed to the callbacks point into the
+                              request body (jsonflat), not into yajl's
+                              scratch buffer: values need no copy */
 };
 
 static unsigned name_hash(const char *s, size_t n)
@@ -293,7 +296,7 @@ static void member_value(struct jparse *jp, enum jkind kind, int b, const char *
         m->kind = kind;
         m->b = b;
         if (kind == JK_STRING || kind == JK_NUMBER) {
-            m->text = arena_strndup(jp->a, s, n);
+            m->text = jp->in_body ? s : arena_strndup(jp->a, s, n);
             m->text_len = n;
         }
         if (kind == JK_NULL)
@@ -553,6 +556,7 @@ static enum terr parse_body(struct jparse *jp, struct arena *a, const char *body
         body += 3;   /* a UTF-8 byte order mark, as .NET readers allow */
         len -= 3;
     }
+    jp->in_body = 1;
     int rc = jsonflat_parse(&parse_callbacks, jp, body, len);
     if (rc == JSONFLAT_OK)
         return jp->top_object && !jp->not_object ? TERR_NONE : TERR_InvalidInput;

@@ -21,7 +21,9 @@ enum entity_parse_mode {
     ENTITY_PARSE_UPDATE = 1,  /* body keys optional (the URL names the entity) */
 };
 
-/* Parses body into *e (zeroed first). Strings are copied into the arena.
+/* Parses body into *e (zeroed first). Names and keys are copied into the
+ * arena (NUL-terminated); String (and other) values may point into body,
+ * which must therefore outlive *e (a request body outlives its request).
  * With ENTITY_PARSE_UPDATE, body keys (when present) are still validated
  * and left in e->pk/e->rk, NULL when absent. Checks every per-property
  * limit, the 252-property limit and the 1 MiB size of what was parsed.

@@ -639,10 +639,8 @@ void multipart_op_to_request(struct arena *a, const struct multipart_op *op,
     req->query_len = op->query_len;
     req->headers = op->headers;
     req->nheaders = op->nheaders;
-    if (op->body) {
-        req->body = arena_strndup(a, op->body, op->body_len);
-        req->body_len = op->body_len;
-    }
+    req->body = op->body;   /* a slice of the batch body, not copied */
+    req->body_len = op->body_len;
     if (parent) {
         req->tls = parent->tls;
         memcpy(req->peer_ip, parent->peer_ip, sizeof req->peer_ip);

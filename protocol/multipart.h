@@ -114,8 +114,9 @@ int multipart_parse(struct arena *a, const char *content_type, const char *body,
 /* Fills *req from one operation so the operation can be routed and run like
  * a top-level request: arena, tls, peer_ip and start_us come from parent;
  * method, target (= op->url), path, query and headers from op; HTTP/1.1. The
- * body is copied once into the arena to get the NUL terminator struct
- * request promises (NULL when the op has none). */
+ * body is op's slice of the batch body, not copied and so NOT NUL-terminated
+ * (NULL when the op has none): batch operations are entity operations, whose
+ * readers all go by body_len. */
 void multipart_op_to_request(struct arena *a, const struct multipart_op *op,
                              const struct request *parent, struct request *req);
 

@@ -28,9 +28,9 @@ static void put_clean(struct buf *out, const char *s)
 /* Appends "NAME: VALUE" CRLF, control bytes in name and value made
  * spaces so the header can never end early: one reservation, two copies
  * and one scan. */
-static void put_header(struct buf *out, const char *name, const char *value)
+static void put_header(struct buf *out, const char *name, const char *value, size_t vl)
 {
-    size_t nl = strlen(name), vl = strlen(value);
+    size_t nl = strlen(name);
     buf_reserve(out, nl + vl + 4);
     char *d = out->data + out->len;
     memcpy(d, name, nl);
@@ -60,9 +60,10 @@ static void put_part(struct buf *out, const struct multipart_part *part)
     put_clean(out, reason);
     buf_puts(out, "\r\n");
     if (part->content_id)
-        put_header(out, "Content-ID", part->content_id);
+        put_header(out, "Content-ID", part->content_id, strlen(part->content_id));
     for (size_t i = 0; i < part->nheaders; i++)
-        put_header(out, part->headers[i].name, part->headers[i].value);
+        put_header(out, part->headers[i].name, part->headers[i].value,
+                   part->headers[i].value_len);
     buf_puts(out, "\r\n");
     if (part->body && part->body_len)
         buf_append(out, part->body, part->body_len);

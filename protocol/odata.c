@@ -7,13 +7,27 @@
 
 #include "protocol/ctx.h"
 
-/* Case-insensitive search for needle in the n bytes at s. */
+/* ASCII lower case of ch. */
+static char lower(char ch)
+{
+    return ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+}
+
+/* Case-insensitive search for needle (lower case) in the n bytes at s; a
+ * candidate is compared only when its first byte matches (every Accept of
+ * every batch operation is searched for "atom"). */
 static int contains_ci(const char *s, size_t n, const char *needle)
 {
     size_t m = strlen(needle);
-    for (size_t i = 0; i + m <= n; i++)
-        if (strncasecmp(s + i, needle, m) == 0)
+    for (size_t i = 0; i + m <= n; i++) {
+        if (lower(s[i]) != needle[0])
+            continue;
+        size_t k = 1;
+        while (k < m && lower(s[i + k]) == needle[k])
+            k++;
+        if (k == m)
             return 1;
+    }
     return 0;
 }
 

@@ -187,9 +187,13 @@ static void make_part(struct req_ctx *c, const struct response *src, const char 
     h[n++] = (struct http_header){"X-Content-Type-Options", "nosniff", 7};
     h[n++] = (struct http_header){"Cache-Control", "no-cache", 8};
     for (size_t i = 0; i < nnames; i++) {
-        const char *v = i == 1 ? dsv : response_get_header(src, names[i]);
-        if (v)
-            h[n++] = (struct http_header){names[i], v, strlen(v)};
+        if (i == 1) {
+            h[n++] = (struct http_header){names[i], dsv, strlen(dsv)};
+            continue;
+        }
+        const struct http_header *sh = response_find_header(src, names[i]);
+        if (sh)
+            h[n++] = (struct http_header){names[i], sh->value, sh->value_len};
     }
     memset(part, 0, sizeof *part);
     part->status = src->status;

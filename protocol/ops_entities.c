@@ -11,6 +11,9 @@
 #include "protocol/keys.h"
 #include "protocol/query.h"
 
+/* svc->val keeps its buffer across requests up to this size. */
+#define ENTITY_VAL_KEEP_BYTES (1u << 20)
+
 /* Result of reading the If-Match header (SPEC 7.3). */
 struct precond {
     int present;   /* header sent */
@@ -91,26 +94,32 @@ static int load_entity(struct req_ctx *c, const char *key, size_t key_len, struc
     return 1;
 }
 
-/* Adds the ETag header for ticks. */
+/* Adds the ETag header for ticks. The text of the last one is kept in the
+ * service: a batch's entities all share one Timestamp. */
 static void etag_header(struct req_ctx *c, int64_t ticks)
 {
-    char etag[80];
-    entity_etag(ticks, etag);
-    response_header(c->resp, "ETag", etag);
+    struct service *svc = c->svc;
+    if (!svc->etag[0] || svc->etag_ticks != ticks) {
+        entity_etag(ticks, svc->etag);
+        svc->etag_ticks = ticks;
+        svc->etag_len = strlen(svc->etag);
+    }
+    response_header_ref(c->resp, "ETag", arena_strndup(c->a, svc->etag, svc->etag_len),
+                        svc->etag_len);
 }
 
-/* BASE/TABLE(PartitionKey='..',RowKey='..') */
+/* BASE/TABLE(PartitionKey='..',RowKey='..') in the arena; *len its length.
+ * Built in svc->key, which is free again once the key was copied. */
 static const char *entity_url(struct req_ctx *c, const struct table_info *t,
-                              const struct entity *e)
+                              const struct entity *e, size_t *len)
 {
-    struct buf b;
-    buf_init(&b);
-    buf_puts(&b, c->base);
-    buf_putc(&b, '/');
-    url_entity_path(&b, t->name, e->pk, e->pk_len, e->rk, e->rk_len);
-    const char *s = arena_strndup(c->a, b.data, b.len);
-    buf_free(&b);
-    return s;
+    struct buf *b = &c->svc->key;
+    buf_reset(b);
+    buf_puts(b, c->base);
+    buf_putc(b, '/');
+    url_entity_path(b, t->name, e->pk, e->pk_len, e->rk, e->rk_len);
+    *len = b->len;
+    return arena_strndup(c->a, b->data, b->len);
 }
 
 /* Writes e as a single-entry body (Get Entity, Insert 201). */
@@ -256,20 +265,30 @@ int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n)
     /* Every entity written together shares one Timestamp (SPEC 4.10). */
     int64_t ts = service_next_timestamp(svc);
     struct backend_write *bw = arena_alloc(c->a, n * sizeof *bw);
+    /* The values are encoded back to back into svc->val (reused across
+     * requests); they are pointed at only once it has stopped growing. */
+    size_t *off = arena_alloc(c->a, n * sizeof *off);
+    buf_reset(&svc->val);
     for (size_t i = 0; i < n; i++) {
         w[i].e.timestamp = ts;
+        off[i] = svc->val.len;
+        if (!w[i].del)
+            entity_encode(&w[i].e, &svc->val);
+        w[i].val_len = svc->val.len - off[i];
+    }
+    for (size_t i = 0; i < n; i++) {
         if (w[i].del) {
             bw[i] = (struct backend_write){BACKEND_DELETE, w[i].key, w[i].key_len, NULL, 0};
             continue;
         }
-        buf_reset(&svc->val);
-        entity_encode(&w[i].e, &svc->val);
-        w[i].val = arena_strndup(c->a, svc->val.data, svc->val.len);
-        w[i].val_len = svc->val.len;
+        w[i].val = svc->val.data + off[i];
         bw[i] = (struct backend_write){BACKEND_PUT, w[i].key, w[i].key_len, w[i].val,
                                        w[i].val_len};
     }
-    return service_apply(svc, bw, n);
+    int rc = service_apply(svc, bw, n);
+    if (svc->val.cap > ENTITY_VAL_KEEP_BYTES)
+        buf_free(&svc->val);   /* a big batch's buffer is not kept */
+    return rc;
 }
 
 void entity_respond(struct req_ctx *c, const struct entity_write *w)
@@ -284,20 +303,22 @@ void entity_respond(struct req_ctx *c, const struct entity_write *w)
         etag_header(c, w->e.timestamp);
         return;
     }
-    const char *url = entity_url(c, w->t, &w->e);
+    size_t url_len;
+    const char *url = entity_url(c, w->t, &w->e, &url_len);
+    /* c->prefer is one of odata_prefer's literals */
     if (c->prefer && strcmp(c->prefer, "return-no-content") == 0) {
         r->status = 204;
         etag_header(c, w->e.timestamp);
-        response_header(r, "Location", url);
-        response_header(r, "DataServiceId", url);
-        response_header(r, "Preference-Applied", c->prefer);
+        response_header_ref(r, "Location", url, url_len);
+        response_header_ref(r, "DataServiceId", url, url_len);
+        response_header_ref(r, "Preference-Applied", c->prefer, strlen(c->prefer));
         return;
     }
     r->status = 201;
     etag_header(c, w->e.timestamp);
-    response_header(r, "Location", url);
+    response_header_ref(r, "Location", url, url_len);
     if (c->prefer)
-        response_header(r, "Preference-Applied", c->prefer);
+        response_header_ref(r, "Preference-Applied", c->prefer, strlen(c->prefer));
     write_single(c, w->t, &w->e, NULL);
 }
 

@@ -46,42 +46,54 @@ char *url_decode(struct arena *a, const char *s, size_t n, int plus_as_space, si
     return out;
 }
 
-/* RFC 3986 pchar minus pct-encoded: unreserved, sub-delims, ':' and '@'. */
-static int is_pchar(unsigned char c)
-{
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
-        return 1;
-    return c != '\0' && strchr("-._~!$&'()*+,;=:@", c) != NULL;
-}
+/* RFC 3986 pchar minus pct-encoded: unreserved, sub-delims, ':' and '@'
+ * (a table: Location and odata.id are built for every entity written). */
+static const unsigned char pchar_tab[256] = {
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+    ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+    ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+    ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
+    ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1,
+    ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
+    ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['-'] = 1, ['.'] = 1,
+    ['_'] = 1, ['~'] = 1, ['!'] = 1, ['$'] = 1, ['&'] = 1, ['\''] = 1, ['('] = 1, [')'] = 1,
+    ['*'] = 1, ['+'] = 1, [','] = 1, [';'] = 1, ['='] = 1, [':'] = 1, ['@'] = 1,
+};
 
-/* Appends s with every non-pchar byte as %XX (upper-case hex). */
+/* Appends s with every non-pchar byte as %XX (upper-case hex); runs of
+ * pchar bytes are copied whole. */
 void url_encode_pchar(struct buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
-    buf_reserve(b, n);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (is_pchar(c)) {
-            buf_putc(b, (char)c);
-        } else {
-            char esc[3] = { '%', hex[c >> 4], hex[c & 15] };
-            buf_append(b, esc, 3);
-        }
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && pchar_tab[(unsigned char)s[run]])
+            run++;
+        if (run > i)
+            buf_append(b, s + i, run - i);
+        if (run == n)
+            break;
+        unsigned char c = (unsigned char)s[run];
+        char esc[3] = {'%', hex[c >> 4], hex[c & 15]};
+        buf_append(b, esc, 3);
+        i = run + 1;
     }
 }
 
 /* One key of a predicate: quotes doubled, then pchar-encoded. */
 static void put_key(struct buf *b, const char *s, size_t n)
 {
-    size_t start = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '\'') {
-            url_encode_pchar(b, s + start, i + 1 - start);
-            buf_putc(b, '\'');
-            start = i + 1;
-        }
+    const char *q;
+    while (n && (q = memchr(s, '\'', n)) != NULL) {
+        size_t k = (size_t)(q - s) + 1;
+        url_encode_pchar(b, s, k);
+        buf_putc(b, '\'');
+        s += k;
+        n -= k;
     }
-    url_encode_pchar(b, s + start, n - start);
+    url_encode_pchar(b, s, n);
 }
 
 /* TABLE(PartitionKey='PK',RowKey='RK') as in Location and odata.id. */
