@@ -59,7 +59,11 @@ struct request {
 /* First header named name (case-insensitive), or NULL. */
 const char *request_header(const struct request *req, const char *name);
 /* 1 for an RFC 9110 token character (header names, methods). */
-int http_is_tchar(unsigned char c);
+extern const unsigned char http_tchar_map[256];
+static inline int http_is_tchar(unsigned char c)
+{
+    return http_tchar_map[c];
+}
 /* The first header named name (case-insensitive), or NULL. */
 const struct http_header *request_header_find(const struct request *req, const char *name);
 /* How many headers carry that name (case-insensitive). */

@@ -9,7 +9,7 @@
 /* RFC 9110 tchar: the characters of header names and methods (a table:
  * every byte of every header name, top-level and in $batch parts, is
  * looked up). */
-static const unsigned char tchar_map[256] = {
+const unsigned char http_tchar_map[256] = {
     ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1,
     ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1,
     ['~'] = 1,
@@ -24,11 +24,6 @@ static const unsigned char tchar_map[256] = {
     ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
     ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
 };
-
-int http_is_tchar(unsigned char c)
-{
-    return tchar_map[c];
-}
 
 /* Case-insensitive header name match. Most names differ in their first
  * byte already: compare that (letters folded by clearing bit 0x20, a test

@@ -28,14 +28,18 @@ static inline size_t ctl_span(const char *p, size_t n)
      * signed "below 0x20" compare. */
     const __m128i space = _mm_set1_epi8(0x20), zero = _mm_setzero_si128();
     const __m128i tab = _mm_set1_epi8('\t'), del = _mm_set1_epi8(0x7f);
-    while (n - i >= 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+    while (n - i >= 16 || (n >= 16 && i < n)) {
+        /* The last block is the final 16 bytes, overlapping checked ones
+         * (they are clean, so the first hit is still the first bad byte). */
+        size_t at = n - i >= 16 ? i : n - 16;
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + at));
         __m128i low = _mm_andnot_si128(_mm_cmplt_epi8(v, zero), _mm_cmplt_epi8(v, space));
         __m128i bad = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, tab), low),
                                    _mm_cmpeq_epi8(v, del));
-        if (_mm_movemask_epi8(bad))
-            break;
-        i += 16;
+        unsigned mask = (unsigned)_mm_movemask_epi8(bad);
+        if (mask)
+            return at + (size_t)__builtin_ctz(mask);
+        i = at + 16;
     }
 #else
     const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;

@@ -702,11 +702,26 @@ int utf8_check(const char *s, size_t n)
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
-        /* ASCII fast path: sixteen (SSE2) or eight bytes at a time. */
+        /* ASCII fast path: 64 or sixteen (SSE2) or eight bytes at a time;
+         * a block with a high bit set skips to its first such byte. */
 #ifdef __SSE2__
-        while (n - i >= 16 &&
-               !_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(u + i))))
+        while (n - i >= 64) {
+            const __m128i *p = (const __m128i *)(const void *)(u + i);
+            __m128i any = _mm_or_si128(_mm_or_si128(_mm_loadu_si128(p), _mm_loadu_si128(p + 1)),
+                                       _mm_or_si128(_mm_loadu_si128(p + 2), _mm_loadu_si128(p + 3)));
+            if (_mm_movemask_epi8(any))
+                break;
+            i += 64;
+        }
+        while (n - i >= 16) {
+            unsigned m = (unsigned)_mm_movemask_epi8(
+                _mm_loadu_si128((const __m128i *)(const void *)(u + i)));
+            if (m) {
+                i += (size_t)__builtin_ctz(m);
+                break;
+            }
             i += 16;
+        }
 #endif
         while (n - i >= 8) {
             uint64_t w;

@@ -41,8 +41,11 @@ static size_t string_end(const char *s, size_t i, size_t n)
         __m128i ctl = _mm_andnot_si128(_mm_cmplt_epi8(v, zero), _mm_cmplt_epi8(v, space));
         __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote),
                                                 _mm_cmpeq_epi8(v, bslash)), ctl);
-        if (_mm_movemask_epi8(hit))
-            break;
+        unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+        if (mask) {   /* the first special byte decides */
+            i += (size_t)__builtin_ctz(mask);
+            return s[i] == '"' ? i : 0;
+        }
         i += 16;
     }
 #endif

@@ -12,6 +12,9 @@
 #include <strings.h>
 
 #include "protocol/ctlscan.h"
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* Longest boundary we accept (RFC 2046 says 70; clients use ~42). */
 #define MP_MAX_BOUNDARY 200
@@ -66,11 +69,32 @@ static int is_space(char c)
 }
 
 
+/* First LF in [p, end), or NULL. Inline and 16 bytes a step with SSE2:
+ * most lines are short header lines, where a call to memchr cost more
+ * than the search. */
+static const char *find_lf(const char *p, const char *end)
+{
+#ifdef __SSE2__
+    const __m128i lf = _mm_set1_epi8('\n');
+    while (end - p >= 16) {
+        unsigned m = (unsigned)_mm_movemask_epi8(
+            _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p), lf));
+        if (m)
+            return p + __builtin_ctz(m);
+        p += 16;
+    }
+#endif
+    for (; p < end; p++)
+        if (*p == '\n')
+            return p;
+    return NULL;
+}
+
 /* Reads the line starting at p (p < end). Lines end at LF (a CR before it
  * is dropped) or at end. */
 static void next_line(const char *p, const char *end, struct line *ln)
 {
-    const char *lf = memchr(p, '\n', (size_t)(end - p));
+    const char *lf = find_lf(p, end);
     ln->p = p;
     if (lf) {
         ln->n = (size_t)(lf - p);
@@ -192,6 +216,18 @@ static int split_parts(struct parser *ps, const char *p, const char *end, const 
 static int split_header(struct parser *ps, const struct line *ln, struct span *name,
                         struct span *value)
 {
+    /* Fast path: a token name up to the colon, then a clean value. */
+    const char *end = ln->p + ln->n, *q = ln->p;
+    while (q < end && http_is_tchar((unsigned char)*q))
+        q++;
+    if (q > ln->p && q < end && *q == ':' &&
+        ctl_span(q + 1, (size_t)(end - q - 1)) == (size_t)(end - q - 1)) {
+        name->p = ln->p;
+        name->n = (size_t)(q - ln->p);
+        *value = trim_blanks(q + 1, (size_t)(end - q - 1));
+        return 0;
+    }
+    /* Otherwise find what is wrong, in the order the reasons are given. */
     if (ctl_span(ln->p, ln->n) != ln->n)
         return fail(ps, "control character in a header line");
     const char *colon = memchr(ln->p, ':', ln->n);
@@ -305,8 +341,9 @@ static int parse_ctype(struct parser *ps, struct span ct, struct span *mtype, ch
     return 0;
 }
 
-/* Maps a method name to our enum (case-sensitive, as in HTTP). */
-static enum http_method method_of(struct span m)
+/* Maps a method name to our enum (case-sensitive, as in HTTP); *name gets
+ * the literal spelling of a known method, else NULL. */
+static enum http_method method_of(struct span m, const char **name)
 {
     static const struct {
         const char *name;
@@ -317,15 +354,30 @@ static enum http_method method_of(struct span m)
         {"PATCH", HTTP_M_PATCH},   {"OPTIONS", HTTP_M_OPTIONS},
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (strlen(tab[i].name) == m.n && memcmp(tab[i].name, m.p, m.n) == 0)
+        if (strlen(tab[i].name) == m.n && memcmp(tab[i].name, m.p, m.n) == 0) {
+            *name = tab[i].name;
             return tab[i].m;
+        }
+    *name = NULL;
     return HTTP_M_OTHER;
 }
 
-/* Splits op->url into host, path and query (see struct multipart_op). */
-static void split_url(struct parser *ps, struct multipart_op *op)
+/* Copies [p, p+n) to *d as a NUL-terminated string and advances *d. */
+static const char *put_str(char **d, const char *p, size_t n)
 {
-    const char *u = op->url, *end = u + strlen(u);
+    char *s = *d;
+    memcpy(s, p, n);
+    s[n] = '\0';
+    *d = s + n + 1;
+    return s;
+}
+
+/* Splits op->url into host, path and query (see struct multipart_op), all
+ * three copied into one arena block (they are never longer than the URL
+ * together, plus "/" for an empty absolute path and three NULs). */
+static void split_url(struct parser *ps, struct multipart_op *op, size_t url_len)
+{
+    const char *u = op->url, *end = u + url_len;
     const char *p = u;
     const char *host = "";
     size_t host_len = 0;
@@ -343,27 +395,23 @@ static void split_url(struct parser *ps, struct multipart_op *op)
             host_len = (size_t)(p - host);
         }
     }
-    op->host = arena_strndup(ps->a, host, host_len);
+    char *d = arena_alloc(ps->a, url_len + 4);
+    op->host = put_str(&d, host, host_len);
     const char *pe = p;
     while (pe < end && *pe != '?' && *pe != '#')
         pe++;
-    if (host_len || p != u) {  /* absolute: the path is "/" when empty */
-        if (pe == p) {
-            op->path = arena_strdup(ps->a, "/");
-            op->path_len = 1;
-        } else {
-            op->path = arena_strndup(ps->a, p, (size_t)(pe - p));
-            op->path_len = (size_t)(pe - p);
-        }
+    if ((host_len || p != u) && pe == p) {  /* absolute: the path is "/" when empty */
+        op->path = put_str(&d, "/", 1);
+        op->path_len = 1;
     } else {
-        op->path = arena_strndup(ps->a, p, (size_t)(pe - p));
+        op->path = put_str(&d, p, (size_t)(pe - p));
         op->path_len = (size_t)(pe - p);
     }
     if (pe < end && *pe == '?') {
         const char *qs = pe + 1, *qe = qs;
         while (qe < end && *qe != '#')
             qe++;
-        op->query = arena_strndup(ps->a, qs, (size_t)(qe - qs));
+        op->query = put_str(&d, qs, (size_t)(qe - qs));
         op->query_len = (size_t)(qe - qs);
     } else {
         op->query = "";
@@ -375,11 +423,8 @@ static void split_url(struct parser *ps, struct multipart_op *op)
  * lies between the first and the last blank run, as ODataLib reads it). */
 static int parse_request_line(struct parser *ps, const struct line *ln, struct multipart_op *op)
 {
-    for (size_t i = 0; i < ln->n; i++) {
-        unsigned char c = (unsigned char)ln->p[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return fail(ps, "control character in the request line");
-    }
+    if (ctl_span(ln->p, ln->n) != ln->n)
+        return fail(ps, "control character in the request line");
     struct span l = trim_blanks(ln->p, ln->n);
     size_t i = 0, j = l.n;
     while (i < l.n && !is_blank(l.p[i]))
@@ -398,10 +443,11 @@ static int parse_request_line(struct parser *ps, const struct line *ln, struct m
             return fail(ps, "bad method");
     if (version.n != 8 || memcmp(version.p, "HTTP/1.1", 8) != 0)
         return fail(ps, "sub-request version is not HTTP/1.1");
-    op->method_name = arena_strndup(ps->a, method.p, method.n);
-    op->method = method_of(method);
+    op->method = method_of(method, &op->method_name);
+    if (!op->method_name)
+        op->method_name = arena_strndup(ps->a, method.p, method.n);
     op->url = arena_strndup(ps->a, url.p, url.n);
-    split_url(ps, op);
+    split_url(ps, op, url.n);
     return 0;
 }
 
@@ -418,8 +464,9 @@ static void op_add_header(struct parser *ps, struct multipart_op *op, size_t *ca
         *cap = nc;
     }
     struct http_header *h = &op->headers[op->nheaders++];
-    h->name = arena_strndup(ps->a, name.p, name.n);
-    h->value = arena_strndup(ps->a, value.p, value.n);
+    char *d = arena_alloc(ps->a, name.n + value.n + 2);
+    h->name = put_str(&d, name.p, name.n);
+    h->value = put_str(&d, value.p, value.n);
     h->value_len = value.n;
 }
 
