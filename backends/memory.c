@@ -135,10 +135,13 @@ static struct mem_node *mem_find_ge(struct backend_store *st, const void *key, s
                                     struct mem_node **update)
 {
     struct mem_node *x = NULL;
+    struct mem_node *stop = NULL;   /* known to be >= key: not compared again */
     for (int lvl = st->height - 1; lvl >= 0; lvl--) {
         struct mem_node *n;
-        while ((n = *mem_slot(st, x, lvl)) && mem_cmp(mem_key(n), n->key_len, key, key_len) < 0)
+        while ((n = *mem_slot(st, x, lvl)) && n != stop &&
+               mem_cmp(mem_key(n), n->key_len, key, key_len) < 0)
             x = n;
+        stop = n;
         if (update)
             update[lvl] = x;
     }

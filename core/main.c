@@ -160,6 +160,7 @@ static void tune_malloc(void)
 {
     mallopt(M_MMAP_THRESHOLD, 16 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    mallopt(M_TOP_PAD, 4 << 20);   /* grow the heap 4 MiB per brk(), not 128 KiB */
 }
 
 int main(int argc, char **argv)

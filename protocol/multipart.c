@@ -69,14 +69,14 @@ static int is_space(char c)
 }
 
 
-/* First LF in [p, end), or NULL. Inline and 16 bytes a step with SSE2:
- * most lines are short header lines, where a call to memchr cost more
- * than the search. */
+/* First LF in [p, end), or NULL. Most lines are short header lines, where
+ * a call to memchr costs more than the search: the first 64 bytes are
+ * searched inline (16 a step with SSE2), longer lines (bodies) by memchr. */
 static const char *find_lf(const char *p, const char *end)
 {
 #ifdef __SSE2__
     const __m128i lf = _mm_set1_epi8('\n');
-    while (end - p >= 16) {
+    for (int k = 0; k < 4 && end - p >= 16; k++) {
         unsigned m = (unsigned)_mm_movemask_epi8(
             _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p), lf));
         if (m)
@@ -84,10 +84,7 @@ static const char *find_lf(const char *p, const char *end)
         p += 16;
     }
 #endif
-    for (; p < end; p++)
-        if (*p == '\n')
-            return p;
-    return NULL;
+    return p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
 }
 
 /* Reads the line starting at p (p < end). Lines end at LF (a CR before it
