@@ -63,13 +63,61 @@ enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w)
     return TERR_NONE;
 }
 
+/* Whether two operations route alike: same method, URL and headers (in
+ * order, Content-ID aside); only their bodies may differ. Routing reads
+ * nothing else of an operation, and a changeset of inserts into one table
+ * sends the same request line and headers 100 times. */
+static int same_route(const struct multipart_op *a, const struct multipart_op *b)
+{
+    if (a->method != b->method || strcmp(a->method_name, b->method_name) != 0 ||
+        strcmp(a->url, b->url) != 0)
+        return 0;
+    size_t i = 0, j = 0;
+    for (;;) {
+        while (i < a->nheaders && strcasecmp(a->headers[i].name, "Content-ID") == 0)
+            i++;
+        while (j < b->nheaders && strcasecmp(b->headers[j].name, "Content-ID") == 0)
+            j++;
+        if (i == a->nheaders || j == b->nheaders)
+            return i == a->nheaders && j == b->nheaders;
+        const struct http_header *x = &a->headers[i++], *y = &b->headers[j++];
+        if (x->value_len != y->value_len || strcmp(x->name, y->name) != 0 ||
+            memcmp(x->value, y->value, x->value_len) != 0)
+            return 0;
+    }
+}
+
+/* Puts a Host header first in sreq's headers: the URL's host, else the
+ * batch's Host (an absolute URL is resolved like a top-level request). */
+static void add_host(struct req_ctx *c, const struct multipart_op *op, struct request *sreq)
+{
+    const char *host = op->host && *op->host ? op->host : request_header(c->req, "Host");
+    struct http_header *h = arena_alloc(c->a, (sreq->nheaders + 1) * sizeof *h);
+    h[0] = (struct http_header){"Host", host ? host : "", host ? strlen(host) : 0};
+    if (sreq->nheaders)
+        memcpy(h + 1, sreq->headers, sreq->nheaders * sizeof *h);
+    sreq->headers = h;
+    sreq->nheaders++;
+}
+
 /* Sets up sub as the context of batch operation op of parent c, routed like
- * a top-level request to the same account. */
+ * a top-level request to the same account. When tmpl is given (the routed
+ * context of an earlier operation for which same_route holds, before it was
+ * prepared), its routing is taken over instead of being worked out again. */
 static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, struct req_ctx *sub,
-                          struct request *sreq, struct response *sresp)
+                          struct request *sreq, struct response *sresp,
+                          const struct req_ctx *tmpl)
 {
     multipart_op_to_request(c->a, op, c->req, sreq);
     response_init(sresp, c->a);
+    if (tmpl) {
+        *sub = *tmpl;
+        sub->req = sreq;
+        sub->resp = sresp;
+        if (!op->path_len || op->path[0] == '/')
+            add_host(c, op, sreq);
+        return TERR_NONE;
+    }
     memset(sub, 0, sizeof *sub);
     sub->svc = c->svc;
     sub->req = sreq;
@@ -97,13 +145,7 @@ static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, stru
     } else {
         /* Absolute path (and maybe host): resolve it like a request, with
          * the URL's host or else the batch's Host header. */
-        const char *host = op->host && *op->host ? op->host : request_header(c->req, "Host");
-        struct http_header *h = arena_alloc(c->a, (sreq->nheaders + 1) * sizeof *h);
-        h[0] = (struct http_header){"Host", host ? host : "", host ? strlen(host) : 0};
-        if (sreq->nheaders)
-            memcpy(h + 1, sreq->headers, sreq->nheaders * sizeof *h);
-        sreq->headers = h;
-        sreq->nheaders++;
+        add_host(c, op, sreq);
         enum terr e = route_account(sub, &rest, &rest_len);
         if (e)
             return TERR_InvalidInput;
@@ -245,7 +287,7 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
     struct response sresp;
     struct multipart_part part;
     const struct multipart_op *op = &mb->ops[0];
-    enum terr e = route_op(c, op, &sub, &sreq, &sresp);
+    enum terr e = route_op(c, op, &sub, &sreq, &sresp, NULL);
     if (!e && sub.op != OP_GET_ENTITY && sub.op != OP_QUERY_ENTITIES)
         e = TERR_InvalidInput;
     if (!e)
@@ -301,7 +343,7 @@ void op_batch(struct req_ctx *c)
         struct request sreq;
         struct response sresp;
         size_t last = MULTIPART_MAX_OPS - 1;
-        route_op(c, &mb.ops[last], &sub, &sreq, &sresp);
+        route_op(c, &mb.ops[last], &sub, &sreq, &sresp, NULL);
         sub.msg_prefix = arena_sprintf(c->a, "%zu:", last);
         reply_error_msg(&sub, TERR_InvalidInput,
                         "The batch request operation exceeds the maximum 100 changes per change set.");
@@ -315,9 +357,16 @@ void op_batch(struct req_ctx *c)
     struct req_ctx *subs = arena_alloc(c->a, mb.nops * sizeof *subs);
     struct request *sreqs = arena_alloc(c->a, mb.nops * sizeof *sreqs);
     struct response *sresps = arena_alloc(c->a, mb.nops * sizeof *sresps);
+    struct req_ctx tmpl;           /* routing of the last operation routed in full */
+    const struct multipart_op *tmpl_op = NULL;
     for (size_t i = 0; i < mb.nops; i++) {
         struct req_ctx *sub = &subs[i];
-        enum terr e = route_op(c, &mb.ops[i], sub, &sreqs[i], &sresps[i]);
+        int reuse = tmpl_op && same_route(tmpl_op, &mb.ops[i]);
+        enum terr e = route_op(c, &mb.ops[i], sub, &sreqs[i], &sresps[i], reuse ? &tmpl : NULL);
+        if (!e && !reuse) {
+            tmpl = *sub;
+            tmpl_op = &mb.ops[i];
+        }
         if (!e && (sub->op == OP_GET_ENTITY || sub->op == OP_QUERY_ENTITIES))
             e = TERR_InvalidInput;
         if (!e && (e = auth_authorize(&c->auth, &sub->aop)))
