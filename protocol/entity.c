@@ -38,6 +38,12 @@ enum edm_type edm_type_from_name(const char *s, size_t n)
  * the arena. */
 struct property *entity_add(struct arena *a, struct entity *e, const char *name, size_t name_len)
 {
+    return entity_add_ref(a, e, arena_strndup(a, name, name_len), name_len);
+}
+
+struct property *entity_add_ref(struct arena *a, struct entity *e, const char *name,
+                                size_t name_len)
+{
     if (e->nprops == e->cap) {
         size_t cap = e->cap ? e->cap * 2 : 8;
         struct property *p = arena_alloc(a, cap * sizeof *p);
@@ -48,7 +54,7 @@ struct property *entity_add(struct arena *a, struct entity *e, const char *name,
     }
     struct property *p = &e->props[e->nprops++];
     memset(p, 0, sizeof *p);
-    p->name = arena_strndup(a, name, name_len);
+    p->name = name;
     p->name_len = name_len;
     return p;
 }

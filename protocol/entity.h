@@ -71,6 +71,9 @@ struct entity {
 
 /* Appends a property (props array grows in the arena). */
 struct property *entity_add(struct arena *a, struct entity *e, const char *name, size_t name_len);
+/* The same without copying name, which must be NUL-terminated and outlive e. */
+struct property *entity_add_ref(struct arena *a, struct entity *e, const char *name,
+                                size_t name_len);
 /* Index of property name, or -1. */
 long entity_find(const struct entity *e, const char *name, size_t name_len);
 /* Merge: for each property of src set/overwrite in dst (existing ones keep

@@ -125,7 +125,7 @@ static struct member *member_get(struct jparse *jp, const char *name, size_t n, 
                 return m;
     }
     if (jp->nmembers >= jp->nbuckets) {
-        size_t nb = jp->nbuckets ? jp->nbuckets * 4 : 64;
+        size_t nb = jp->nbuckets ? jp->nbuckets * 4 : 8;   /* most entities are small */
         struct member **b = arena_calloc(jp->a, nb * sizeof *b);
         for (size_t i = 0; i < jp->nbuckets; i++) {
             struct member *m = jp->buckets[i];
@@ -595,7 +595,7 @@ enum terr entity_json_parse(struct arena *a, const char *body, size_t len,
         err = convert(a, m, &v);
         if (err != TERR_NONE)
             return err;
-        struct property *p = entity_add(a, e, m->name, m->name_len);
+        struct property *p = entity_add_ref(a, e, m->name, m->name_len);
         p->v = v;
     }
     if (mode == ENTITY_PARSE_INSERT && (!jp.pk.s || !jp.rk.s))

@@ -72,7 +72,8 @@ static int is_space(char c)
 /* First LF in [p, end), or NULL. Most lines are short header lines, where
  * a call to memchr costs more than the search: the first 64 bytes are
  * searched inline (16 a step with SSE2), longer lines (bodies) by memchr. */
-static const char *find_lf(const char *p, const char *end)
+static inline __attribute__((always_inline)) const char *find_lf(const char *p,
+                                                                  const char *end)
 {
 #ifdef __SSE2__
     const __m128i lf = _mm_set1_epi8('\n');
@@ -89,7 +90,8 @@ static const char *find_lf(const char *p, const char *end)
 
 /* Reads the line starting at p (p < end). Lines end at LF (a CR before it
  * is dropped) or at end. */
-static void next_line(const char *p, const char *end, struct line *ln)
+static inline __attribute__((always_inline)) void next_line(const char *p, const char *end,
+                                                            struct line *ln)
 {
     const char *lf = find_lf(p, end);
     ln->p = p;
