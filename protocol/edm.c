@@ -701,6 +701,21 @@ int utf8_check(const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
+    /* Short ASCII strings (keys, names) answer at once: two overlapping
+     * words, or an OR of the bytes. */
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, u, 8);
+        memcpy(&b, u + n - 8, 8);
+        if (!((a | b) & 0x8080808080808080ULL))
+            return 0;
+    } else if (n < 8) {
+        unsigned acc = 0;
+        for (size_t k = 0; k < n; k++)
+            acc |= u[k];
+        if (acc < 0x80)
+            return 0;
+    }
     while (i < n) {
         /* ASCII fast path: 64 or sixteen (SSE2) or eight bytes at a time;
          * a block with a high bit set skips to its first such byte. */

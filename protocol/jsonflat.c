@@ -31,23 +31,30 @@ static uint64_t special_bytes(uint64_t w)
 static size_t string_end(const char *s, size_t i, size_t n)
 {
 #ifdef __SSE2__
-    /* 16 bytes a step where SSE2 is there (every x86-64). Bytes >= 0x80
-     * are negative as signed chars, so the signed "below 0x20" compare
-     * needs the "not negative" mask as well. */
+    /* 32, then 16 bytes a step where SSE2 is there (every x86-64). A byte
+     * is below 0x20 exactly when min(byte, 0x1f) == byte (unsigned). */
     const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
-    const __m128i space = _mm_set1_epi8(0x20), zero = _mm_setzero_si128();
+    const __m128i ctl_max = _mm_set1_epi8(0x1f);
+#define JSONFLAT_SPECIAL(v)                                                                   \
+    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),          \
+                 _mm_cmpeq_epi8(_mm_min_epu8(v, ctl_max), v))
+    while (i + 32 <= n) {   /* long values: two blocks a step */
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
+        if (_mm_movemask_epi8(_mm_or_si128(JSONFLAT_SPECIAL(a), JSONFLAT_SPECIAL(b))))
+            break;   /* the block loop below finds the byte */
+        i += 32;
+    }
     while (i + 16 <= n) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-        __m128i ctl = _mm_andnot_si128(_mm_cmplt_epi8(v, zero), _mm_cmplt_epi8(v, space));
-        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote),
-                                                _mm_cmpeq_epi8(v, bslash)), ctl);
-        unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+        unsigned mask = (unsigned)_mm_movemask_epi8(JSONFLAT_SPECIAL(v));
         if (mask) {   /* the first special byte decides */
             i += (size_t)__builtin_ctz(mask);
             return s[i] == '"' ? i : 0;
         }
         i += 16;
     }
+#undef JSONFLAT_SPECIAL
 #endif
     while (i + 8 <= n) {
         uint64_t w;
