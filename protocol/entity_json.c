@@ -618,11 +618,19 @@ enum terr entity_check_key(const char *s, size_t n)
     const unsigned char *p = (const unsigned char *)s;
     if (utf8_check(s, n) != 0)
         return TERR_InvalidInput;
+    /* 1: never in a key; 2: 0xC2, which starts U+0080..U+009F (refused)
+     * when the next byte is at most 0x9F */
+    static const unsigned char bad[256] = {
+        [0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1,
+        [0x07] = 1, [0x08] = 1, [0x09] = 1, [0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1,
+        [0x0e] = 1, [0x0f] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1,
+        [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1, [0x19] = 1, [0x1a] = 1, [0x1b] = 1,
+        [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, [0x7f] = 1, ['/'] = 1, ['\\'] = 1,
+        ['#'] = 1, ['?'] = 1, [0xc2] = 2,
+    };
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = p[i];
-        if (c < 0x20 || c == 0x7F || c == '/' || c == '\\' || c == '#' || c == '?')
-            return TERR_InvalidInput;
-        if (c == 0xC2 && i + 1 < n && p[i + 1] <= 0x9F)
+        unsigned char k = bad[p[i]];
+        if (k == 1 || (k == 2 && i + 1 < n && p[i + 1] <= 0x9F))
             return TERR_InvalidInput;
     }
     if (n > MAX_KEY_UTF16 && utf16_len(s, n) > MAX_KEY_UTF16)

@@ -67,6 +67,11 @@ enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w)
  * order, Content-ID aside); only their bodies may differ. Routing reads
  * nothing else of an operation, and a changeset of inserts into one table
  * sends the same request line and headers 100 times. */
+static int is_content_id(const char *name)
+{
+    return (name[0] == 'C' || name[0] == 'c') && strcasecmp(name, "Content-ID") == 0;
+}
+
 static int same_route(const struct multipart_op *a, const struct multipart_op *b)
 {
     if (a->method != b->method || strcmp(a->method_name, b->method_name) != 0 ||
@@ -74,9 +79,9 @@ static int same_route(const struct multipart_op *a, const struct multipart_op *b
         return 0;
     size_t i = 0, j = 0;
     for (;;) {
-        while (i < a->nheaders && strcasecmp(a->headers[i].name, "Content-ID") == 0)
+        while (i < a->nheaders && is_content_id(a->headers[i].name))
             i++;
-        while (j < b->nheaders && strcasecmp(b->headers[j].name, "Content-ID") == 0)
+        while (j < b->nheaders && is_content_id(b->headers[j].name))
             j++;
         if (i == a->nheaders || j == b->nheaders)
             return i == a->nheaders && j == b->nheaders;
