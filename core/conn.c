@@ -94,6 +94,7 @@ struct conn {
 
     unsigned in_msg : 1;        /* between message begin and complete */
     unsigned headers_done : 1;
+    unsigned body_direct : 1;   /* in a Content-Length body: read into body */
     unsigned closing : 1;       /* no more requests; close once flushed */
     unsigned held : 1;          /* on srv->held */
     unsigned read_deferred : 1; /* input waits for the group commit */
@@ -188,6 +189,7 @@ static int on_message_begin(llhttp_t *p)
     c->field_open = c->value_open = 0;
     c->in_msg = 1;
     c->headers_done = 0;
+    c->body_direct = 0;
     c->req.start_us = now_us();
     if (c->srv->header_tv)
         conn_arm(c, c->srv->header_tv);
@@ -414,6 +416,7 @@ static int on_headers_complete(llhttp_t *p)
                                                                     : CONN_RESERVE_MAX);
     if (chunked || (has_len && p->content_length > 0))
         conn_arm_idle(c);  /* body progress deadline */
+    c->body_direct = has_len && !chunked && p->content_length > 0;
     return 0;
 }
 
@@ -423,6 +426,12 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
     if (c->body.len + len > c->srv->cfg->max_body_bytes) {
         c->fail_terr = TERR_ContentLengthExceeded;
         return -1;
+    }
+    if (c->body.data && at == c->body.data + c->body.len) {
+        /* read straight into place by plain_read_cb: nothing to copy */
+        c->body.len += len;
+        c->body.data[c->body.len] = '\0';
+        return 0;
     }
     buf_append(&c->body, at, len);
     return 0;
@@ -668,6 +677,7 @@ static int on_message_complete(llhttp_t *p)
     struct conn *c = p->data;
     struct server *srv = c->srv;
     c->in_msg = 0;
+    c->body_direct = 0;
     if (c->body.len) {
         c->req.body = c->body.data;
         c->req.body_len = c->body.len;
@@ -933,7 +943,20 @@ static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
         conn_defer_reading(c);
         return;
     }
-    ssize_t n = read(fd, srv->rbuf, sizeof srv->rbuf);
+    /* Inside a Content-Length body with nothing queued, read the body's
+     * next bytes (and no more) straight into the body buffer: llhttp then
+     * parses them in place and on_body need not copy them. */
+    char *dst = srv->rbuf;
+    size_t want = sizeof srv->rbuf;
+    if (c->body_direct && evbuffer_get_length(c->in) == 0 && c->body.data) {
+        size_t room = c->body.cap - c->body.len - 1;   /* keep the NUL's byte */
+        uint64_t rest = c->parser.content_length;      /* llhttp: bytes still due */
+        if (room > 0 && rest > 0) {
+            dst = c->body.data + c->body.len;
+            want = rest < room ? (size_t)rest : room;
+        }
+    }
+    ssize_t n = read(fd, dst, want);
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             conn_free(c);
@@ -945,7 +968,7 @@ static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (c->lingering || c->closing)
         return;  /* discarded */
-    const char *data = srv->rbuf;
+    const char *data = dst;
     size_t len = (size_t)n, used = 0;
     if (evbuffer_get_length(c->in) == 0) {
         /* The usual case: parse straight from the read buffer. */
