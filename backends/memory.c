@@ -48,6 +48,11 @@ struct backend_store {
     int height;                             /* levels in use, >= 1 */
     uint64_t rng;                           /* xorshift state for heights */
     struct backend_iter *iters;             /* open cursors (intrusive list) */
+    /* The finger: the last node before the last key searched (or linked)
+     * on every level, NULL meaning the head. finger_ok is cleared when a
+     * node is unlinked, as it may be one of them. */
+    struct mem_node *finger[MEM_MAX_HEIGHT];
+    int finger_ok;
 };
 
 struct backend_iter {
@@ -130,21 +135,41 @@ static struct mem_node **mem_slot(struct backend_store *st, struct mem_node *x, 
 
 /* Returns the first node with key >= key and, when update is not NULL,
  * fills update[lvl] with the last node before it on every level (NULL
- * meaning the head). */
+ * meaning the head); the finger then holds the same.
+ *
+ * Searches mostly move a little forward from the last one: the keys of a
+ * batch in one partition, an insert after the get that checked it. When
+ * the finger's level-0 node still sorts before key, so does every finger
+ * node (each lies at or before the one a level below), and each is a
+ * valid place to start its level from. The search starts each level from
+ * the finger while no level above needed a step, else from where the level
+ * above ended, as a plain search does. Either way every start sorts before
+ * key, so the result is the same; only the nodes visited differ. */
 static struct mem_node *mem_find_ge(struct backend_store *st, const void *key, size_t key_len,
                                     struct mem_node **update)
 {
+    struct mem_node *path[MEM_MAX_HEIGHT];
+    if (!update)
+        update = path;
+    int fresh = st->finger_ok && st->finger[0] &&
+                mem_cmp(mem_key(st->finger[0]), st->finger[0]->key_len, key, key_len) < 0;
     struct mem_node *x = NULL;
     struct mem_node *stop = NULL;   /* known to be >= key: not compared again */
     for (int lvl = st->height - 1; lvl >= 0; lvl--) {
+        if (fresh && st->finger[lvl])
+            x = st->finger[lvl];
         struct mem_node *n;
         while ((n = *mem_slot(st, x, lvl)) && n != stop &&
-               mem_cmp(mem_key(n), n->key_len, key, key_len) < 0)
+               mem_cmp(mem_key(n), n->key_len, key, key_len) < 0) {
             x = n;
+            fresh = 0;
+        }
         stop = n;
-        if (update)
-            update[lvl] = x;
+        update[lvl] = x;
     }
+    memcpy(st->finger, update, (size_t)st->height * sizeof *update);
+    memset(st->finger + st->height, 0, (size_t)(MEM_MAX_HEIGHT - st->height) * sizeof *update);
+    st->finger_ok = 1;
     return *mem_slot(st, x, 0);
 }
 
@@ -175,6 +200,7 @@ static void mem_link(struct backend_store *st, struct mem_node *n, struct mem_no
 /* Unlinks node old, whose predecessors are in update. Cannot fail. */
 static void mem_unlink(struct backend_store *st, struct mem_node *old, struct mem_node **update)
 {
+    st->finger_ok = 0;
     for (int lvl = 0; lvl < old->height; lvl++) {
         struct mem_node **slot = mem_slot(st, update[lvl], lvl);
         if (*slot == old)
@@ -402,8 +428,14 @@ static int mem_apply(struct backend_store *st, const struct backend_write *w, si
         if (old) {
             mem_unlink(st, old, update);
         }
-        if (nodes[i])
+        if (nodes[i]) {
             mem_link(st, nodes[i], update);
+            /* the finger now stands just after the new node: update[] holds
+             * no unlinked node (they all sort before the key) */
+            for (int lvl = 0; lvl < st->height; lvl++)
+                st->finger[lvl] = lvl < nodes[i]->height ? nodes[i] : update[lvl];
+            st->finger_ok = 1;
+        }
         if (old) {
             mem_fix_iters(st, old, nodes[i]);
             free(old);
