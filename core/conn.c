@@ -53,8 +53,9 @@
 #define CONN_ARENA_CHUNK (16 * 1024)
 /* Stop parsing pipelined requests while this much output is unsent. */
 #define CONN_OUTPUT_HIGH (1024 * 1024)
-/* Bodies at least this large are handed to the evbuffer, not copied. */
-#define CONN_BODY_STEAL (64 * 1024)
+/* Bodies at least this large are handed to the evbuffer, not copied (the
+ * response then gets a new buffer of the same size for the next reply). */
+#define CONN_BODY_STEAL (16 * 1024)
 /* Largest body buffer reserved up front from an announced Content-Length
  * (a client announcing 4 MiB and sending nothing should not cost 4 MiB). */
 #define CONN_RESERVE_MAX (1024 * 1024)
@@ -551,9 +552,11 @@ static void conn_respond(struct conn *c, int close)
     if (!resp->no_body && blen) {
         if (blen >= CONN_BODY_STEAL) {
             char *data = resp->body.data;
-            if (evbuffer_add_reference(out, data, blen, free_cleanup, data) == 0)
+            if (evbuffer_add_reference(out, data, blen, free_cleanup, data) == 0) {
                 buf_init(&resp->body);
-            else
+                if (blen < CONN_KEEP_BYTES)
+                    buf_reserve(&resp->body, blen);   /* no regrowing next time */
+            } else
                 evbuffer_add(out, data, blen);
         } else {
             evbuffer_add(out, resp->body.data, blen);
