@@ -48,6 +48,15 @@ struct parser {
     const char *reason;       /* set by fail() */
     struct multipart_op *ops; /* grows by doubling */
     size_t nops, cap;
+    /* The head (request line, headers and the blank line after them) of
+     * the last operation parsed in full, when it ended in LF: a later
+     * operation whose head repeats it byte for byte shares that
+     * operation's results instead of parsing them again (a changeset
+     * often sends one head 100 times with different bodies). */
+    const char *head;         /* NULL when none */
+    size_t head_len;
+    size_t head_op;           /* its index in ops (ops may move) */
+    const char *head_cid;     /* the Content-ID its headers gave */
 };
 
 /* Records why parsing failed and returns MULTIPART_ERR_MALFORMED. */
@@ -483,21 +492,49 @@ static int parse_embedded(struct parser *ps, const char *p, const char *end,
         if (!all_space(ln.p, ln.n))
             break;
     }
-    if (parse_request_line(ps, &ln, op))
-        return MULTIPART_ERR_MALFORMED;
-    size_t cap = 0;
+    const char *head = ln.p;
     const char *cid = NULL;
-    while (p < end) {
-        next_line(p, end, &ln);
-        p = ln.next;
-        if (all_space(ln.p, ln.n))
-            break;
-        struct span name, value;
-        if (split_header(ps, &ln, &name, &value))
+    if (ps->head && (size_t)(end - head) >= ps->head_len &&
+        memcmp(head, ps->head, ps->head_len) == 0) {
+        /* The same bytes parse the same way: share the results. */
+        const struct multipart_op *src = &ps->ops[ps->head_op];
+        op->method_name = src->method_name;
+        op->method = src->method;
+        op->url = src->url;
+        op->host = src->host;
+        op->path = src->path;
+        op->path_len = src->path_len;
+        op->query = src->query;
+        op->query_len = src->query_len;
+        op->headers = src->headers;
+        op->nheaders = src->nheaders;
+        cid = ps->head_cid;
+        p = head + ps->head_len;
+    } else {
+        if (parse_request_line(ps, &ln, op))
             return MULTIPART_ERR_MALFORMED;
-        op_add_header(ps, op, &cap, name, value);
-        if (!cid && value.n && span_ieq(name, "Content-ID"))
-            cid = op->headers[op->nheaders - 1].value;
+        size_t cap = 0;
+        int blank = 0;
+        while (p < end) {
+            next_line(p, end, &ln);
+            p = ln.next;
+            if (all_space(ln.p, ln.n)) {
+                blank = 1;
+                break;
+            }
+            struct span name, value;
+            if (split_header(ps, &ln, &name, &value))
+                return MULTIPART_ERR_MALFORMED;
+            op_add_header(ps, op, &cap, name, value);
+            if (!cid && value.n && span_ieq(name, "Content-ID"))
+                cid = op->headers[op->nheaders - 1].value;
+        }
+        if (blank && p[-1] == '\n') {
+            ps->head = head;
+            ps->head_len = (size_t)(p - head);
+            ps->head_op = op->index;
+            ps->head_cid = cid;
+        }
     }
     while (p < end && is_space(*p))
         p++;
@@ -589,7 +626,7 @@ static int parse_changeset(struct parser *ps, const char *p, const char *end, co
 int multipart_parse(struct arena *a, const char *content_type, const char *body,
                     size_t body_len, struct multipart_batch *out, const char **reason)
 {
-    struct parser ps = {a, NULL, NULL, 0, 0};
+    struct parser ps = {a, NULL, NULL, 0, 0, NULL, 0, 0, NULL};
     int rc = MULTIPART_ERR_MALFORMED;
     memset(out, 0, sizeof *out);
     if (!body)

@@ -64,7 +64,8 @@ enum multipart_kind {
 };
 
 /* One embedded request. All strings are NUL-terminated arena copies unless
- * said otherwise. */
+ * said otherwise; they and the headers array are read-only, because
+ * operations whose request line and headers are byte-identical share them. */
 struct multipart_op {
     size_t index;                 /* 0-based position in the batch */
     const char *method_name;      /* as written, e.g. "MERGE" */

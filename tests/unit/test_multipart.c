@@ -437,6 +437,78 @@ static void test_bodies(void)
     TEST_CHECK(b.ops[0].body == NULL, "no body");
 }
 
+/* Operations whose request line and headers repeat an earlier one's byte
+ * for byte share its parse; any difference parses anew. */
+static void test_repeated_heads(void)
+{
+    struct multipart_batch b;
+    const char *body = crlf("--batch_x\n"
+                            "Content-Type: multipart/mixed; boundary=cs_y\n\n"
+                            "--cs_y\nContent-Type: application/http\nContent-ID: 1\n\n"
+                            "POST http://h/a/t HTTP/1.1\nAccept: application/json\nPrefer: p\n\n"
+                            "{\"n\":1}\n"
+                            "--cs_y\nContent-Type: application/http\nContent-ID: 2\n\n"
+                            "POST http://h/a/t HTTP/1.1\nAccept: application/json\nPrefer: p\n\n"
+                            "{\"n\":2}\n"
+                            "--cs_y\nContent-Type: application/http\n\n"
+                            "POST http://h/a/t HTTP/1.1\nAccept: application/json\nPrefer: q\n\n"
+                            "{\"n\":3}\n"
+                            "--cs_y\nContent-Type: application/http\n\n"
+                            "POST http://h/a/t HTTP/1.1\nAccept: application/json\nPrefer: q\n"
+                            "Content-ID: 9\n\n{\"n\":4}\n"
+                            "--cs_y\nContent-Type: application/http\n\n"
+                            "POST http://h/a/t HTTP/1.1\nAccept: application/json\nPrefer: q\n"
+                            "Content-ID: 9\n\n{\"n\":5}\n"
+                            "--cs_y\nContent-Type: application/http\n\n"
+                            "MERGE http://h/a/t(PartitionKey='p',RowKey='r')?x=1 HTTP/1.1\n"
+                            "Accept: application/json\nPrefer: q\nContent-ID: 9\n\n{\"n\":6}\n"
+                            "--cs_y--\n--batch_x--\n");
+    TEST_EQ_INT(parse(CTX, body, &b, NULL), MULTIPART_OK, "repeated heads: parsed");
+    TEST_EQ_INT(b.nops, 6, "repeated heads: 6 operations");
+    if (b.nops != 6)
+        return;
+    static const char *const bodies[] = {"{\"n\":1}", "{\"n\":2}", "{\"n\":3}",
+                                         "{\"n\":4}", "{\"n\":5}", "{\"n\":6}"};
+    static const char *const prefer[] = {"p", "p", "q", "q", "q", "q"};
+    static const char *const cids[] = {"1", "2", NULL, "9", "9", "9"};
+    char what[128];
+    for (int i = 0; i < 6; i++) {
+        const struct multipart_op *op = &b.ops[i];
+        snprintf(what, sizeof what, "repeated heads: op %d body", i);
+        TEST_EQ_STR(body_of(op), bodies[i], what);
+        snprintf(what, sizeof what, "repeated heads: op %d Prefer", i);
+        TEST_EQ_STR(hdr(op, "Prefer"), prefer[i], what);
+        snprintf(what, sizeof what, "repeated heads: op %d Content-ID", i);
+        TEST_CHECK(cids[i] ? op->content_id && strcmp(op->content_id, cids[i]) == 0
+                           : op->content_id == NULL,
+                   what);
+        snprintf(what, sizeof what, "repeated heads: op %d method and path", i);
+        TEST_CHECK(i < 5 ? op->method == HTTP_M_POST && strcmp(op->path, "/a/t") == 0 &&
+                               strcmp(op->query, "") == 0
+                         : op->method == HTTP_M_MERGE && strcmp(op->method_name, "MERGE") == 0 &&
+                               strcmp(op->path, "/a/t(PartitionKey='p',RowKey='r')") == 0 &&
+                               strcmp(op->query, "x=1") == 0,
+                   what);
+    }
+    TEST_CHECK(b.ops[1].headers == b.ops[0].headers, "repeated heads: op 1 shares op 0's parse");
+    TEST_CHECK(b.ops[2].headers != b.ops[1].headers, "repeated heads: a changed value parses anew");
+    TEST_CHECK(b.ops[4].headers == b.ops[3].headers && b.ops[4].nheaders == 3,
+               "repeated heads: op 4 shares op 3's parse, Content-ID header included");
+
+    /* a head repeated but cut short by the end of its part is parsed anew */
+    const char *cut = crlf("--batch_x\n"
+                           "Content-Type: multipart/mixed; boundary=cs_y\n\n"
+                           "--cs_y\nContent-Type: application/http\n\n"
+                           "POST http://h/a/t HTTP/1.1\nA: 1\n\n{}\n"
+                           "--cs_y\nContent-Type: application/http\n\n"
+                           "POST http://h/a/t HTTP/1.1\nA: 1\n"
+                           "--cs_y--\n--batch_x--\n");
+    TEST_EQ_INT(parse(CTX, cut, &b, NULL), MULTIPART_OK, "repeated head cut short: parsed");
+    TEST_CHECK(b.nops == 2 && b.ops[1].body == NULL && b.ops[1].nheaders == 1 &&
+                   strcmp(hdr(&b.ops[1], "A"), "1") == 0,
+               "repeated head cut short: headers to the part end, no body");
+}
+
 static void test_malformed(void)
 {
     const char *ok = crlf(one_op("", "DELETE http://h/a/t() HTTP/1.1\n"));
@@ -976,6 +1048,7 @@ int main(void)
     test_tolerances();
     test_urls();
     test_bodies();
+    test_repeated_heads();
     test_malformed();
     test_limits();
     test_truncation();
