@@ -192,10 +192,20 @@ static int split_parts(struct parser *ps, const char *p, const char *end, const 
 {
     size_t blen = strlen(b);
     const char *part = NULL;  /* start of the open part, NULL before the first */
+    const char *start = p;
     memset(out, 0, sizeof *out);
     while (p < end) {
+        /* Only a line that starts with "--" can be a delimiter: go from
+         * one '-' to the next (memchr), not from line to line. */
+        const char *d = memchr(p, '-', (size_t)(end - p));
+        if (!d)
+            break;
+        if (d + 1 == end || d[1] != '-' || (d != start && d[-1] != '\n')) {
+            p = d + 1;
+            continue;
+        }
         struct line ln;
-        next_line(p, end, &ln);
+        next_line(d, end, &ln);
         enum delim k = delim_kind(&ln, b, blen);
         if (k != NOT_DELIM) {
             if (part) {
