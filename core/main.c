@@ -1,6 +1,5 @@
 /* main.c - tabled: configuration, backend, service, throttling, fault
  * injection and metrics, listeners, run, stop. */
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "core/admin.h"
 #include "core/config.h"
 #include "core/fault.h"
+#include "core/heap.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/server.h"
@@ -151,18 +151,6 @@ static void print_ready(const struct config *cfg, const struct backend_ops *ops,
     fflush(stdout);
 }
 
-/* Request bodies and arenas of up to a few MiB are allocated and freed on
- * every request: keep them on the heap (not a fresh mmap each time) and do
- * not give the top of the heap back to the kernel after every $batch, or
- * each request pays for page faults on zeroed pages again (they were 15%
- * of server CPU in the batch benchmark). */
-static void tune_malloc(void)
-{
-    mallopt(M_MMAP_THRESHOLD, 16 << 20);
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
-    mallopt(M_TOP_PAD, 4 << 20);   /* grow the heap 4 MiB per brk(), not 128 KiB */
-}
-
 int main(int argc, char **argv)
 {
     static struct config cfg;
@@ -170,7 +158,7 @@ int main(int argc, char **argv)
     char err[1024] = "";
 
     setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
-    tune_malloc();
+    heap_tune();
     config_defaults(&cfg);
     int rc = config_parse_args(&cfg, argc, argv, err, sizeof err);
     if (rc == 1) {
