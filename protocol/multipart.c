@@ -13,7 +13,7 @@
 
 #include "protocol/ctlscan.h"
 #ifdef __SSE2__
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 /* Longest boundary we accept (RFC 2046 says 70; clients use ~42). */
@@ -182,6 +182,69 @@ static void spans_push(struct arena *a, struct spans *s, const char *p, size_t n
     s->n++;
 }
 
+#if defined(__SSE2__) && !defined(MULTIPART_NO_AVX2)
+#define MULTIPART_AVX2 1
+/* The AVX2 steps of find_dash_line from q: where "\n--" starts, or where
+ * fewer than 34 bytes are left (the rest is for the other loops). */
+__attribute__((target("avx2"))) static const char *find_dash_line_avx2(const char *q,
+                                                                         const char *end)
+{
+    const __m256i nl = _mm256_set1_epi8('\n'), dash = _mm256_set1_epi8('-');
+    while (end - q >= 34) {
+        __m256i a = _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(const void *)q), nl);
+        __m256i b =
+            _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(q + 1)), dash);
+        __m256i c =
+            _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(q + 2)), dash);
+        unsigned mask = (unsigned)_mm256_movemask_epi8(_mm256_and_si256(a, _mm256_and_si256(b, c)));
+        if (mask)
+            return q + __builtin_ctz(mask);
+        q += 32;
+    }
+    return q;
+}
+#endif
+
+/* The first "--" at or after p that begins a line of [start, end) (it
+ * follows a '\n' or is at start), or NULL. Only such a line can be a
+ * delimiter. Part headers are full of single '-' (Content-Type,
+ * return-no-content) and a search from '-' to '-' stopped about 16 times
+ * per operation, so the three bytes "\n--" are looked for together, 32
+ * positions a step with AVX2 where the processor has it, else 16 with
+ * SSE2. */
+static const char *find_dash_line(const char *p, const char *start, const char *end)
+{
+    if (p == start && end - p >= 2 && p[0] == '-' && p[1] == '-')
+        return p;
+    const char *q = p > start ? p - 1 : p;  /* where the '\n' may be */
+#ifdef MULTIPART_AVX2
+    static int avx2 = -1;
+    if (avx2 < 0)
+        avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    if (avx2) {
+        q = find_dash_line_avx2(q, end);
+        if (end - q >= 3 && q[0] == '\n' && q[1] == '-' && q[2] == '-')
+            return q + 1;
+    }
+#endif
+#ifdef __SSE2__
+    const __m128i nl = _mm_set1_epi8('\n'), dash = _mm_set1_epi8('-');
+    while (end - q >= 18) {
+        __m128i a = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)q), nl);
+        __m128i b = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(q + 1)), dash);
+        __m128i c = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(q + 2)), dash);
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(a, _mm_and_si128(b, c)));
+        if (mask)
+            return q + __builtin_ctz(mask) + 1;
+        q += 16;
+    }
+#endif
+    for (; end - q >= 3; q++)
+        if (q[0] == '\n' && q[1] == '-' && q[2] == '-')
+            return q + 1;
+    return NULL;
+}
+
 /* Splits [p, end) on the delimiter lines of boundary b into part spans.
  * A part runs from after its delimiter line to before the line break that
  * precedes the next delimiter line. Preamble and epilogue are dropped. The
@@ -195,15 +258,10 @@ static int split_parts(struct parser *ps, const char *p, const char *end, const 
     const char *start = p;
     memset(out, 0, sizeof *out);
     while (p < end) {
-        /* Only a line that starts with "--" can be a delimiter: go from
-         * one '-' to the next (memchr), not from line to line. */
-        const char *d = memchr(p, '-', (size_t)(end - p));
+        /* Only a line that starts with "--" can be a delimiter. */
+        const char *d = find_dash_line(p, start, end);
         if (!d)
             break;
-        if (d + 1 == end || d[1] != '-' || (d != start && d[-1] != '\n')) {
-            p = d + 1;
-            continue;
-        }
         struct line ln;
         next_line(d, end, &ln);
         enum delim k = delim_kind(&ln, b, blen);

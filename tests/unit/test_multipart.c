@@ -437,6 +437,49 @@ static void test_bodies(void)
     TEST_CHECK(b.ops[0].body == NULL, "no body");
 }
 
+/* Delimiter lines are found wherever they fall in the parser's 16-byte
+ * search steps: the same batch behind preambles of 0 to 47 bytes full of
+ * '-', of "--" inside lines and of "--" lines of other boundaries, with a
+ * body holding "--" inside a line and a line that merely starts like the
+ * delimiter; LF and CRLF. */
+static void test_delimiter_offsets(void)
+{
+    static const char filler[] = "a-b--c\n-d\n--other\nx--y\n-\n";
+    static const char batch[] =
+        "--batch_x\nContent-Type: multipart/mixed; boundary=cs_y\n\n"
+        "--cs_y\nContent-Type: application/http\n\n"
+        "POST http://h/a/t HTTP/1.1\nPrefer: return-no-content\n\n"
+        "{\"a\":\"x--y\",\n--cs_yz\n\"b\":\"-\"}\n"
+        "--cs_y\nContent-Type: application/http\n\n"
+        "DELETE http://h/a/t(PartitionKey='a',RowKey='b') HTTP/1.1\n\n"
+        "--cs_y--\n--batch_x--\n";
+    for (int use_crlf = 0; use_crlf < 2; use_crlf++) {
+        int good = 0;
+        for (size_t k = 0; k < 48; k++) {
+            char text[512];
+            size_t n = 0;
+            for (size_t i = 0; i < k; i++)
+                text[n++] = filler[i % (sizeof filler - 1)];
+            if (k)
+                text[n++] = '\n';
+            memcpy(text + n, batch, sizeof batch);
+            const char *body = use_crlf ? crlf(text) : text;
+            const char *want = use_crlf ? "{\"a\":\"x--y\",\r\n--cs_yz\r\n\"b\":\"-\"}"
+                                        : "{\"a\":\"x--y\",\n--cs_yz\n\"b\":\"-\"}";
+            struct multipart_batch b;
+            int rc = parse(CTX, body, &b, NULL);
+            if (rc == MULTIPART_OK && b.nops == 2 && strcmp(body_of(&b.ops[0]), want) == 0 &&
+                b.ops[1].method == HTTP_M_DELETE && b.ops[1].body == NULL)
+                good++;
+            else
+                printf("#   preamble of %zu bytes (%s): rc %d, %zu ops\n", k,
+                       use_crlf ? "CRLF" : "LF", rc, rc == MULTIPART_OK ? b.nops : 0);
+        }
+        TEST_EQ_INT(good, 48, use_crlf ? "delimiters found behind 48 preamble lengths (CRLF)"
+                                       : "delimiters found behind 48 preamble lengths (LF)");
+    }
+}
+
 /* Operations whose request line and headers repeat an earlier one's byte
  * for byte share its parse; any difference parses anew. */
 static void test_repeated_heads(void)
@@ -1097,6 +1140,7 @@ int main(void)
     test_tolerances();
     test_urls();
     test_bodies();
+    test_delimiter_offsets();
     test_repeated_heads();
     test_malformed();
     test_limits();
