@@ -26,8 +26,8 @@ void buf_reset(struct buf *b)
         b->data[0] = '\0';
 }
 
-/* Grows geometrically; aborts on OOM like the arena does. */
-void buf_reserve(struct buf *b, size_t extra)
+/* Grows geometrically (from 256 bytes); aborts on OOM like the arena does. */
+void buf_grow(struct buf *b, size_t extra)
 {
     size_t need = b->len + extra + 1;
     if (need <= b->cap)
@@ -42,27 +42,6 @@ void buf_reserve(struct buf *b, size_t extra)
     }
     b->data = p;
     b->cap = cap;
-}
-
-void buf_append(struct buf *b, const void *p, size_t n)
-{
-    buf_reserve(b, n);
-    if (n)
-        memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
-void buf_puts(struct buf *b, const char *s)
-{
-    buf_append(b, s, strlen(s));
-}
-
-void buf_putc(struct buf *b, char c)
-{
-    buf_reserve(b, 1);
-    b->data[b->len++] = c;
-    b->data[b->len] = '\0';
 }
 
 void buf_printf(struct buf *b, const char *fmt, ...)

@@ -6,6 +6,7 @@
 #define TABLED_BUF_H
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct buf {
     char *data;
@@ -16,10 +17,44 @@ struct buf {
 void buf_init(struct buf *b);
 void buf_free(struct buf *b);
 void buf_reset(struct buf *b);                 /* len = 0, keeps memory */
-void buf_reserve(struct buf *b, size_t extra); /* room for extra more bytes */
-void buf_append(struct buf *b, const void *p, size_t n);
-void buf_puts(struct buf *b, const char *s);
-void buf_putc(struct buf *b, char c);
+/* Grows the buffer to hold extra more bytes (and the NUL); aborts when out
+ * of memory. buf_reserve's slow path. */
+void buf_grow(struct buf *b, size_t extra);
+
+/* The appends below are inline: response writers and the entity encoder
+ * make dozens per entity, mostly of a few bytes, and a literal's length is
+ * then known at compile time. */
+
+/* Makes room for extra more bytes. */
+static inline void buf_reserve(struct buf *b, size_t extra)
+{
+    if (b->len + extra + 1 > b->cap)
+        buf_grow(b, extra);
+}
+
+/* Appends n bytes from p. */
+static inline void buf_append(struct buf *b, const void *p, size_t n)
+{
+    buf_reserve(b, n);
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+/* Appends the string s (without its NUL). */
+static inline void buf_puts(struct buf *b, const char *s)
+{
+    buf_append(b, s, strlen(s));
+}
+
+/* Appends one byte. */
+static inline void buf_putc(struct buf *b, char c)
+{
+    buf_reserve(b, 1);
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+}
 void buf_printf(struct buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Fixed-width big-endian integers, for binary encodings. */
