@@ -19,6 +19,7 @@ struct table_cache {
     struct tnode **buckets;
     size_t nbuckets, count;
     uint64_t next_id;
+    const struct tnode *last;  /* the last table found (NULL after a removal) */
 };
 
 /* Hash of account '/' lower(name), computed without building the key. */
@@ -84,13 +85,22 @@ static void tgrow(struct table_cache *tc)
     tc->nbuckets = nb;
 }
 
-const struct table_info *tables_find(const struct table_cache *tc, const char *account,
+/* Looks name up by hash; a request naming the table found last, with the
+ * same bytes (every operation of a $batch does), is answered without
+ * hashing: the same bytes match case-insensitively too. */
+const struct table_info *tables_find(struct table_cache *tc, const char *account,
                                      const char *name, size_t name_len)
 {
+    const struct tnode *l = tc->last;
+    if (l && l->info.name_len == name_len && memcmp(l->info.name, name, name_len) == 0 &&
+        strcmp(l->info.account, account) == 0)
+        return &l->info;
     uint64_t h = thash(account, name, name_len);
     for (struct tnode *t = tc->buckets[h % tc->nbuckets]; t; t = t->next)
-        if (t->hash == h && tmatch(t, account, name, name_len))
+        if (t->hash == h && tmatch(t, account, name, name_len)) {
+            tc->last = t;
             return &t->info;
+        }
     return NULL;
 }
 
@@ -143,6 +153,8 @@ void tables_remove(struct table_cache *tc, const char *account, const char *name
         struct tnode *t = *pp;
         if (t->hash == h && tmatch(t, account, name, name_len)) {
             *pp = t->next;
+            if (tc->last == t)
+                tc->last = NULL;
             tnode_free(t);
             tc->count--;
             return;

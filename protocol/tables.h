@@ -31,8 +31,9 @@ struct table_cache *tables_load(const struct backend_ops *ops, struct backend_st
                                 char *err, size_t errlen);
 void tables_free(struct table_cache *tc);
 
-/* Case-insensitive lookup; NULL when the table does not exist. */
-const struct table_info *tables_find(const struct table_cache *tc, const char *account,
+/* Case-insensitive lookup; NULL when the table does not exist. It keeps
+ * the table found last, to answer the next lookup of it at once. */
+const struct table_info *tables_find(struct table_cache *tc, const char *account,
                                      const char *name, size_t name_len);
 /* A fresh id for a new table. */
 uint64_t tables_next_id(struct table_cache *tc);
