@@ -144,7 +144,9 @@ static struct mem_node **mem_slot(struct backend_store *st, struct mem_node *x, 
  * valid place to start its level from. The search starts each level from
  * the finger while no level above needed a step, else from where the level
  * above ended, as a plain search does. Either way every start sorts before
- * key, so the result is the same; only the nodes visited differ. */
+ * key, so the result is the same; only the nodes visited differ. When no
+ * node lies between the finger and key, the finger is the answer as it
+ * stands (two comparisons instead of one or more per level). */
 static struct mem_node *mem_find_ge(struct backend_store *st, const void *key, size_t key_len,
                                     struct mem_node **update)
 {
@@ -153,6 +155,17 @@ static struct mem_node *mem_find_ge(struct backend_store *st, const void *key, s
         update = path;
     int fresh = st->finger_ok && st->finger[0] &&
                 mem_cmp(mem_key(st->finger[0]), st->finger[0]->key_len, key, key_len) < 0;
+    if (fresh) {
+        /* No node between the finger and key (the finger's successor does
+         * not sort before key): then no level has one either, and the
+         * finger is the whole path. So it is for a get and the apply() of
+         * the same key, and for each insert of an ascending run. */
+        struct mem_node *n = st->finger[0]->next[0];
+        if (!n || mem_cmp(mem_key(n), n->key_len, key, key_len) >= 0) {
+            memcpy(update, st->finger, MEM_MAX_HEIGHT * sizeof *update);
+            return n;
+        }
+    }
     struct mem_node *x = NULL;
     struct mem_node *stop = NULL;   /* known to be >= key: not compared again */
     for (int lvl = st->height - 1; lvl >= 0; lvl--) {
