@@ -11,6 +11,8 @@
 #include <immintrin.h>
 #endif
 
+#include "core/cpu.h"
+
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 
@@ -48,15 +50,6 @@ __attribute__((target("avx2"))) static size_t string_skip_avx2(const char *s, si
     }
     return i;
 }
-
-/* 1 when the processor has AVX2 (asked once). */
-static int have_avx2(void)
-{
-    static int avx2 = -1;
-    if (avx2 < 0)
-        avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-    return avx2;
-}
 #endif
 
 /* Index of the closing quote of the string whose contents start at s[i],
@@ -83,7 +76,7 @@ static size_t string_end(const char *s, size_t i, size_t n)
         i += 32;
 #ifdef JSONFLAT_AVX2
         /* past 32 bytes (names and short values end earlier) */
-        if (!skipped && have_avx2()) {
+        if (!skipped && cpu_has_avx2()) {
             i = string_skip_avx2(s, i, n);
             skipped = 1;
         }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/cpu.h"
 #include "protocol/ctlscan.h"
 #ifdef __SSE2__
 #include <immintrin.h>
@@ -218,10 +219,7 @@ static const char *find_dash_line(const char *p, const char *start, const char *
         return p;
     const char *q = p > start ? p - 1 : p;  /* where the '\n' may be */
 #ifdef MULTIPART_AVX2
-    static int avx2 = -1;
-    if (avx2 < 0)
-        avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-    if (avx2) {
+    if (cpu_has_avx2()) {
         q = find_dash_line_avx2(q, end);
         if (end - q >= 3 && q[0] == '\n' && q[1] == '-' && q[2] == '-')
             return q + 1;
