@@ -3,7 +3,7 @@
  *
  *     bench_batch [-t TABLED] [-c CONNECTIONS] [-d SECONDS] [-w WARMUP]
  *                 [-s ENTITY_BYTES] [-b OPS_PER_BATCH] [-m MAX_ENTITIES]
- *                 [-p HOST:PORT]
+ *                 [-r ROUNDS] [-p HOST:PORT]
  *
  * Starts TABLED (default ./tabled) with --port 0 --auth off --access-log off
  * --backend memory and reads its "ready at" line (or, with -p, uses a server
@@ -16,10 +16,15 @@
  * WARMUP seconds (default 1) it counts the entities acknowledged for SECONDS
  * (default 5, or until MAX_ENTITIES, default 2000000, bound memory) and
  * prints entities/s and batches/s, and (for a server it started) the
- * server's user and system CPU time and page faults over the same span:
- * the store grows by every entity, so the kernel's cost of handing out
- * fresh pages is part of what is measured, and differs a lot between
- * machines (virtual ones especially).
+ * server's user and system CPU time, page faults and resident memory over
+ * the same span: the store grows by every entity, so the kernel's cost of
+ * handing out fresh memory is part of what is measured, and differs a lot
+ * between machines (virtual ones especially, where it also depends on
+ * whether the host still backs the memory the guest hands out).
+ *
+ * ROUNDS (default 1) repeats all of it with a fresh server each time and
+ * ends with the median and range; the first round on a machine is often
+ * the slowest for that reason. With -p there is only one round.
  *
  * One thread, poll(2), plain sockets. A connection's request is built once;
  * only the RowKey digits are rewritten in place for each batch. */
@@ -103,10 +108,11 @@ static double bench_now(void)
 struct bench_cpu {
     double user, sys;         /* seconds */
     unsigned long long minflt;  /* minor page faults (first touch of memory) */
+    long long rss_pages;      /* resident set */
 };
 
-/* Reads pid's CPU seconds and page faults; -1 when unknown (e.g. a server
- * given with -p). */
+/* Reads pid's CPU seconds, page faults and resident pages; -1 when unknown
+ * (e.g. a server given with -p). */
 static int bench_cpu(pid_t pid, struct bench_cpu *out)
 {
     if (pid <= 0)
@@ -121,13 +127,17 @@ static int bench_cpu(pid_t pid, struct bench_cpu *out)
     buf[n] = '\0';
     char *p = strrchr(buf, ')');   /* the command name may hold spaces */
     unsigned long long flt, ut, st;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %llu %*u %*u %*u %llu %llu", &flt,
-                     &ut, &st) != 3)
+    long long rss;
+    if (!p || sscanf(p + 2,
+                     "%*c %*d %*d %*d %*d %*d %*u %llu %*u %*u %*u %llu %llu"
+                     " %*d %*d %*d %*d %*d %*d %*u %*u %lld",
+                     &flt, &ut, &st, &rss) != 4)
         return -1;
     double tick = (double)sysconf(_SC_CLK_TCK);
     out->user = (double)ut / tick;
     out->sys = (double)st / tick;
     out->minflt = flt;
+    out->rss_pages = rss;
     return 0;
 }
 
@@ -376,39 +386,17 @@ static void bench_usage(void)
 {
     fputs("usage: bench_batch [-t TABLED] [-c CONNECTIONS] [-d SECONDS] [-w WARMUP]\n"
           "                   [-s ENTITY_BYTES] [-b OPS_PER_BATCH] [-m MAX_ENTITIES]\n"
-          "                   [-p HOST:PORT]\n",
+          "                   [-r ROUNDS] [-p HOST:PORT]\n",
           stderr);
     exit(2);
 }
 
-int main(int argc, char **argv)
+/* One round against the server at bench_host:bench_port (stopped at the
+ * end when this program started it): prints its figures and returns the
+ * entities per second. */
+static double bench_run(const struct bench_opts *opts)
 {
-    struct bench_opts o = {"./tabled", NULL, 16, 5.0, 1.0, 1024, 100, 2000000};
-    int opt;
-    while ((opt = getopt(argc, argv, "t:c:d:w:s:b:m:p:h")) != -1) {
-        switch (opt) {
-        case 't': o.tabled = optarg; break;
-        case 'c': o.conns = atoi(optarg); break;
-        case 'd': o.seconds = atof(optarg); break;
-        case 'w': o.warmup = atof(optarg); break;
-        case 's': o.entity_bytes = (size_t)atol(optarg); break;
-        case 'b': o.ops = atoi(optarg); break;
-        case 'm': o.max_entities = strtoull(optarg, NULL, 10); break;
-        case 'p': o.hostport = optarg; break;
-        default: bench_usage();
-        }
-    }
-    if (o.conns < 1 || o.conns > BENCH_MAX_CONNS || o.ops < 1 || o.ops > BENCH_MAX_OPS ||
-        o.seconds <= 0 || o.warmup < 0 || o.entity_bytes < 64)
-        bench_usage();
-    signal(SIGPIPE, SIG_IGN);
-    if (o.hostport) {
-        if (sscanf(o.hostport, "%255[^:]:%d", bench_host, &bench_port) != 2)
-            bench_usage();
-    } else {
-        bench_start_server(o.tabled);
-    }
-
+    struct bench_opts o = *opts;
     char create[512];
     snprintf(create, sizeof create,
              "POST /devstoreaccount1/Tables HTTP/1.1\r\nHost: %s:%d\r\n"
@@ -538,13 +526,15 @@ int main(int argc, char **argv)
                "CPU second\n",
                cpu, 100 * cpu / secs, (double)entities / cpu);
         /* The kernel's share is mostly zeroing the pages the growing store
-         * touches first, which costs far more on some virtual machines. */
+         * touches first, which costs far more on some virtual machines. A
+         * fault maps 4 KiB or (transparent huge pages) 2 MiB. */
         unsigned long long faults = cpu1.minflt - cpu0.minflt;
-        printf("bench_batch: server user %.2f s, system %.2f s, %llu page faults "
-               "(%.0f bytes per entity; system time per fault, network included: %.1f us): "
-               "%.0f entities per server user CPU second\n",
-               user, sys, faults, entities ? 4096.0 * (double)faults / (double)entities : 0,
-               faults ? 1e6 * sys / (double)faults : 0, user > 0 ? (double)entities / user : 0);
+        double grown = (double)(cpu1.rss_pages - cpu0.rss_pages) * (double)sysconf(_SC_PAGESIZE);
+        printf("bench_batch: server user %.2f s, system %.2f s, %llu page faults, resident "
+               "memory +%.0f MiB (%.0f bytes per entity): %.0f entities per server user CPU "
+               "second\n",
+               user, sys, faults, grown / 1048576, entities ? grown / (double)entities : 0,
+               user > 0 ? (double)entities / user : 0);
     }
     for (int i = 0; i < o.conns; i++) {
         close(cs[i].fd);
@@ -560,6 +550,57 @@ int main(int argc, char **argv)
         if (!WIFEXITED(wst) || WEXITSTATUS(wst) != 0)
             bench_die("tabled did not exit cleanly (status %d)", wst);
         bench_server = -1;
+    }
+    return (double)entities / secs;
+}
+
+/* Compares doubles, for qsort. */
+static int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_opts o = {"./tabled", NULL, 16, 5.0, 1.0, 1024, 100, 2000000};
+    int rounds = 1;
+    int opt;
+    while ((opt = getopt(argc, argv, "t:c:d:w:s:b:m:r:p:h")) != -1) {
+        switch (opt) {
+        case 't': o.tabled = optarg; break;
+        case 'c': o.conns = atoi(optarg); break;
+        case 'd': o.seconds = atof(optarg); break;
+        case 'w': o.warmup = atof(optarg); break;
+        case 's': o.entity_bytes = (size_t)atol(optarg); break;
+        case 'b': o.ops = atoi(optarg); break;
+        case 'm': o.max_entities = strtoull(optarg, NULL, 10); break;
+        case 'r': rounds = atoi(optarg); break;
+        case 'p': o.hostport = optarg; break;
+        default: bench_usage();
+        }
+    }
+    if (o.conns < 1 || o.conns > BENCH_MAX_CONNS || o.ops < 1 || o.ops > BENCH_MAX_OPS ||
+        o.seconds <= 0 || o.warmup < 0 || o.entity_bytes < 64 || rounds < 1 || rounds > 100 ||
+        (o.hostport && rounds != 1))
+        bench_usage();
+    signal(SIGPIPE, SIG_IGN);
+    if (o.hostport && sscanf(o.hostport, "%255[^:]:%d", bench_host, &bench_port) != 2)
+        bench_usage();
+    double rates[100];
+    for (int r = 0; r < rounds; r++) {
+        if (rounds > 1)
+            printf("bench_batch: round %d of %d\n", r + 1, rounds);
+        if (!o.hostport)
+            bench_start_server(o.tabled);
+        rates[r] = bench_run(&o);
+    }
+    if (rounds > 1) {
+        qsort(rates, (size_t)rounds, sizeof rates[0], bench_cmp_double);
+        double median = rounds % 2 ? rates[rounds / 2]
+                                   : (rates[rounds / 2 - 1] + rates[rounds / 2]) / 2;
+        printf("bench_batch: %d rounds: median %.0f entities/s (range %.0f-%.0f)\n", rounds,
+               median, rates[0], rates[rounds - 1]);
     }
     return 0;
 }
