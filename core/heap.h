@@ -11,7 +11,8 @@
  *    advised MADV_HUGEPAGE, so that where transparent huge pages are on
  *    ("madvise" or "always"; on "never" the advice does nothing) one page
  *    fault maps 2 MiB instead of 4 KiB. On a virtual machine a 4 KiB fault
- *    costs about 3 us, more than an insert's own work (glibc's
+ *    can cost about 10 us (2.7 s per GB measured), more than an insert's
+ *    own work for the 4 KiB of entities it maps (glibc's
  *    glibc.malloc.hugetlb=1 tunable does the same, but only from the
  *    environment at start-up).
  * Under AddressSanitizer malloc is not glibc's and the heap does not grow:

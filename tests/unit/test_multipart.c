@@ -437,8 +437,8 @@ static void test_bodies(void)
     TEST_CHECK(b.ops[0].body == NULL, "no body");
 }
 
-/* Delimiter lines are found wherever they fall in the parser's 16-byte
- * search steps: the same batch behind preambles of 0 to 47 bytes full of
+/* Delimiter lines are found wherever they fall in the parser's 32-byte
+ * (AVX2) or 16-byte (SSE2) search steps: the same batch behind preambles of 0 to 47 bytes full of
  * '-', of "--" inside lines and of "--" lines of other boundaries, with a
  * body holding "--" inside a line and a line that merely starts like the
  * delimiter; LF and CRLF. */
