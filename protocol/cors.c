@@ -182,3 +182,24 @@ int cors_match_actual(const struct cors_rules *rs, const char *origin, const cha
             return (int)i;
     return -1;
 }
+
+void cors_actual(const struct cors_rules *rs, const char *origin, const char *method,
+                 struct cors_answer *out)
+{
+    out->rule = -1;
+    out->any = 0;
+    out->vary = 0;
+    if (rs->n == 0)
+        return;   /* rows 1 and 4: no rules, no CORS headers */
+    if (origin) {
+        out->rule = cors_match_actual(rs, origin, method);
+    } else {
+        for (size_t i = 0; i < rs->n && out->rule < 0; i++)
+            if (cors_any_origin(&rs->r[i]) &&
+                list_has(rs->r[i].methods, method, strlen(method), 0, 0))
+                out->rule = (int)i;
+    }
+    out->any = out->rule >= 0 && cors_any_origin(&rs->r[out->rule]);
+    int get_like = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    out->vary = get_like && !out->any;
+}

@@ -57,6 +57,28 @@ int cors_match_actual(const struct cors_rules *rs, const char *origin, const cha
 /* 1 when the rule's origin list contains "*". */
 int cors_any_origin(const struct cors_rule *r);
 
+/* What the CORS headers of an actual (non-preflight) request are, row by
+ * row of the table in the service's CORS documentation ("Understanding
+ * how the Vary header is set"):
+ *   rule: the matching rule (-1: none). With an Origin, the first rule
+ *         whose origins and methods allow it; without one, the first rule
+ *         that allows all origins ("*") and the method.
+ *   any:  that rule allows all origins: Access-Control-Allow-Origin "*",
+ *         no Access-Control-Allow-Credentials; else the request origin
+ *         is echoed with Allow-Credentials true. Access-Control-Expose-
+ *         Headers comes from the rule either way.
+ *   vary: send "Vary: Origin": GET/HEAD only, when rules exist and the
+ *         match (if any) is not an all-origins rule. */
+struct cors_answer {
+    int rule;
+    int any;
+    int vary;
+};
+/* Fills *out for a request with method (exact verb) and origin (NULL when
+ * the request has no Origin header) against the account's rules rs. */
+void cors_actual(const struct cors_rules *rs, const char *origin, const char *method,
+                 struct cors_answer *out);
+
 struct service;
 /* ops_props.c: the CORS rules of account's stored service properties
  * (cached in memory; never NULL; valid until the next Set Service

@@ -51,33 +51,28 @@ static const char *response_header_names(struct req_ctx *c)
     return s;
 }
 
+/* The CORS headers of an actual request: cors_actual() decides, row by
+ * row of the service's Vary table (SPEC 11.4). */
 void op_cors_headers(struct req_ctx *c)
 {
     if (c->op == OP_PREFLIGHT || !c->account)
         return;
     const char *origin = request_header(c->req, "Origin");
-    int get_like = c->req->method == HTTP_M_GET || c->req->method == HTTP_M_HEAD;
-    if (!origin && !get_like)
-        return;
     const struct cors_rules *rs = props_cors_rules(c->svc, c->account->name);
-    if (rs->n == 0)
-        return;
+    struct cors_answer ans;
+    cors_actual(rs, origin, c->req->method_name, &ans);
     struct response *r = c->resp;
-    int i = origin ? cors_match_actual(rs, origin, c->req->method_name) : -1;
-    if (i >= 0) {
-        const struct cors_rule *rule = &rs->r[i];
-        int any = cors_any_origin(rule);
+    if (ans.rule >= 0) {
+        const struct cors_rule *rule = &rs->r[ans.rule];
         const char *exposed = rule->exposed_headers;
         if (strcmp(exposed, "*") == 0)
             exposed = response_header_names(c);
-        response_header(r, "Access-Control-Allow-Origin", any ? "*" : origin);
+        response_header(r, "Access-Control-Allow-Origin", ans.any ? "*" : origin);
         if (*exposed)
             response_header(r, "Access-Control-Expose-Headers", exposed);
-        if (!any)
+        if (!ans.any)
             response_header(r, "Access-Control-Allow-Credentials", "true");
-        response_header(r, "Vary", "Origin");
-    } else if (get_like) {
-        /* SPEC 11.4: GET/HEAD answers of an account with rules vary by Origin. */
-        response_header(r, "Vary", "Origin");
     }
+    if (ans.vary)
+        response_header(r, "Vary", "Origin");
 }

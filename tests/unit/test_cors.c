@@ -127,12 +127,61 @@ static void test_actual(void)
     TEST_CHECK(!cors_any_origin(&rs.r[0]) && cors_any_origin(&rs.r[1]), "cors_any_origin");
 }
 
+/* One row of the Vary table of the service's CORS documentation
+ * ("Understanding how the Vary header is set"), GET/HEAD requests. */
+static void row(const struct cors_rules *rs, const char *origin, const char *method, int rule,
+                int vary, int star, const char *what)
+{
+    struct cors_answer a;
+    memset(&a, 0x55, sizeof a);
+    cors_actual(rs, origin, method, &a);
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: rule, Vary, ACAO *", what);
+    TEST_CHECK(a.rule == rule && a.vary == vary && a.any == star, msg);
+    if (a.rule != rule || a.vary != vary || a.any != star)
+        printf("# got rule %d vary %d any %d\n", a.rule, a.vary, a.any);
+}
+
+static void test_vary_table(void)
+{
+    struct cors_rules none, exact, star;
+    memset(&none, 0, sizeof none);
+    memset(&exact, 0, sizeof exact);
+    memset(&star, 0, sizeof star);
+    exact.n = 2;
+    exact.r[0] = (struct cors_rule){"http://a.com", "GET,HEAD,PUT", "", "x-ms-*", 60};
+    exact.r[1] = (struct cors_rule){"*", "DELETE", "", "", 1};   /* not for GET */
+    star.n = 2;
+    star.r[0] = (struct cors_rule){"http://a.com", "PUT", "", "", 60};
+    star.r[1] = (struct cors_rule){"*", "GET,HEAD,PUT", "", "*", 10};
+    /* the seven rows; the last three columns are Vary, ACAO "*" and
+     * Expose-Headers (present exactly when a rule matched) */
+    row(&none, NULL, "GET", -1, 0, 0, "row 1: no Origin, no rules: nothing");
+    row(&exact, NULL, "GET", -1, 1, 0, "row 2: no Origin, rules, none for all origins: Vary");
+    row(&star, NULL, "GET", 1, 0, 1, "row 3: no Origin, an all-origins rule: ACAO *, Expose, no Vary");
+    row(&none, "http://a.com", "GET", -1, 0, 0, "row 4: Origin, no rules: nothing");
+    row(&exact, "http://a.com", "GET", 0, 1, 0, "row 5: Origin matches exactly: Vary, echo, Expose");
+    row(&exact, "http://z.org", "GET", -1, 1, 0, "row 6: Origin, no rule matches: Vary only");
+    row(&star, "http://z.org", "GET", 1, 0, 1, "row 7: Origin, all-origins rule: ACAO *, Expose, no Vary");
+    /* HEAD is GET's twin; other methods never get Vary */
+    row(&exact, NULL, "HEAD", -1, 1, 0, "row 2 for HEAD");
+    row(&star, "http://z.org", "HEAD", 1, 0, 1, "row 7 for HEAD");
+    row(&exact, "http://a.com", "PUT", 0, 0, 0, "PUT, exact match: echo, no Vary");
+    row(&exact, "http://z.org", "PUT", -1, 0, 0, "PUT, no match: no Vary");
+    row(&exact, NULL, "PUT", -1, 0, 0, "PUT without Origin, no all-origins rule for it: nothing");
+    row(&star, NULL, "PUT", 1, 0, 1, "PUT without Origin, all-origins rule: ACAO *, no Vary");
+    row(&exact, NULL, "DELETE", 1, 0, 1, "no Origin: the all-origins rule of the method");
+    row(&star, "http://a.com", "PUT", 0, 0, 0, "exact rule listed first wins over *");
+    row(&star, "http://a.com", "GET", 1, 0, 1, "exact rule without the method: * rule");
+}
+
 int main(void)
 {
     A = arena_new(1 << 16);
     test_normalize();
     test_preflight();
     test_actual();
+    test_vary_table();
     arena_free(A);
     return test_done();
 }
