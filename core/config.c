@@ -445,6 +445,13 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
         return apply_account_spec(cfg, v, err, errlen);
     if (strcmp(name, "fault") == 0)
         return apply_fault_spec(cfg, v, err, errlen);
+    if (strcmp(name, "strict-versions") == 0) {
+        if (parse_bool(v, &cfg->strict_versions) < 0) {
+            set_err(err, errlen, "--strict-versions expects on|off, got '%s'", v);
+            return -1;
+        }
+        return 0;
+    }
     if (strcmp(name, "throttle") == 0) {
         if (parse_bool(v, &cfg->throttle) < 0) {
             set_err(err, errlen, "--throttle expects on|off, got '%s'", v);
@@ -560,7 +567,7 @@ static int is_switch(const char *name)
  * "--throttle=on"; a separate next argument is never taken as its value). */
 static int is_optional_switch(const char *name)
 {
-    return strcmp(name, "throttle") == 0;
+    return strcmp(name, "throttle") == 0 || strcmp(name, "strict-versions") == 0;
 }
 
 /* Checks settings that depend on each other. */
@@ -768,6 +775,8 @@ static const char usage_text[] =
     "  --access-log on|off     one line per request on stdout (default on)\n"
     "  --auth on|off           verify request signatures (default on)\n"
     "  --host-suffix S         host-style suffix after ACCOUNT.table. (default localhost)\n"
+    "  --strict-versions[=on|off]  refuse x-ms-version values tabled does not know, as\n"
+    "                          the cloud does (default off: newer ones act as the newest)\n"
     "  --account NAME:KEY1[:KEY2]  add an account (base64 keys; repeatable)\n"
     "  --tls-port N            HTTPS port (default 0 = off)\n"
     "  --tls-cert FILE         PEM certificate (chain) for HTTPS\n"

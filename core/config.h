@@ -48,6 +48,9 @@ struct config {
     enum durability durability;/* default DURABILITY_BATCH */
     char host_suffix[256];     /* host-style suffix after ACCOUNT.table., default "localhost" */
     int auth;                  /* 1 = verify requests (default), 0 = --auth off */
+    int strict_versions;       /* 1: refuse x-ms-version values not in the built-in
+                                * list, as the cloud does; 0 (default): accept any
+                                * well-formed version from 2009-04-14 on */
 
     /* limits checked by core/ as bytes arrive */
     size_t max_header_bytes;   /* default 64 KiB (whole header block) */

@@ -82,7 +82,10 @@ struct req_ctx {
     struct arena *a;
 
     char request_id[40];
-    const char *version;       /* effective x-ms-version */
+    const char *version;       /* effective version: the known version whose
+                                * behaviour applies (service.c, SPEC 12.1) */
+    const char *version_echo;  /* x-ms-version to answer (the version as sent,
+                                * also when newer than any known); NULL: version */
     const struct account_cfg *account;
     int secondary;             /* "-secondary" endpoint */
     int unknown_account;       /* the URL names an account that is not configured */

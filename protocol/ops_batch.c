@@ -137,6 +137,7 @@ static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, stru
     sub->in_batch = 1;
     sub->batch = c->batch;
     sub->version = c->version;
+    sub->version_echo = c->version_echo;
     sub->level = c->level;
     sub->auth = c->auth;
     memcpy(sub->request_id, c->request_id, sizeof sub->request_id);

@@ -146,7 +146,7 @@ void reply_finish(struct req_ctx *c)
     const char *cid = request_header(c->req, "x-ms-client-request-id");
     if (cid)
         response_header(r, "x-ms-client-request-id", cid);
-    response_header(r, "x-ms-version", c->version);
+    response_header(r, "x-ms-version", c->version_echo ? c->version_echo : c->version);
     if (c->odata)
         response_header(r, "X-Content-Type-Options", "nosniff");
     response_header(r, "Date", http_date());

@@ -22,40 +22,10 @@
 #include "protocol/keys.h"
 #include "protocol/multipart.h"
 #include "protocol/route.h"
+#include "protocol/version.h"
 
 /* Largest request body of any operation (SPEC 2.7). */
 #define PROTOCOL_MAX_BODY (4u << 20)
-
-/* Service versions accepted in x-ms-version (SPEC 12.1), ascending. */
-static const char *const versions[] = {
-    "2009-04-14", "2009-07-17", "2009-09-19", "2011-08-18", "2012-02-12",
-    "2013-08-15", "2014-02-14", "2015-02-21", "2015-04-05", "2015-07-08",
-    "2015-12-11", "2016-05-31", "2017-04-17", "2017-07-29", "2017-11-09",
-    "2018-02-01", "2018-03-28", "2018-06-17", "2018-11-09", "2019-02-02",
-    "2019-07-07", "2019-10-10", "2019-12-12", "2020-02-10", "2020-04-08",
-    "2020-06-12", "2020-08-04", "2020-10-02", "2020-12-06", "2021-02-12",
-    "2021-04-10", "2021-06-08", "2021-08-06", "2021-10-04", "2021-12-02",
-    "2022-11-02", "2023-01-03", "2023-05-03", "2023-08-03", "2023-11-03",
-    "2024-02-04", "2024-05-04", "2024-08-04", "2024-11-04", "2025-01-05",
-    "2025-05-05", "2025-07-05", "2025-11-05", "2026-02-06", "2026-04-06",
-    "2026-06-06",
-};
-#define NVERSIONS (sizeof versions / sizeof versions[0])
-
-/* The accepted version equal to v, or NULL. */
-static const char *known_version(const char *v)
-{
-    for (size_t i = 0; i < NVERSIONS; i++)
-        if (strcmp(versions[i], v) == 0)
-            return versions[i];
-    return NULL;
-}
-
-/* auth_ctx callback: 1 when v is an accepted version. */
-static int version_known(const char *v)
-{
-    return known_version(v) != NULL;
-}
 
 struct service *service_new(const struct config *cfg, const struct backend_ops *ops,
                             struct backend_store *st, char *err, size_t errlen)
@@ -84,7 +54,7 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
     svc->auth.accounts = cfg->accounts;
     svc->auth.naccounts = cfg->naccounts;
     svc->auth.disabled = !cfg->auth;
-    svc->auth.version_known = version_known;
+    svc->auth.version_known = cfg->strict_versions ? version_sas_strict : version_sas_lenient;
     svc->auth.policy_lookup = acl_policy_lookup;
     svc->auth.policy_arg = svc;
     return svc;
@@ -221,11 +191,14 @@ static void ctx_init(struct req_ctx *c, struct service *svc, struct request *req
     c->resp = resp;
     c->a = req->arena;
     c->method = req->method;
-    c->version = versions[NVERSIONS - 1];
+    c->version = version_newest();
     c->level = ODATA_MINIMAL;
     const char *v = request_header(req, "x-ms-version");
-    if (v && known_version(v))
-        c->version = known_version(v);
+    const char *k = version_behaviour(v, svc->cfg->strict_versions);
+    if (k) {
+        c->version = k;
+        c->version_echo = v;
+    }
     c->odata = 1; /* JSON errors until an XML operation is recognised */
     service_uuid(svc, c->request_id);
 }
@@ -382,28 +355,49 @@ static int unsupported_option(const struct req_ctx *c)
     return 0;
 }
 
-/* Version from x-ms-version (SPEC 12.1). */
+/* Sets the effective version from the value v a request sent; refuses a
+ * version the service would not take (SPEC 12.1, version_behaviour). */
+static enum terr use_version(struct req_ctx *c, const char *v)
+{
+    const char *k = version_behaviour(v, c->svc->cfg->strict_versions);
+    if (!k)
+        return TERR_InvalidHeaderValue;
+    c->version = k;
+    c->version_echo = v;
+    return TERR_NONE;
+}
+
+/* Version of the request (SPEC 12.1). A request authorized by a SAS (sig
+ * in the query and no Authorization header, as auth_check tells them
+ * apart) runs at its api-version, else at its signed version sv; its
+ * x-ms-version header is ignored ("Versioning for Azure Storage": the
+ * optional api-version gives the version that executes the operation, sv
+ * the one that authorizes it and also executes it when api-version is
+ * absent; "Previous Azure Storage service versions": an x-ms-version
+ * header on a SAS request is ignored). So legacy SDKs sending both
+ * headers, equal or not, are answered, never MultipleVersionsSpecified.
+ * An sv that is not a usable version is left to the SAS check (403).
+ * Other requests: x-ms-version, or api-version, not both. */
 static enum terr pick_version(struct req_ctx *c)
 {
-    size_t n = request_header_count(c->req, "x-ms-version");
     const struct query_param *api = url_query_get(c->qp, c->nqp, "api-version");
+    if (!request_header(c->req, "Authorization") && url_query_get(c->qp, c->nqp, "sig")) {
+        if (api)
+            return use_version(c, api->value);
+        const struct query_param *sv = url_query_get(c->qp, c->nqp, "sv");
+        if (sv && version_behaviour(sv->value, c->svc->cfg->strict_versions))
+            return use_version(c, sv->value);
+        c->version = version_newest();
+        c->version_echo = NULL;
+        return TERR_NONE;
+    }
+    size_t n = request_header_count(c->req, "x-ms-version");
     if (n > 1)
         return TERR_InvalidHeaderValue;
     if (n == 1 && api)
         return TERR_MultipleVersionsSpecified;
     const char *v = n ? request_header(c->req, "x-ms-version") : api ? api->value : NULL;
-    if (!v) {
-        const struct query_param *sv = url_query_get(c->qp, c->nqp, "sv");
-        if (sv && url_query_get(c->qp, c->nqp, "sig"))
-            v = sv->value;
-    }
-    if (!v)
-        return TERR_NONE;
-    const char *k = known_version(v);
-    if (!k)
-        return TERR_InvalidHeaderValue;
-    c->version = k;
-    return TERR_NONE;
+    return v ? use_version(c, v) : TERR_NONE;
 }
 
 /* The auth module's name for each operation. */

@@ -678,17 +678,53 @@ def test_account_sas(c):
     r = c.raw.sas("GET", table_q, account_sas("l", "c") + "&api-version=2019-02-02",
                   version=None)
     check_ok(tap, r, 200, "api-version (without x-ms-version) is not part of the SAS signature")
-    r = c.raw.sas("GET", table_q, account_sas("l", "c") + "&api-version=2019-02-02")
-    check_error(tap, r, 400, "MultipleVersionsSpecified", "280 api-version together with "
-                "x-ms-version -> 400 MultipleVersionsSpecified")
-    r = c.raw.sas("GET", table_q, account_sas("l", "c"), version=None)
-    check_ok(tap, r, 200, "a SAS request needs no x-ms-version (sv applies)")
+    sas_versions(tap, c, table_q)
     acct2_q = account_sas("l", "c", account=ACCT2, key=ACCT2_KEY2)
     r = c.raw.sas("GET", table_q, acct2_q, account=ACCT2)
     tap.ok(r.status == 200 and [t["TableName"] for t in r.json()["value"]] == ["acct2tbl"],
            "account SAS of the second account signed with its secondary key lists its tables",
            repr(r))
     c.alive("refused account SAS requests")
+
+
+def sas_versions(tap, c, table_q):
+    """Which version runs a SAS request ("Versioning for Azure Storage":
+    api-version executes, sv authorizes and executes without api-version;
+    "Previous Azure Storage service versions": x-ms-version is ignored)."""
+    def ok(r, version, what):
+        tap.ok(r.status == 200 and r.h("x-ms-version") == version and
+               r.json()["value"] is not None, what,
+               "status %s x-ms-version %r body %r" % (r.status, r.h("x-ms-version"), r.body[:300]))
+
+    q = account_sas("l", "c")
+    r = c.raw.sas("GET", table_q, q + "&api-version=2019-02-02")
+    ok(r, "2019-02-02", "280 SAS with x-ms-version and api-version, equal (legacy SDKs): 200, "
+       "not MultipleVersionsSpecified")
+    r = c.raw.sas("GET", table_q, q + "&api-version=2021-06-08")
+    ok(r, "2021-06-08", "SAS with x-ms-version 2019-02-02 and api-version 2021-06-08: "
+       "api-version runs the request")
+    r = c.raw.sas("GET", table_q, q + "&api-version=2012-02-12", version="2021-06-08")
+    check_error(tap, r, 415, "JsonFormatNotSupported", "SAS, api-version 2012-02-12 under an "
+                "x-ms-version 2021-06-08: api-version runs it (no JSON before 2013-08-15)")
+    r = c.raw.sas("GET", table_q, q, version="2012-02-12")
+    ok(r, SV, "SAS without api-version: x-ms-version 2012-02-12 is ignored, sv runs it")
+    r = c.raw.sas("GET", table_q, q, version="garbage")
+    ok(r, SV, "SAS: even a malformed x-ms-version is ignored")
+    r = c.raw.sas("GET", table_q, q, version=None)
+    ok(r, SV, "a SAS request needs no x-ms-version (sv applies)")
+    r = c.raw.sas("GET", table_q, q, headers=[("x-ms-version", "2020-12-06")])
+    ok(r, SV, "SAS with two different x-ms-version headers: both ignored")
+    r = c.raw.sas("GET", table_q, account_sas("l", "c", sv="2021-06-08"), version="2019-02-02")
+    ok(r, "2021-06-08", "SAS sv 2021-06-08 with x-ms-version 2019-02-02: sv runs it")
+    r = c.raw.sas("GET", table_q, account_sas("l", "c", sv="2027-01-01"), version=None)
+    ok(r, "2027-01-01", "SAS sv newer than any known version: accepted, echoed as sent")
+    r = c.raw.sas("GET", table_q, account_sas("l", "c", sv="2009-04-13"))
+    check_error(tap, r, 403, "AuthenticationFailed", "SAS sv older than any version: 403")
+    r = c.raw.sas("GET", table_q, q + "&api-version=2019-13-01")
+    check_error(tap, r, 400, "InvalidHeaderValue", "SAS with a malformed api-version: 400")
+    r = c.raw.signed("GET", table_q + "?api-version=2019-02-02")
+    check_error(tap, r, 400, "MultipleVersionsSpecified", "SharedKey request with x-ms-version "
+                "and api-version -> 400 MultipleVersionsSpecified (only SAS may send both)")
 
 
 # --------------------------------------------------------------------------
@@ -1298,8 +1334,12 @@ def test_sas_forms(c):
     check_error(tap, r, 403, "AuthenticationFailed", "table SAS with an unparsable se -> 403 "
                 "AuthenticationFailed")
     r = c.raw.sas("GET", ent, table_sas("forms", "r", sv="2099-01-01"))
-    check_error(tap, r, 403, "AuthenticationFailed", "table SAS with an unknown sv -> 403 "
-                "AuthenticationFailed")
+    tap.ok(r.status == 200 and r.h("x-ms-version") == "2099-01-01", "table SAS with an sv "
+           "newer than any known version: accepted, echoed (without --strict-versions)",
+           "%s %r" % (r.status, r.body[:300]))
+    r = c.raw.sas("GET", ent, table_sas("forms", "r", sv="2019-02-30"))
+    check_error(tap, r, 403, "AuthenticationFailed", "table SAS with an sv that is no date "
+                "-> 403 AuthenticationFailed")
     r = c.raw.sas("GET", ent, table_sas("forms", "r", spr="ftp"))
     check_error(tap, r, 403, "AuthenticationFailed", "SAS spr=ftp -> 403 AuthenticationFailed")
 

@@ -9,6 +9,7 @@
 
 #include "auth/auth.h"
 #include "protocol/edm.h"
+#include "protocol/version.h"
 #include "tests/unit/tap.h"
 
 struct vec {
@@ -1195,6 +1196,66 @@ static void test_sas_versions(void)
     ctx.version_known = NULL;
 }
 
+/* Which version a request's version string gets (protocol/version.c), and
+ * the SAS sv check the service wires to it (issue 14 point 10). */
+static void test_version_rules(void)
+{
+    static const struct {
+        const char *v;
+        const char *lenient, *strict;   /* NULL: refused */
+    } cases[] = {
+        {"2019-02-02", "2019-02-02", "2019-02-02"},
+        {"2009-04-14", "2009-04-14", "2009-04-14"},
+        {"2026-06-06", "2026-06-06", "2026-06-06"},
+        {"2027-01-01", "2026-06-06", NULL},     /* newer: the newest known */
+        {"9999-12-31", "2026-06-06", NULL},
+        {"2020-01-01", "2019-12-12", NULL},     /* between: the older neighbour */
+        {"2019-02-03", "2019-02-02", NULL},
+        {"2009-04-15", "2009-04-14", NULL},
+        {"2024-02-29", "2024-02-04", NULL},     /* leap day */
+        {"2009-04-13", NULL, NULL},             /* older than the oldest */
+        {"1999-01-01", NULL, NULL},
+        {"2019-02-30", NULL, NULL},             /* not a calendar day */
+        {"2023-02-29", NULL, NULL},
+        {"2019-13-01", NULL, NULL},
+        {"2019-00-10", NULL, NULL},
+        {"2019-1-10", NULL, NULL},
+        {"2019-02-021", NULL, NULL},
+        {"2019/02/02", NULL, NULL},
+        {"2019-02-0x", NULL, NULL},
+        {"", NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char what[120];
+        const char *got = version_behaviour(cases[i].v, 0);
+        snprintf(what, sizeof what, "version '%s' acts as %s", cases[i].v,
+                 cases[i].lenient ? cases[i].lenient : "(refused)");
+        TEST_CHECK(cases[i].lenient ? got && strcmp(got, cases[i].lenient) == 0 : got == NULL,
+                   what);
+        got = version_behaviour(cases[i].v, 1);
+        snprintf(what, sizeof what, "strict: version '%s' %s", cases[i].v,
+                 cases[i].strict ? "accepted" : "refused");
+        TEST_CHECK(cases[i].strict ? got && strcmp(got, cases[i].strict) == 0 : got == NULL,
+                   what);
+        TEST_EQ_INT(version_sas_lenient(cases[i].v), cases[i].lenient != NULL,
+                    "version_sas_lenient agrees");
+        TEST_EQ_INT(version_sas_strict(cases[i].v), cases[i].strict != NULL,
+                    "version_sas_strict agrees");
+    }
+    TEST_CHECK(version_behaviour(NULL, 0) == NULL, "no version: NULL");
+    TEST_EQ_STR(version_newest(), "2026-06-06", "newest known version");
+    /* SAS verification wired as the service does it */
+    ctx.version_known = version_sas_strict;
+    TEST_EQ_INT(sas("acct_ex1", AUTH_OP_QUERY_TABLES, NULL), TERR_NONE,
+                "strict list: a known sv accepted");
+    ctx.version_known = version_sas_lenient;
+    TEST_EQ_INT(sas("acct_ex1", AUTH_OP_QUERY_TABLES, NULL), TERR_NONE,
+                "lenient list: a known sv accepted");
+    TEST_EQ_INT(sas("tbl_ex1", AUTH_OP_QUERY_ENTITIES, "orders"), TERR_NONE,
+                "lenient list: table SAS accepted");
+    ctx.version_known = NULL;
+}
+
 /* Each signed SAS field changed by one byte (or dropped) fails. */
 static void test_sas_mutations(void)
 {
@@ -1555,6 +1616,7 @@ int main(void)
     test_bearer();
     test_sas_examples();
     test_sas_versions();
+    test_version_rules();
     test_sas_mutations();
     test_sas_time_ip_protocol();
     test_sas_permissions();

@@ -363,6 +363,34 @@ static void test_throttle_options(void)
     unlink(path);
 }
 
+/* --strict-versions / strict-versions (issue 14 point 10). */
+static void test_strict_versions(void)
+{
+    struct config cfg;
+    const char *none[] = {NULL};
+    TEST_EQ_INT(parse(&cfg, none), 0, "no flags");
+    TEST_EQ_INT(cfg.strict_versions, 0, "unknown versions accepted by default");
+    const char *a1[] = {"--strict-versions", "--port", "9", NULL};
+    TEST_EQ_INT(parse(&cfg, a1), 0, "bare --strict-versions followed by another flag");
+    TEST_CHECK(cfg.strict_versions == 1 && cfg.port == 9, "--strict-versions turns it on");
+    const char *a2[] = {"--strict-versions=off", NULL};
+    TEST_CHECK(parse(&cfg, a2) == 0 && cfg.strict_versions == 0, "--strict-versions=off");
+    const char *a3[] = {"--strict-versions=sometimes", NULL};
+    TEST_CHECK(parse(&cfg, a3) == -1 && strstr(err, "--strict-versions expects on|off"),
+               "--strict-versions=sometimes refused");
+    const char *path = write_file("strict-versions = on\n");
+    config_defaults(&cfg);
+    TEST_CHECK(config_load_file(&cfg, path, err, sizeof err) == 0 && cfg.strict_versions == 1,
+               "strict-versions = on in a file");
+    unlink(path);
+    path = write_file("strict-versions = maybe\n");
+    config_defaults(&cfg);
+    TEST_CHECK(config_load_file(&cfg, path, err, sizeof err) == -1 &&
+                   strstr(err, "--strict-versions expects on|off"),
+               "strict-versions = maybe refused");
+    unlink(path);
+}
+
 int main(void)
 {
     test_defaults();
@@ -371,5 +399,6 @@ int main(void)
     test_accounts();
     test_file();
     test_throttle_options();
+    test_strict_versions();
     return test_done();
 }
