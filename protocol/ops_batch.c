@@ -110,6 +110,27 @@ static void add_host(struct req_ctx *c, const struct multipart_op *op, struct re
     sreq->nheaders++;
 }
 
+/* The format of batch part sub, from its own Accept and Content-Type as
+ * for a top-level request (SPEC 2.3.1): an Atom or XML body, or an Accept
+ * the part cannot be answered in, fails the part (415). A part without
+ * Accept takes the JSON level the envelope's Accept named, else minimal
+ * metadata; the envelope's Accept never refuses anything (SPEC 8.1). */
+static enum terr part_format(const struct req_ctx *c, struct req_ctx *sub)
+{
+    const struct request *sreq = sub->req;
+    const char *ct = request_header(sreq, "Content-Type");
+    if (ct && sreq->body_len && (strcasestr(ct, "atom") || strcasestr(ct, "/xml")))
+        return TERR_AtomFormatNotSupported;
+    if (!request_header(sreq, "Accept")) {
+        sub->level = c->level;
+        return TERR_NONE;
+    }
+    int body = sub->op == OP_GET_ENTITY || sub->op == OP_QUERY_ENTITIES ||
+               (sub->op == OP_INSERT_ENTITY &&
+                !(sub->prefer && strcmp(sub->prefer, "return-no-content") == 0));
+    return odata_negotiate(sub, body);
+}
+
 /* Sets up sub as the context of batch operation op of parent c, routed like
  * a top-level request to the same account. When tmpl is given (the routed
  * context of an earlier operation for which same_route holds, before it was
@@ -158,6 +179,22 @@ static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, stru
          * the URL's host or else the batch's Host header. */
         add_host(c, op, sreq);
         enum terr e = route_account(sub, &rest, &rest_len);
+        int one_segment = op->path_len && !memchr(op->path + 1, '/', op->path_len - 1);
+        if (!(op->host && *op->host) && one_segment &&
+            (e == TERR_ResourceNotFound || (e == TERR_NONE && rest_len == 0))) {
+            /* A path without host of one segment that names no account, or
+             * is the account's name ("/mytable", "/devstoreaccount1" naming
+             * a table): relative to the service root of the batch's
+             * account, as the legacy Python SDK writes it for a custom
+             * endpoint; on a path-style endpoint as on a host-style one. */
+            sub->account = c->account;
+            sub->secondary = 0;
+            sub->unknown_account = 0;
+            sub->base = c->base;
+            rest = op->path;
+            rest_len = op->path_len;
+            e = TERR_NONE;
+        }
         if (e)
             return TERR_InvalidInput;
         if (sub->account != c->account || sub->secondary)
@@ -197,12 +234,11 @@ static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, stru
     if (sub->op != OP_GET_ENTITY && sub->op != OP_QUERY_ENTITIES && sub->op != OP_INSERT_ENTITY &&
         sub->res != RES_ENTITY)
         return TERR_InvalidInput;
-    /* The part's format follows its own Accept, else the batch's. */
-    enum odata_level outer = c->level;
-    if (request_header(sreq, "Accept") && odata_negotiate(sub, 0) != TERR_NONE)
-        sub->level = outer;
     if (sub->op == OP_INSERT_ENTITY)
         odata_prefer(sub);
+    enum terr e2 = part_format(c, sub);
+    if (e2)
+        return e2;
     /* Permissions of each operation (SPEC 8.5). URL keys are known now, as
      * for a top-level request (a point query is checked only here); an
      * insert's keys are checked in entity_prepare once known. */

@@ -722,7 +722,11 @@ static enum terr prepare(struct req_ctx *c)
         if (c->op == OP_CREATE_TABLE || c->op == OP_INSERT_ENTITY)
             odata_prefer(c);
         int body = op_has_body(c->op) && !(c->prefer && strcmp(c->prefer, "return-no-content") == 0);
-        if ((e = odata_negotiate(c, body)))
+        /* A $batch envelope's Accept neither picks the batch's format nor
+         * refuses it (the legacy Node SDK sends an Atom Accept around JSON
+         * parts, and the service answers 202); each part negotiates its
+         * own (ops_batch.c). A JSON level it names is the parts' fallback. */
+        if ((e = odata_negotiate(c, body)) && c->op != OP_BATCH)
             return e;
         if (unsupported_option(c))
             return TERR_NotImplemented;

@@ -52,7 +52,7 @@ MESSAGES = {
 }
 REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request",
            403: "Forbidden", 404: "Not Found", 409: "Conflict", 412: "Precondition Failed",
-           413: "Request Entity Too Large"}
+           413: "Request Entity Too Large", 415: "Unsupported Media Type"}
 CLIENT_KW = dict(retry_total=0, connection_timeout=10, read_timeout=30)
 
 
@@ -1550,6 +1550,165 @@ class BatchTests:
                "a batch sent with chunked framing", err)
 
 
+    # -- issue 14 points 6 and 8 -------------------------------------------------
+    def test_envelope_accept(self):
+        """The envelope's Accept neither chooses nor refuses (point 6); each
+        part's own Accept / Content-Type decides that part."""
+        tap, T = self.tap, "BtEnvAccept"
+        self.table(T)
+        legacy = "application/atom+xml,application/xml"
+        n = [0]
+
+        def ins(headers=None, props=None):
+            n[0] += 1
+            return self.ins(T, "p", "r%d" % n[0], props, headers=headers)
+
+        minimal = [("Accept", h.ACCEPT["minimalmetadata"]), ("DataServiceVersion", "3.0;")]
+        for outer, what in ((legacy, "Atom Accept (legacy Node SDK)"), (None, "no Accept"),
+                            ("text/plain", "Accept: text/plain"),
+                            ("application/json;odata=verbose", "verbose JSON Accept")):
+            o = ins(minimal)
+            r, ans, err = batch(self.http, changeset_body([o]),
+                                headers=[("Accept", outer)])
+            if tap.ok(ans is not None and [p.status for p in ans.parts] == [201],
+                      "envelope with %s, JSON part: 202 and a 201 part" % what, err):
+                rk = o["body"]["RowKey"]
+                g = self.http.get_entity(T, "p", rk)
+                tap.eq((ans.parts[0].h("Content-Type"), ans.parts[0].body),
+                       (CT_MIN, g.body), "envelope with %s: the part's body in the part's "
+                       "own format (minimalmetadata)" % what)
+                tap.eq((r.h("x-ms-version"), r.has("x-ms-request-id"), r.h("Cache-Control")),
+                       (h.DEFAULT_VERSION, True, "no-cache"),
+                       "envelope with %s: the 202's headers" % what)
+        # a part without Accept under an Atom envelope: minimal metadata
+        o = ins()
+        r, ans, err = batch(self.http, changeset_body([o]), headers=[("Accept", legacy)])
+        if tap.ok(ans is not None and [p.status for p in ans.parts] == [201],
+                  "Atom envelope, part without Accept: 201", err):
+            tap.eq(ans.parts[0].h("Content-Type"), CT_MIN,
+                   "Atom envelope, part without Accept: minimalmetadata")
+        # the legacy Node SDK's envelope around a mixed changeset
+        ops = [ins(minimal), ins(minimal + [("Prefer", "return-no-content")]),
+               self.ent("MERGE", T, "p", "r1", {"M": 1}, "*", minimal),
+               self.ent("DELETE", T, "p", "r2", None, "*", minimal)]
+        r, ans, err = batch(self.http, changeset_body(ops), headers=[
+            ("Accept", legacy), ("DataServiceVersion", "3.0;NetFx"),
+            ("MaxDataServiceVersion", "3.0;NetFx")])
+        tap.ok(ans is not None and [p.status for p in ans.parts] == [201, 204, 204, 204],
+               "legacy Node SDK envelope (Atom Accept) around JSON insert/merge/delete: 202", err)
+        # a single query under an Atom envelope
+        r, ans, err = batch(self.http, query_body(op("GET", self.eurl(T, "p", "r1"),
+                                                     headers=minimal)),
+                            ct="multipart/mixed; boundary=batch_q1",
+                            headers=[("Accept", legacy)])
+        tap.ok(ans is not None and ans.kind == "query" and ans.parts[0].status == 200 and
+               ans.parts[0].h("Content-Type") == CT_MIN and
+               json.loads(ans.parts[0].body)["M"] == 1,
+               "query batch under an Atom envelope: 200 part in JSON", err)
+        # a part that asks for Atom, or sends it, fails alone
+        before = snapshot(self.http, T)
+        atom_msg = "Atom format is not supported."
+        for what, o in (
+                ("a part with Accept: application/atom+xml",
+                 ins([("Accept", "application/atom+xml")])),
+                ("a part with an Atom body",
+                 op("POST", self.turl(T), "<entry xmlns='http://www.w3.org/2005/Atom'/>",
+                    [("Content-Type", "application/atom+xml"),
+                     ("Accept", h.ACCEPT["minimalmetadata"])]))):
+            r, ans, err = batch(self.http, changeset_body([ins(minimal), o]),
+                                headers=[("Accept", h.ACCEPT["minimalmetadata"])])
+            if tap.ok(ans is not None and len(ans.parts) == 1, "%s: one failure part" % what,
+                      err):
+                p = ans.parts[0]
+                m = re.match(r'^<\?xml version="1\.0" encoding="utf-8"\?><error xmlns="http://'
+                             r'schemas\.microsoft\.com/ado/2007/08/dataservices/metadata">'
+                             r'<code>([A-Za-z]+)</code><message xml:lang="en-US">(\d+):([^\n]*)'
+                             r'\nRequestId:[^\n]+\nTime:[^<]+</message></error>$',
+                             p.body.decode("utf-8", "replace"))
+                tap.eq((p.status_line, p.h("Content-Type"),
+                        m.groups() if m else p.body[:300]),
+                       ("HTTP/1.1 415 Unsupported Media Type", "application/xml;charset=utf-8",
+                        ("AtomFormatNotSupported", "1", atom_msg)),
+                       "%s: 415 AtomFormatNotSupported for that part (XML, index 1)" % what)
+            self.unchanged(what, T, before)
+
+    def test_rootless_paths(self):
+        """Sub-request paths relative to the service root without the account
+        segment (point 8), on a path-style endpoint."""
+        tap, T = self.tap, "BtRoot"
+        self.table(T)
+        ops = [op("POST", "/%s" % T, {"PartitionKey": "p", "RowKey": "a", "V": 1}),
+               op("POST", "/%s" % T, {"PartitionKey": "p", "RowKey": "b", "V": 1},
+                  [("Prefer", "return-no-content")]),
+               op("MERGE", "/%s(PartitionKey='p',RowKey='pre')" % T, {"V": 2},
+                  [("If-Match", "*")]),
+               op("PUT", "/%s/%s(PartitionKey='p',RowKey='c')" % (ACCOUNT, T), {"V": 3}),
+               op("DELETE", "/%s(PartitionKey='p',RowKey='gone')" % T, None,
+                  [("If-Match", "*")])]
+        self.put(T, {"PartitionKey": "p", "RowKey": "pre", "V": 0, "W": 0})
+        self.put(T, {"PartitionKey": "p", "RowKey": "gone"})
+        r, ans, err = batch(self.http, changeset_body(ops))
+        if tap.ok(ans is not None and [p.status for p in ans.parts] == [201, 204, 204, 204, 204],
+                  "path-style batch with /table, /table(keys) and /account/table URLs: all "
+                  "succeed", err):
+            tap.eq([ans.parts[i].h("Location") for i in (0, 1)],
+                   [self.location(T, "p", "a"), self.location(T, "p", "b")],
+                   "Location of a rootless insert names the batch's account")
+        got = entities(self.http, T)
+        tap.eq(sorted((k[1], user_props(e)) for k, e in got.items()),
+               [("a", {"V": 1}), ("b", {"V": 1}), ("c", {"V": 3}), ("pre", {"V": 2, "W": 0})],
+               "rootless sub-requests wrote the batch account's table")
+        # a table named like the account
+        A = ACCOUNT
+        r = self.http.create_table(A)
+        tap.eq(r.status, 201, "create table %s (named like the account)" % A)
+        ops = [op("POST", "/%s" % A, {"PartitionKey": "q", "RowKey": "1"}),
+               op("PUT", "/%s/%s(PartitionKey='q',RowKey='2')" % (A, A), {"X": 2}),
+               op("MERGE", "/%s(PartitionKey='q',RowKey='3')" % A, {"X": 3}),
+               op("POST", "/%s/%s" % (A, A), {"PartitionKey": "q", "RowKey": "4"},
+                  [("Prefer", "return-no-content")])]
+        r, ans, err = batch(self.http, changeset_body(ops))
+        tap.ok(ans is not None and [p.status for p in ans.parts] == [201, 204, 204, 204],
+               "table named like the account: /%s, /%s/%s and /%s(keys)" % (A, A, A, A), err)
+        tap.eq(sorted(k[1] for k in entities(self.http, A)), ["1", "2", "3", "4"],
+               "all four landed in table %s" % A)
+        self.http.delete_table(A)
+        # what still fails: other accounts, absolute URLs without the account
+        before = snapshot(self.http, T)
+        for what, url in (
+                ("absolute URL with host but no account segment",
+                 "http://%s:%d/%s" % (self.srv.host, self.srv.port, T)),
+                ("/otheraccount/table", "/otheraccount/%s" % T),
+                ("/account-secondary/table", "/%s-secondary/%s" % (ACCOUNT, T)),
+                ("/ alone", "/")):
+            r, ans, err = batch(self.http, changeset_body(
+                [op("POST", "/%s" % T, {"PartitionKey": "p", "RowKey": "z1"}),
+                 op("POST", url, {"PartitionKey": "p", "RowKey": "z2"})]))
+            self.expect_failure(what, ans, err, 400, "InvalidInput", 1)
+            self.unchanged(what, T, before)
+        # a query batch with a rootless URL
+        r, ans, err = batch(self.http, query_body(op("GET", "/%s(PartitionKey='p',RowKey='a')"
+                                                     % T)), ct="multipart/mixed; "
+                            "boundary=batch_q1")
+        tap.ok(ans is not None and ans.parts[0].status == 200 and
+               json.loads(ans.parts[0].body)["RowKey"] == "a",
+               "query batch with a rootless point-query URL", err)
+        # host-style: the same rootless forms
+        hs_host = "%s.table.localhost:%d" % (ACCOUNT, self.srv.port)
+        hs = h.Http(self.srv, host_style=True, host_header=hs_host)
+        ops = [op("POST", "/%s" % T, {"PartitionKey": "p", "RowKey": "hs1"},
+                  [("Prefer", "return-no-content")]),
+               op("DELETE", "/%s(PartitionKey='p',RowKey='hs0')" % T, None, [("If-Match", "*")])]
+        self.put(T, {"PartitionKey": "p", "RowKey": "hs0"})
+        r = hs.request("POST", "/$batch", body=changeset_body(ops).encode(),
+                       content_type="multipart/mixed; boundary=batch_b1")
+        try:
+            ans, err = Answer(r), None
+        except Exception as e:  # noqa: BLE001
+            ans, err = None, "%s %r" % (e, r.body[:500])
+        tap.ok(ans is not None and [p.status for p in ans.parts] == [204, 204],
+               "host-style batch with rootless URLs", err)
+
 GROUPS = [
     BatchTests.test_success_exact,
     BatchTests.test_tolerance,
@@ -1565,6 +1724,8 @@ GROUPS = [
     BatchTests.test_keys_and_names,
     BatchTests.test_sas,
     BatchTests.test_formats_and_framing,
+    BatchTests.test_envelope_accept,
+    BatchTests.test_rootless_paths,
 ]
 
 

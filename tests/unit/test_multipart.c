@@ -385,6 +385,81 @@ static void test_urls(void)
     check_url("http://h", "h", "/", "");
     check_url("http://h?x=1", "h", "/", "x=1");
     check_url("HTTP://H:1/a/b", "H:1", "/a/b", "");
+    /* relative to the service root, without the account (legacy SDKs) */
+    check_url("/mytable", "", "/mytable", "");
+    check_url("/mytable(PartitionKey='p',RowKey='r')", "",
+              "/mytable(PartitionKey='p',RowKey='r')", "");
+    check_url("/devstoreaccount1", "", "/devstoreaccount1", "");
+    check_url("/mytable()?$filter=RowKey%20eq%20'r'", "", "/mytable()", "$filter=RowKey%20eq%20'r'");
+}
+
+/* A changeset as the legacy Python SDK writes it for a custom
+ * TableEndpoint (sub-request URLs relative to the service root, without
+ * the account; issue 14 point 8), and the per-part Accept and
+ * Content-Type that decide each part's format (point 6). */
+static void test_legacy_rootless(void)
+{
+    static const char *body =
+        "--batch_L\n"
+        "Content-Type: multipart/mixed; boundary=changeset_L\n"
+        "\n"
+        "--changeset_L\n"
+        "Content-Type: application/http\n"
+        "Content-Transfer-Encoding: binary\n"
+        "\n"
+        "POST /mytable HTTP/1.1\n"
+        "Content-Type: application/json\n"
+        "Accept: application/json;odata=minimalmetadata\n"
+        "Prefer: return-no-content\n"
+        "DataServiceVersion: 3.0;\n"
+        "Content-Length: 33\n"
+        "\n"
+        "{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}\n"
+        "--changeset_L\n"
+        "Content-Type: application/http\n"
+        "Content-Transfer-Encoding: binary\n"
+        "\n"
+        "MERGE /mytable(PartitionKey='p',RowKey='r') HTTP/1.1\n"
+        "Content-Type: application/atom+xml\n"
+        "Accept: application/atom+xml,application/xml\n"
+        "If-Match: *\n"
+        "\n"
+        "{\"V\":1}\n"
+        "--changeset_L\n"
+        "Content-Type: application/http\n"
+        "Content-Transfer-Encoding: binary\n"
+        "\n"
+        "DELETE /devstoreaccount1/mytable(PartitionKey='p',RowKey='s') HTTP/1.1\n"
+        "If-Match: *\n"
+        "\n"
+        "\n"
+        "--changeset_L--\n"
+        "--batch_L--\n";
+    struct multipart_batch b;
+    int rc = parse("multipart/mixed; boundary=batch_L", crlf(body), &b, NULL);
+    TEST_EQ_INT(rc, MULTIPART_OK, "legacy rootless changeset parses");
+    if (rc != MULTIPART_OK)
+        return;
+    TEST_EQ_INT(b.nops, 3, "legacy: three operations");
+    TEST_CHECK(b.ops[0].method == HTTP_M_POST && strcmp(b.ops[0].host, "") == 0 &&
+                   strcmp(b.ops[0].path, "/mytable") == 0 && b.ops[0].path_len == 8,
+               "legacy: POST /mytable has no host and path /mytable");
+    TEST_CHECK(b.ops[1].method == HTTP_M_MERGE && strcmp(b.ops[1].host, "") == 0 &&
+                   strcmp(b.ops[1].path, "/mytable(PartitionKey='p',RowKey='r')") == 0,
+               "legacy: MERGE /mytable(keys) has no host and the whole path");
+    TEST_CHECK(b.ops[2].method == HTTP_M_DELETE &&
+                   strcmp(b.ops[2].path, "/devstoreaccount1/mytable(PartitionKey='p',RowKey='s')") == 0,
+               "legacy: DELETE with the account segment keeps it");
+    TEST_EQ_STR(hdr(&b.ops[0], "Accept"), "application/json;odata=minimalmetadata",
+                "legacy: each part keeps its own Accept (JSON)");
+    TEST_EQ_STR(hdr(&b.ops[1], "Accept"), "application/atom+xml,application/xml",
+                "legacy: each part keeps its own Accept (Atom)");
+    TEST_EQ_STR(hdr(&b.ops[1], "Content-Type"), "application/atom+xml",
+                "legacy: each part keeps its own Content-Type");
+    TEST_CHECK(hdr(&b.ops[2], "Accept") == NULL, "legacy: a part without Accept has none");
+    TEST_EQ_STR(body_of(&b.ops[0]), "{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}",
+                "legacy: insert body");
+    TEST_EQ_STR(body_of(&b.ops[1]), "{\"V\":1}", "legacy: merge body");
 }
 
 static void test_bodies(void)
@@ -1139,6 +1214,7 @@ int main(void)
     test_examples();
     test_tolerances();
     test_urls();
+    test_legacy_rootless();
     test_bodies();
     test_delimiter_offsets();
     test_repeated_heads();
