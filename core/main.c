@@ -139,7 +139,7 @@ static void print_accounts(const struct config *cfg)
     if (!config_find_account(cfg, DEV_ACCOUNT_NAME))
         printf(" (%s off; --dev-account on serves it)", DEV_ACCOUNT_NAME);
     else if (is_public_dev(config_find_account(cfg, DEV_ACCOUNT_NAME)))
-        printf(" (%s has the well-known public key)", DEV_ACCOUNT_NAME);
+        printf(" (the development account: its key is public)");
     printf("\n");
 }
 
