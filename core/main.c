@@ -172,8 +172,11 @@ static void print_ready(const struct config *cfg, const struct backend_ops *ops,
     if (server_admin_port(srv) >= 0) {
         char aauth[300];
         url_authority(aauth, sizeof aauth, cfg->admin_host, server_admin_port(srv));
-        printf("Admin endpoint:    http://%s/metrics%s\n", aauth,
-               cfg->admin_token[0] ? "  (mutating requests need the admin token)" : "");
+        const char *note = !cfg->admin_token[0] ? ""
+                           : config_addr_is_loopback(cfg->admin_host)
+                               ? "  (mutating requests need the admin token)"
+                               : "  (every request needs the admin token)";
+        printf("Admin endpoint:    http://%s/metrics%s\n", aauth, note);
     }
     if (cfg->throttle)
         printf("Throttling:        %g entities/s per partition (burst %g), %g per account "
