@@ -7,6 +7,7 @@
 
 #include <yajl/yajl_tree.h>
 
+#include "core/admin_access.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -14,6 +15,7 @@
 struct admin {
     struct metrics *metrics;
     struct fault_set *faults;
+    struct admin_access access;   /* Host and token checks (admin_access.h) */
 };
 
 struct admin *admin_new(struct metrics *m, struct fault_set *faults)
@@ -23,7 +25,13 @@ struct admin *admin_new(struct metrics *m, struct fault_set *faults)
         abort();
     adm->metrics = m;
     adm->faults = faults;
+    admin_access_init(&adm->access, NULL);
     return adm;
+}
+
+void admin_set_access(struct admin *adm, const struct config *cfg)
+{
+    admin_access_init(&adm->access, cfg);
 }
 
 void admin_free(struct admin *adm)
@@ -291,17 +299,47 @@ static void faults(struct admin *adm, const char *rest, size_t rest_len,
     }
 }
 
+/* Refuses a request admin_access_check() does not admit: 403 for its Host,
+ * 401 with a Bearer challenge (RFC 6750) for its token. 1 when refused. */
+static int refuse_unadmitted(struct admin *adm, const struct request *req,
+                             struct response *resp)
+{
+    switch (admin_access_check(&adm->access, req)) {
+    case ADMIN_ADMIT:
+        return 0;
+    case ADMIN_BAD_HOST:
+        log_info("admin: request from %s refused: its Host is not a loopback or allowed "
+                 "name (see --admin-allowed-host)", req->peer_ip[0] ? req->peer_ip : "?");
+        reply_json_error(resp, 403, "the Host header names neither a loopback address nor an "
+                         "allowed admin host");
+        return 1;
+    case ADMIN_NO_TOKEN:
+        response_header(resp, "WWW-Authenticate", "Bearer realm=\"tabled-admin\"");
+        reply_json_error(resp, 401, "this request needs Authorization: Bearer with the admin "
+                         "token");
+        return 1;
+    case ADMIN_BAD_TOKEN:
+        response_header(resp, "WWW-Authenticate",
+                        "Bearer realm=\"tabled-admin\", error=\"invalid_token\"");
+        reply_json_error(resp, 401, "the admin token is wrong");
+        return 1;
+    }
+    return 1;
+}
+
 void admin_handle(struct admin *adm, const struct request *req, struct response *resp)
 {
     if (!adm) {
         reply_json_error(resp, 503, "the admin endpoints are not ready");
         return;
     }
+    if (req->method == HTTP_M_HEAD)
+        resp->no_body = 1;
+    if (refuse_unadmitted(adm, req, resp))
+        return;
     const char *p = req->path;
     size_t n = req->path_len;
     int read = req->method == HTTP_M_GET || req->method == HTTP_M_HEAD;
-    if (req->method == HTTP_M_HEAD)
-        resp->no_body = 1;
     if (n == 8 && !memcmp(p, "/healthz", 8)) {
         if (!read) {
             reply_method(resp, "GET, HEAD");

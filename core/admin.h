@@ -4,7 +4,8 @@
  * --admin-host, 127.0.0.1 by default) served by the same connection code
  * as the table endpoints; a connection accepted there is answered by
  * admin_handle() and never reaches the Table service, and no table
- * endpoint reaches this code. No authentication: keep it on loopback.
+ * endpoint reaches this code. Every request first passes the Host and
+ * bearer-token checks of core/admin_access.h (403 / 401 when it does not).
  *
  *   GET  /healthz             200 "ok"
  *   GET  /metrics             Prometheus text format 0.0.4 (core/metrics.h)
@@ -20,13 +21,14 @@
  * "timeout_delay_ms", "latency_ms", "table", ...); numbers, strings and
  * booleans are accepted, and the counters GET shows ("matched",
  * "injected") are ignored, so a GET answer can be PUT back. Errors answer
- * 400/404/405 with {"error":"message"}. */
+ * 400/401/403/404/405 with {"error":"message"}. */
 #ifndef TABLED_ADMIN_H
 #define TABLED_ADMIN_H
 
 #include "core/http.h"
 
 struct admin;
+struct config;
 struct metrics;
 struct fault_set;
 
@@ -34,6 +36,10 @@ struct fault_set;
  * answer 404). */
 struct admin *admin_new(struct metrics *m, struct fault_set *faults);
 void admin_free(struct admin *adm);
+/* Takes the access rules (token, allowed Hosts, listener address) from
+ * cfg; until called, only loopback Hosts are answered and no token is
+ * needed. cfg is not kept. */
+void admin_set_access(struct admin *adm, const struct config *cfg);
 
 /* Answers one request of the admin listener (fills resp). */
 void admin_handle(struct admin *adm, const struct request *req, struct response *resp);

@@ -5,6 +5,7 @@
  * accept exactly the same values and report the same errors. */
 #include "core/config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -70,6 +71,8 @@ void config_defaults(struct config *cfg)
     cfg->admin_port = -1;
     strcpy(cfg->admin_host, "127.0.0.1");
     config_add_account(cfg, DEV_ACCOUNT_NAME, DEV_ACCOUNT_KEY, NULL, NULL, 0);
+    cfg->dev_account = -1;
+    cfg->dev_account_listed = 0;  /* the built-in one, not a listed one */
 }
 
 /* Value of one base64 character, or -1. */
@@ -159,9 +162,11 @@ int config_add_account(struct config *cfg, const char *name, const char *key1_b6
         }
         a.key2_len = (size_t)k;
     }
+    int dev = strcmp(a.name, DEV_ACCOUNT_NAME) == 0;
     for (size_t i = 0; i < cfg->naccounts; i++) {
         if (strcmp(cfg->accounts[i].name, a.name) == 0) {
             cfg->accounts[i] = a;
+            cfg->dev_account_listed |= dev;
             return 0;
         }
     }
@@ -170,6 +175,7 @@ int config_add_account(struct config *cfg, const char *name, const char *key1_b6
         return -1;
     }
     cfg->accounts[cfg->naccounts++] = a;
+    cfg->dev_account_listed |= dev;
     return 0;
 }
 
@@ -179,6 +185,30 @@ const struct account_cfg *config_find_account(const struct config *cfg, const ch
         if (strcasecmp(cfg->accounts[i].name, name) == 0)
             return &cfg->accounts[i];
     return NULL;
+}
+
+int config_addr_is_loopback(const char *addr)
+{
+    char tmp[INET6_ADDRSTRLEN + 2];
+    size_t n = strlen(addr);
+    if (strcasecmp(addr, "localhost") == 0)
+        return 1;
+    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') {
+        addr++;
+        n -= 2;
+    }
+    if (n == 0 || n >= sizeof tmp)
+        return 0;
+    memcpy(tmp, addr, n);
+    tmp[n] = '\0';
+    unsigned char a[16];
+    if (inet_pton(AF_INET, tmp, a) == 1)
+        return a[0] == 127;
+    if (inet_pton(AF_INET6, tmp, a) != 1)
+        return 0;
+    static const unsigned char one[16] = {[15] = 1};
+    static const unsigned char mapped[12] = {[10] = 0xff, [11] = 0xff};
+    return memcmp(a, one, 16) == 0 || (memcmp(a, mapped, 12) == 0 && a[12] == 127);
 }
 
 /* Parses a decimal integer in [min, max]; the whole text must be digits. */
@@ -325,6 +355,113 @@ static int apply_account_spec(struct config *cfg, const char *spec, char *err, s
         }
     }
     return config_add_account(cfg, tmp, c1, c2, err, errlen);
+}
+
+/* Sets the admin bearer token: RFC 6750 token characters (letters, digits,
+ * "-._~+/" and trailing "="), CONFIG_ADMIN_TOKEN_MIN to 255 of them; ""
+ * removes it. what names the source in messages. */
+static int set_admin_token(struct config *cfg, const char *v, const char *what, char *err,
+                           size_t errlen)
+{
+    size_t n = strlen(v), eq = n;
+    while (eq > 0 && v[eq - 1] == '=')
+        eq--;
+    for (size_t i = 0; i < eq; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (!isalnum(c) && !strchr("-._~+/", c)) {
+            set_err(err, errlen, "%s: the token may hold letters, digits and -._~+/ "
+                    "(then '=' padding) only", what);
+            return -1;
+        }
+    }
+    if (n && (eq == 0 || n < CONFIG_ADMIN_TOKEN_MIN || n >= sizeof cfg->admin_token)) {
+        set_err(err, errlen, "%s: the token must be %d to %zu characters long", what,
+                CONFIG_ADMIN_TOKEN_MIN, sizeof cfg->admin_token - 1);
+        return -1;
+    }
+    memcpy(cfg->admin_token, v, n + 1);
+    return 0;
+}
+
+/* Reads the admin token from the first line of file path (trailing blanks
+ * and the newline cut), so that it need not be on the command line. */
+static int read_admin_token_file(struct config *cfg, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        set_err(err, errlen, "--admin-token-file: cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[512];
+    int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!got) {
+        set_err(err, errlen, "--admin-token-file: %s is empty", path);
+        return -1;
+    }
+    size_t n = strlen(line);
+    while (n > 0 && isspace((unsigned char)line[n - 1]))
+        line[--n] = '\0';
+    if (!n) {
+        set_err(err, errlen, "--admin-token-file: %s holds no token", path);
+        return -1;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "--admin-token-file %s", path);
+    return set_admin_token(cfg, line, what, err, errlen);
+}
+
+/* Adds the comma-separated Host names of --admin-allowed-host (a name or
+ * an IP address; IPv6 literals get brackets as in a Host header). */
+static int add_admin_hosts(struct config *cfg, const char *v, char *err, size_t errlen)
+{
+    char tmp[1024];
+    if (strlen(v) >= sizeof tmp) {
+        set_err(err, errlen, "--admin-allowed-host value is too long");
+        return -1;
+    }
+    strcpy(tmp, v);
+    char *save = NULL;
+    for (char *h = strtok_r(tmp, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*h))
+            h++;
+        size_t n = strlen(h);
+        while (n > 0 && isspace((unsigned char)h[n - 1]))
+            h[--n] = '\0';
+        unsigned char a6[16];
+        char inner[256];
+        int v6 = 0, ok = n > 0 && n < 250;
+        if (ok && h[0] == '[') {
+            /* a bracketed IPv6 literal, as a Host header writes it */
+            ok = n > 2 && h[n - 1] == ']';
+            if (ok) {
+                memcpy(inner, h + 1, n - 2);
+                inner[n - 2] = '\0';
+                ok = inet_pton(AF_INET6, inner, a6) == 1;
+            }
+        } else if (ok && inet_pton(AF_INET6, h, a6) == 1) {
+            v6 = 1;
+        } else {
+            for (size_t i = 0; ok && i < n; i++) {
+                unsigned char c = (unsigned char)h[i];
+                ok = isalnum(c) || c == '-' || c == '.' || c == '_';
+            }
+        }
+        if (!ok) {
+            set_err(err, errlen, "--admin-allowed-host expects host names or addresses, got '%s'",
+                    h);
+            return -1;
+        }
+        if (cfg->nadmin_allowed_hosts >= CONFIG_MAX_ADMIN_HOSTS) {
+            set_err(err, errlen, "at most %d admin allowed hosts", CONFIG_MAX_ADMIN_HOSTS);
+            return -1;
+        }
+        char *dst = cfg->admin_allowed_hosts[cfg->nadmin_allowed_hosts++];
+        snprintf(dst, sizeof cfg->admin_allowed_hosts[0], v6 ? "[%s]" : "%s", h);
+        for (char *p = dst; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+    }
+    return 0;
 }
 
 /* Sets one option by name (flag name without "--"); shared by the file and
@@ -519,6 +656,23 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
         return copy_field(cfg->admin_host, sizeof cfg->admin_host, v, "--admin-host", err,
                           errlen);
     }
+    if (strcmp(name, "admin-token") == 0)
+        return set_admin_token(cfg, v, "--admin-token", err, errlen);
+    if (strcmp(name, "admin-token-file") == 0)
+        return read_admin_token_file(cfg, v, err, errlen);
+    if (strcmp(name, "admin-allowed-host") == 0)
+        return add_admin_hosts(cfg, v, err, errlen);
+    if (strcmp(name, "dev-account") == 0) {
+        if (strcasecmp(v, "auto") == 0) {
+            cfg->dev_account = -1;
+            return 0;
+        }
+        if (parse_bool(v, &cfg->dev_account) < 0) {
+            set_err(err, errlen, "--dev-account expects on|off|auto, got '%s'", v);
+            return -1;
+        }
+        return 0;
+    }
     if (strcmp(name, "fault-seed") == 0) {
         if (parse_long(v, 0, INT64_MAX, &n) < 0) {
             set_err(err, errlen, "--fault-seed expects a number >= 0, got '%s'", v);
@@ -570,9 +724,41 @@ static int is_optional_switch(const char *name)
     return strcmp(name, "throttle") == 0 || strcmp(name, "strict-versions") == 0;
 }
 
+/* Drops the built-in devstoreaccount1 (its key is public) when it was not
+ * listed and either --dev-account off, or --dev-account auto and another
+ * account is configured. Fails when no account is left. */
+static int settle_accounts(struct config *cfg, char *err, size_t errlen)
+{
+    if (cfg->dev_account_listed || cfg->dev_account == 1)
+        return 0;
+    if (cfg->dev_account == -1 && cfg->naccounts < 2)
+        return 0;
+    for (size_t i = 0; i < cfg->naccounts; i++) {
+        if (strcmp(cfg->accounts[i].name, DEV_ACCOUNT_NAME) == 0) {
+            memmove(&cfg->accounts[i], &cfg->accounts[i + 1],
+                    (cfg->naccounts - i - 1) * sizeof cfg->accounts[0]);
+            cfg->naccounts--;
+            break;
+        }
+    }
+    if (cfg->naccounts == 0) {
+        set_err(err, errlen, "--dev-account off leaves no account: add one with --account "
+                "NAME:KEY1[:KEY2] or an [account NAME] section");
+        return -1;
+    }
+    return 0;
+}
+
 /* Checks settings that depend on each other. */
 static int config_check(const struct config *cfg, char *err, size_t errlen)
 {
+    if (cfg->admin_port >= 0 && !cfg->admin_token[0] &&
+        !config_addr_is_loopback(cfg->admin_host)) {
+        set_err(err, errlen, "--admin-host %s is not a loopback address: an admin listener "
+                "reachable from other machines needs --admin-token or --admin-token-file",
+                cfg->admin_host);
+        return -1;
+    }
     if (cfg->admin_port > 0 && (cfg->admin_port == cfg->port || cfg->admin_port == cfg->tls_port)) {
         set_err(err, errlen, "--admin-port must differ from --port and --tls-port");
         return -1;
@@ -778,6 +964,8 @@ static const char usage_text[] =
     "  --strict-versions[=on|off]  refuse x-ms-version values tabled does not know, as\n"
     "                          the cloud does (default off: newer ones act as the newest)\n"
     "  --account NAME:KEY1[:KEY2]  add an account (base64 keys; repeatable)\n"
+    "  --dev-account on|off|auto  serve devstoreaccount1 (default auto: only when\n"
+    "                          no other account is configured)\n"
     "  --tls-port N            HTTPS port (default 0 = off)\n"
     "  --tls-cert FILE         PEM certificate (chain) for HTTPS\n"
     "  --tls-key FILE          PEM private key for HTTPS\n"
@@ -800,6 +988,11 @@ static const char usage_text[] =
     "  --fault-seed N          seed of the fault injection draws (default random)\n"
     "  --admin-port N          admin listener: /metrics, /healthz, /faults (default off)\n"
     "  --admin-host ADDR       admin listen address (default 127.0.0.1)\n"
+    "  --admin-token T         bearer token for mutating admin requests (all of\n"
+    "                          them off loopback, where it is required)\n"
+    "  --admin-token-file F    read the admin token from the first line of F\n"
+    "  --admin-allowed-host H  Host names the admin listener answers besides\n"
+    "                          loopback ones (repeatable, comma-separated)\n"
     "  --help                  show this help\n"
     "  --version               show the version\n";
 
@@ -895,5 +1088,7 @@ int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size
         if (config_set(cfg, a.name, a.value, err, errlen) < 0)
             return -1;
     }
+    if (settle_accounts(cfg, err, errlen) < 0)
+        return -1;
     return config_check(cfg, err, errlen);
 }

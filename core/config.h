@@ -14,6 +14,8 @@
 #define CONFIG_MAX_KEY_BYTES 128
 #define CONFIG_MAX_FAULT_ITEMS 128
 #define CONFIG_MAX_BACKEND_OPTIONS 16
+#define CONFIG_MAX_ADMIN_HOSTS 16
+#define CONFIG_ADMIN_TOKEN_MIN 16       /* shortest accepted admin token */
 
 enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 enum durability { DURABILITY_NONE = 0, DURABILITY_BATCH = 1, DURABILITY_SYNC = 2 };
@@ -80,6 +82,15 @@ struct config {
     /* admin listener: /metrics, /healthz, fault rules */
     int admin_port;                 /* -1 = off (default), 0 = any free port */
     char admin_host[256];           /* default 127.0.0.1 */
+    /* bearer token (--admin-token or read by --admin-token-file; "" = none):
+     * needed by every mutating admin request, and by all of them when
+     * admin_host is not a loopback address (which then requires one) */
+    char admin_token[256];
+    /* Host names the admin listener answers besides loopback ones
+     * (--admin-allowed-host, repeatable or comma-separated; lower case,
+     * IPv6 literals in brackets) */
+    char admin_allowed_hosts[CONFIG_MAX_ADMIN_HOSTS][256];
+    size_t nadmin_allowed_hosts;
 
     /* fault injection: [fault NAME] sections and --fault flags, applied by
      * main.c through core/fault.c (which checks them) */
@@ -88,21 +99,32 @@ struct config {
     size_t nfaults;
 
     struct account_cfg accounts[CONFIG_MAX_ACCOUNTS];
-    size_t naccounts;          /* always >= 1: devstoreaccount1 is added by default */
+    size_t naccounts;          /* >= 1; the served accounts once config_parse_args() ran */
+    /* devstoreaccount1 with the well-known key (--dev-account): -1 auto (the
+     * default: served unless other accounts are configured), 0 off, 1 on.
+     * An account section or --account naming it serves it whatever this says. */
+    int dev_account;
+    int dev_account_listed;    /* devstoreaccount1 was given by --account / [account] */
 };
 
 /* Fills defaults (including devstoreaccount1 with the well-known key). */
 void config_defaults(struct config *cfg);
 /* Applies a config file. Returns 0, or -1 with a message in err. */
 int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen);
-/* Parses argv (applying --config first wherever it appears). Returns 0 to
- * run, 1 when --help/--version was handled (exit 0), -1 on error (message
- * in err, exit 2). */
+/* Parses argv (applying --config first wherever it appears), then settles
+ * which accounts are served (see dev_account) and checks settings that
+ * depend on each other. Returns 0 to run, 1 when --help/--version was
+ * handled (exit 0), -1 on error (message in err, exit 2). */
 int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size_t errlen);
 /* Adds or replaces an account; key2 may be NULL. Returns 0 or -1 (bad base64). */
 int config_add_account(struct config *cfg, const char *name, const char *key1_b64,
                        const char *key2_b64, char *err, size_t errlen);
 const struct account_cfg *config_find_account(const struct config *cfg, const char *name);
+/* 1 when addr (an address or name to bind or to put in a Host header,
+ * IPv6 literals with or without brackets) is a loopback one: 127.0.0.0/8,
+ * ::1, ::ffff:127.0.0.0/104 or "localhost" (any case); 0 otherwise, the
+ * wildcard addresses 0.0.0.0 and :: included. */
+int config_addr_is_loopback(const char *addr);
 
 /* The development account (SPEC 10.11). */
 #define DEV_ACCOUNT_NAME "devstoreaccount1"

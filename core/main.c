@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "backends/backend.h"
@@ -119,29 +120,63 @@ static struct throttle *throttle_from_config(const struct config *cfg)
     return throttle_new(&lim, (unsigned)cfg->naccounts, seed);
 }
 
-/* Prints the ready banner that scripts and tests wait for. */
+/* 1 when a is devstoreaccount1 with the well-known key (public anyway). */
+static int is_public_dev(const struct account_cfg *a)
+{
+    char key[4 * CONFIG_MAX_KEY_BYTES / 3 + 8];
+    EVP_EncodeBlock((unsigned char *)key, a->key1, (int)a->key1_len);
+    int pub = strcmp(a->name, DEV_ACCOUNT_NAME) == 0 && strcmp(key, DEV_ACCOUNT_KEY) == 0;
+    OPENSSL_cleanse(key, sizeof key);
+    return pub;
+}
+
+/* Prints the served accounts: "a, b (devstoreaccount1 off: ...)". */
+static void print_accounts(const struct config *cfg)
+{
+    printf("Accounts:          ");
+    for (size_t i = 0; i < cfg->naccounts; i++)
+        printf("%s%s", i ? ", " : "", cfg->accounts[i].name);
+    if (!config_find_account(cfg, DEV_ACCOUNT_NAME))
+        printf(" (%s off; --dev-account on serves it)", DEV_ACCOUNT_NAME);
+    else if (is_public_dev(config_find_account(cfg, DEV_ACCOUNT_NAME)))
+        printf(" (the development account: its key is public)");
+    printf("\n");
+}
+
+/* Prints the ready banner that scripts and tests wait for. The connection
+ * string carries a key only for the development account, whose key is
+ * public; another account's key is never printed. */
 static void print_ready(const struct config *cfg, const struct backend_ops *ops,
                         const struct server *srv)
 {
     const struct account_cfg *acct = &cfg->accounts[0];
-    char auth[300], key[4 * CONFIG_MAX_KEY_BYTES / 3 + 8];
+    char auth[300];
     url_authority(auth, sizeof auth, cfg->host, server_port(srv));
-    EVP_EncodeBlock((unsigned char *)key, acct->key1, (int)acct->key1_len);
     printf("tabled %s ready at http://%s (backend %s, durability %s)\n", TABLED_VERSION, auth,
            ops->name, durability_name(cfg->durability));
+    print_accounts(cfg);
     printf("Table endpoint:    http://%s/%s\n", auth, acct->name);
     if (server_tls_port(srv)) {
         char tauth[300];
         url_authority(tauth, sizeof tauth, cfg->host, server_tls_port(srv));
         printf("HTTPS endpoint:    https://%s/%s\n", tauth, acct->name);
     }
-    printf("Connection string: DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
-           "TableEndpoint=http://%s/%s;\n",
-           acct->name, key, auth, acct->name);
+    if (is_public_dev(acct))
+        printf("Connection string: DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
+               "TableEndpoint=http://%s/%s;\n",
+               acct->name, DEV_ACCOUNT_KEY, auth, acct->name);
+    else
+        printf("Connection string: DefaultEndpointsProtocol=http;AccountName=%s;"
+               "TableEndpoint=http://%s/%s;  (add AccountKey=<key1 of %s>)\n",
+               acct->name, auth, acct->name, acct->name);
     if (server_admin_port(srv) >= 0) {
         char aauth[300];
         url_authority(aauth, sizeof aauth, cfg->admin_host, server_admin_port(srv));
-        printf("Admin endpoint:    http://%s/metrics\n", aauth);
+        const char *note = !cfg->admin_token[0] ? ""
+                           : config_addr_is_loopback(cfg->admin_host)
+                               ? "  (mutating requests need the admin token)"
+                               : "  (every request needs the admin token)";
+        printf("Admin endpoint:    http://%s/metrics%s\n", aauth, note);
     }
     if (cfg->throttle)
         printf("Throttling:        %g entities/s per partition (burst %g), %g per account "
@@ -220,6 +255,7 @@ int main(int argc, char **argv)
         metrics->throttle = throttle;
         metrics->faults_set = faults;
         admin = admin_new(metrics, faults);
+        admin_set_access(admin, &cfg);
     }
     struct server *srv = NULL;
     if (service_attach(svc, throttle, faults, metrics, err, sizeof err) != 0)

@@ -1913,7 +1913,9 @@ def main():
         tap.done()
     check_spec_vectors(tap)
     try:
-        srv = h.Server(args=["--account", "%s:%s:%s" % (ACCT2, ACCT2_KEY1, ACCT2_KEY2)]).start()
+        # devstoreaccount1 beside a configured account needs --dev-account on
+        srv = h.Server(args=["--dev-account", "on",
+                             "--account", "%s:%s:%s" % (ACCT2, ACCT2_KEY1, ACCT2_KEY2)]).start()
     except h.ServerError as e:
         tap.ok(False, "server starts", str(e))
         tap.done()

@@ -71,7 +71,7 @@ def start_server(tap, cert, key, key1, key2):
     for _ in range(3):
         port = free_port()
         args = ["--tls-port", str(port), "--tls-cert", cert, "--tls-key", key,
-                "--account", "%s:%s:%s" % (ACCOUNT2, key1, key2)]
+                "--dev-account", "on", "--account", "%s:%s:%s" % (ACCOUNT2, key1, key2)]
         try:
             srv = h.Server(args=args).start()
         except h.ServerError as e:

@@ -1,6 +1,7 @@
 /* test_admin.c - core/admin.c in process: health, metrics, and the fault
  * rule endpoints (add, replace, list, delete, all-or-nothing replacement,
- * errors), with hand-built requests. */
+ * errors), and who is admitted (core/admin_access.c: Host names, bearer
+ * token), with hand-built requests. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,10 +17,13 @@ static struct arena *arena;
 static struct admin *adm;
 static struct response resp;
 
-/* Runs method path [body] and leaves the answer in resp. */
-static int call(enum http_method m, const char *path, const char *body)
+/* Runs method path [body] with the headers hdrs ("Name", "value" pairs,
+ * NULL-terminated; NULL = none) and leaves the answer in resp. */
+static int call_h(enum http_method m, const char *path, const char *body,
+                  const char *const *hdrs)
 {
     struct request req;
+    struct http_header h[8];
     memset(&req, 0, sizeof req);
     req.arena = arena;
     req.method = m;
@@ -28,15 +32,177 @@ static int call(enum http_method m, const char *path, const char *body)
     req.query = "";
     req.body = body;
     req.body_len = body ? strlen(body) : 0;
+    for (size_t i = 0; hdrs && hdrs[2 * i] && i < 8; i++) {
+        h[i].name = hdrs[2 * i];
+        h[i].value = hdrs[2 * i + 1];
+        h[i].value_len = strlen(hdrs[2 * i + 1]);
+        req.nheaders = i + 1;
+    }
+    req.headers = h;
     response_free(&resp);
     response_init(&resp, arena);
     admin_handle(adm, &req, &resp);
     return resp.status;
 }
 
+/* The same from a loopback client (Host: 127.0.0.1:10009). */
+static int call(enum http_method m, const char *path, const char *body)
+{
+    static const char *const loop[] = {"Host", "127.0.0.1:10009", NULL};
+    return call_h(m, path, body, loop);
+}
+
+/* The same with one Host header value and an optional Authorization. */
+static int call_ha(enum http_method m, const char *path, const char *host, const char *auth)
+{
+    const char *hdrs[] = {"Host", host, auth ? "Authorization" : NULL, auth, NULL};
+    return call_h(m, path, m == HTTP_M_PUT ? "{\"busy\":0.5}" : NULL, hdrs);
+}
+
 static const char *body(void)
 {
     return resp.body.data ? resp.body.data : "";
+}
+
+/* Parses argv-style flags into cfg (config_parse_args, as main does). */
+static int parse(struct config *cfg, const char *const *args)
+{
+    char *argv[32], err[512];
+    int argc = 0;
+    argv[argc++] = (char *)"tabled";
+    for (; *args; args++)
+        argv[argc++] = (char *)*args;
+    argv[argc] = NULL;
+    config_defaults(cfg);
+    int rc = config_parse_args(cfg, argc, argv, err, sizeof err);
+    if (rc)
+        printf("#   config: %s\n", err);
+    return rc;
+}
+
+#define TOKEN "s3cret-Token_0123456789"
+
+/* Host names and the bearer token (core/admin_access.c). */
+static void test_access(struct fault_set *fs)
+{
+    static struct config cfg;
+    fault_clear(fs);
+
+    /* defaults: loopback Hosts only, no token */
+    static const char *good_hosts[] = {
+        "127.0.0.1", "127.0.0.1:10009", "127.8.9.10:1", "localhost", "LocalHost:80",
+        "[::1]", "[::1]:10009", "[::ffff:127.0.0.1]:5",
+    };
+    for (size_t i = 0; i < sizeof good_hosts / sizeof good_hosts[0]; i++) {
+        char what[120];
+        snprintf(what, sizeof what, "Host %s is answered", good_hosts[i]);
+        TEST_EQ_INT(call_ha(HTTP_M_GET, "/healthz", good_hosts[i], NULL), 200, what);
+    }
+    static const char *bad_hosts[] = {
+        "evil.example", "evil.example:10009", "127.0.0.1.evil.example", "localhost.evil.example",
+        "evilocalhost", "localhost.", "127.0.0.1.nip.io:10009", "7f000001.rbndr.us",
+        "0.0.0.0", "[::]:10009", "10.0.0.5", "::1", "127.0.0.1:", "127.0.0.1:80:80",
+        "127.0.0.1:123456", "127.0.0.1:8a", "[::1", "[::1]x", "", "127.1",
+        "localhost@evil.example", "127.0.0.1 evil.example",
+    };
+    for (size_t i = 0; i < sizeof bad_hosts / sizeof bad_hosts[0]; i++) {
+        char what[120];
+        snprintf(what, sizeof what, "Host '%s' is 403", bad_hosts[i]);
+        TEST_EQ_INT(call_ha(HTTP_M_GET, "/metrics", bad_hosts[i], NULL), 403, what);
+    }
+    TEST_CHECK(strstr(body(), "\"error\":\"the Host header") != NULL, "403 body says why");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "evil.example", NULL), 403,
+                "a rebinding PUT is 403");
+    TEST_EQ_INT(fault_count(fs), 0, "and adds no rule");
+    TEST_EQ_INT(call_h(HTTP_M_GET, "/healthz", NULL, NULL), 403, "no Host header is 403");
+    static const char *const two[] = {"Host", "127.0.0.1", "Host", "evil.example", NULL};
+    TEST_EQ_INT(call_h(HTTP_M_GET, "/healthz", NULL, two), 403, "two Host headers are 403");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "localhost:10009", NULL), 201,
+                "without a configured token a loopback PUT is allowed");
+    fault_clear(fs);
+
+    /* extra allowed names */
+    const char *a1[] = {"--admin-port", "0", "--admin-allowed-host", "Tabled.Internal,fd00::7",
+                        "--admin-allowed-host", "10.1.2.3", NULL};
+    TEST_EQ_INT(parse(&cfg, a1), 0, "--admin-allowed-host parses");
+    admin_set_access(adm, &cfg);
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/healthz", "tabled.internal:10009", NULL), 200,
+                "a configured name is answered (any case, with a port)");
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/healthz", "TABLED.INTERNAL", NULL), 200,
+                "a configured name without a port");
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/healthz", "[fd00::7]:10009", NULL), 200,
+                "a configured IPv6 address, bracketed in Host");
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/healthz", "10.1.2.3", NULL), 200,
+                "a configured IPv4 address");
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/healthz", "127.0.0.1", NULL), 200,
+                "loopback stays allowed");
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/healthz", "x.tabled.internal", NULL), 403,
+                "a subdomain of a configured name is not");
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/healthz", "evil.example", NULL), 403,
+                "other names still are 403");
+
+    /* a token on a loopback listener: needed for everything but GET/HEAD */
+    const char *a2[] = {"--admin-port", "0", "--admin-token", TOKEN, NULL};
+    TEST_EQ_INT(parse(&cfg, a2), 0, "--admin-token parses");
+    admin_set_access(adm, &cfg);
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/metrics", "127.0.0.1", NULL), 200,
+                "token set, loopback: GET /metrics needs none");
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/healthz", "127.0.0.1", NULL), 200,
+                "token set, loopback: GET /healthz needs none");
+    TEST_EQ_INT(call_ha(HTTP_M_HEAD, "/faults", "127.0.0.1", NULL), 200, "nor HEAD /faults");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "127.0.0.1", NULL), 401, "PUT without it is 401");
+    TEST_EQ_STR(response_get_header(&resp, "WWW-Authenticate"), "Bearer realm=\"tabled-admin\"",
+                "401 carries a Bearer challenge");
+    TEST_EQ_INT(fault_count(fs), 0, "and adds no rule");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "127.0.0.1", "Bearer wrong-token-0123456789"),
+                401, "PUT with a wrong token is 401");
+    TEST_EQ_STR(response_get_header(&resp, "WWW-Authenticate"),
+                "Bearer realm=\"tabled-admin\", error=\"invalid_token\"",
+                "the challenge says invalid_token");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "127.0.0.1", "Bearer " TOKEN "x"), 401,
+                "the token with a character more is 401");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "127.0.0.1", "Bearer s3cret-Token_012345678"),
+                401, "the token with a character less is 401");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "127.0.0.1", "Basic " TOKEN), 401,
+                "another scheme is 401");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "127.0.0.1", TOKEN), 401,
+                "the bare token is 401");
+    TEST_EQ_INT(fault_count(fs), 0, "no refused PUT added a rule");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "127.0.0.1", "Bearer " TOKEN), 201,
+                "PUT with the right token is done");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "127.0.0.1", "bearer   " TOKEN), 200,
+                "the scheme in any case, several blanks");
+    TEST_EQ_INT(call_ha(HTTP_M_DELETE, "/faults/x", "127.0.0.1", NULL), 401,
+                "DELETE without the token is 401");
+    TEST_EQ_INT(call_ha(HTTP_M_DELETE, "/faults", "127.0.0.1", "Bearer nope-nope-nope-nope"), 401,
+                "DELETE /faults with a wrong token is 401");
+    TEST_EQ_INT(fault_count(fs), 1, "the rule is still there");
+    TEST_EQ_INT(call_ha(HTTP_M_POST, "/healthz", "127.0.0.1", NULL), 401,
+                "POST is checked before routing (401, not 405)");
+    TEST_EQ_INT(call_ha(HTTP_M_DELETE, "/faults/x", "127.0.0.1", "Bearer " TOKEN), 204,
+                "DELETE with the token");
+    TEST_EQ_INT(call_ha(HTTP_M_PUT, "/faults/x", "evil.example", "Bearer " TOKEN), 403,
+                "the right token does not excuse a bad Host");
+
+    /* a non-loopback listener (config only; nothing is bound here) */
+    const char *a3[] = {"--admin-port", "0", "--admin-host", "0.0.0.0", NULL};
+    TEST_EQ_INT(parse(&cfg, a3), -1, "--admin-host 0.0.0.0 without a token is refused");
+    const char *a4[] = {"--admin-port", "0", "--admin-host", "10.9.8.7", "--admin-token", TOKEN,
+                        NULL};
+    TEST_EQ_INT(parse(&cfg, a4), 0, "--admin-host 10.9.8.7 with a token");
+    admin_set_access(adm, &cfg);
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/metrics", "10.9.8.7:10009", NULL), 401,
+                "off loopback even GET /metrics needs the token");
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/healthz", "127.0.0.1", NULL), 401,
+                "whatever the Host says");
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/metrics", "10.9.8.7:10009", "Bearer " TOKEN), 200,
+                "with it, and the listener's own address as Host");
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/metrics", "evil.example", "Bearer " TOKEN), 403,
+                "another Host is still 403");
+
+    admin_set_access(adm, NULL);
+    TEST_EQ_INT(call_ha(HTTP_M_GET, "/metrics", "10.9.8.7", NULL), 403,
+                "admin_set_access(NULL) is back to the defaults");
 }
 
 int main(void)
@@ -118,6 +284,8 @@ int main(void)
     TEST_EQ_INT(fault_count(fs), 0, "removes everything");
     TEST_EQ_INT(call(HTTP_M_POST, "/faults", "{}"), 405, "POST /faults is 405");
     TEST_EQ_INT(call(HTTP_M_GET, "/faults/%zz", NULL), 404, "a malformed escape is 404");
+
+    test_access(fs);
 
     admin_free(adm);
     adm = admin_new(m, NULL);

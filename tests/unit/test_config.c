@@ -167,13 +167,169 @@ static void test_bad_values(void)
     }
 }
 
+/* 1 when cfg serves an account of that name. */
+static int serves(const struct config *cfg, const char *name)
+{
+    return config_find_account(cfg, name) != NULL;
+}
+
+/* devstoreaccount1 is off once another account is configured, unless
+ * listed or --dev-account on (issue 13.6). */
+static void test_dev_account(void)
+{
+    struct config cfg;
+    const char *none[] = {NULL};
+    TEST_EQ_INT(parse(&cfg, none), 0, "no accounts given");
+    TEST_CHECK(cfg.naccounts == 1 && serves(&cfg, DEV_ACCOUNT_NAME),
+               "alone, the dev account is served");
+    TEST_EQ_INT(cfg.dev_account, -1, "--dev-account defaults to auto");
+
+    const char *a1[] = {"--account", "prod:a2V5MQ==", NULL};
+    TEST_EQ_INT(parse(&cfg, a1), 0, "--account prod");
+    TEST_CHECK(cfg.naccounts == 1 && serves(&cfg, "prod") && !serves(&cfg, DEV_ACCOUNT_NAME),
+               "--account prod: devstoreaccount1 is off");
+    TEST_EQ_STR(cfg.accounts[0].name, "prod", "prod is the first account");
+
+    const char *a2[] = {"--dev-account", "on", "--account", "prod:a2V5MQ==", NULL};
+    TEST_EQ_INT(parse(&cfg, a2), 0, "--dev-account on --account prod");
+    TEST_CHECK(cfg.naccounts == 2 && serves(&cfg, "prod") && serves(&cfg, DEV_ACCOUNT_NAME),
+               "--dev-account on keeps devstoreaccount1 beside prod");
+    const struct account_cfg *d = config_find_account(&cfg, DEV_ACCOUNT_NAME);
+    TEST_CHECK(d && d->key1_len == 64, "with its well-known key");
+
+    const char *a3[] = {"--account", "prod:a2V5MQ==", "--account",
+                        DEV_ACCOUNT_NAME ":" DEV_ACCOUNT_KEY, NULL};
+    TEST_EQ_INT(parse(&cfg, a3), 0, "devstoreaccount1 listed explicitly");
+    TEST_CHECK(cfg.naccounts == 2 && serves(&cfg, DEV_ACCOUNT_NAME),
+               "listed explicitly, it is served");
+
+    const char *a4[] = {"--dev-account=off", "--account", "prod:a2V5MQ==", NULL};
+    TEST_EQ_INT(parse(&cfg, a4), 0, "--dev-account off with an account");
+    TEST_CHECK(cfg.naccounts == 1 && !serves(&cfg, DEV_ACCOUNT_NAME), "off");
+    const char *a5[] = {"--dev-account", "off", NULL};
+    TEST_CHECK(parse(&cfg, a5) == -1 && strstr(err, "leaves no account"),
+               "--dev-account off alone is refused");
+    const char *a6[] = {"--dev-account", "maybe", NULL};
+    TEST_CHECK(parse(&cfg, a6) == -1 && strstr(err, "--dev-account"), "bad --dev-account value");
+    const char *a7[] = {"--dev-account", "off", "--account", DEV_ACCOUNT_NAME ":a2V5MQ==", NULL};
+    TEST_EQ_INT(parse(&cfg, a7), 0, "--dev-account off but devstoreaccount1 listed");
+    TEST_CHECK(cfg.naccounts == 1 && serves(&cfg, DEV_ACCOUNT_NAME) &&
+                   cfg.accounts[0].key1_len == 4,
+               "the listed (re-keyed) devstoreaccount1 is served");
+
+    /* the same from a file: an [account] section; dev-account = on */
+    const char *path = write_file("[account fileacct]\nkey1 = a2V5MQ==\n");
+    const char *f1[] = {"--config", path, NULL};
+    TEST_EQ_INT(parse(&cfg, f1), 0, "file with an account section");
+    TEST_CHECK(cfg.naccounts == 1 && !serves(&cfg, DEV_ACCOUNT_NAME),
+               "file: devstoreaccount1 off");
+    unlink(path);
+    path = write_file("dev-account = on\n[account fileacct]\nkey1 = a2V5MQ==\n");
+    const char *f2[] = {"--config", path, NULL};
+    TEST_EQ_INT(parse(&cfg, f2), 0, "file with dev-account = on");
+    TEST_CHECK(cfg.naccounts == 2 && serves(&cfg, DEV_ACCOUNT_NAME), "file: dev-account = on");
+    const char *f3[] = {"--config", path, "--dev-account", "auto", NULL};
+    TEST_EQ_INT(parse(&cfg, f3), 0, "a flag overrides the file's dev-account");
+    TEST_CHECK(cfg.naccounts == 1 && !serves(&cfg, DEV_ACCOUNT_NAME), "auto: off again");
+    unlink(path);
+}
+
+/* Admin listener access options (issue 13.5). */
+static void test_admin_access_options(void)
+{
+    struct config cfg;
+    const char *none[] = {NULL};
+    TEST_EQ_INT(parse(&cfg, none), 0, "defaults");
+    TEST_EQ_STR(cfg.admin_token, "", "no admin token by default");
+    TEST_EQ_INT(cfg.nadmin_allowed_hosts, 0, "no extra admin hosts by default");
+
+    const char *a1[] = {"--admin-token", "abcdefghijklmnop-_.~+/==", "--admin-allowed-host",
+                        "Mon.Example, ::1", "--admin-allowed-host=[fd00::2]", NULL};
+    TEST_EQ_INT(parse(&cfg, a1), 0, "token and allowed hosts parse");
+    TEST_EQ_STR(cfg.admin_token, "abcdefghijklmnop-_.~+/==", "token kept");
+    TEST_EQ_INT(cfg.nadmin_allowed_hosts, 3, "three allowed hosts");
+    TEST_EQ_STR(cfg.admin_allowed_hosts[0], "mon.example", "lower-cased, blanks cut");
+    TEST_EQ_STR(cfg.admin_allowed_hosts[1], "[::1]", "IPv6 literal gets brackets");
+    TEST_EQ_STR(cfg.admin_allowed_hosts[2], "[fd00::2]", "bracketed literal kept");
+
+    static const struct {
+        const char *args[8];
+        const char *want;
+    } bad[] = {
+        {{"--admin-token", "short", NULL}, "16 to 255"},
+        {{"--admin-token", "has a space in it, long", NULL}, "letters, digits"},
+        {{"--admin-token", "================", NULL}, "16 to 255"},
+        {{"--admin-token", "abcdefghijklmnop=x", NULL}, "letters, digits"},
+        {{"--admin-token-file", "/nonexistent/token", NULL}, "/nonexistent/token"},
+        {{"--admin-allowed-host", "evil example", NULL}, "--admin-allowed-host"},
+        {{"--admin-allowed-host", "a:b", NULL}, "--admin-allowed-host"},
+        {{"--admin-allowed-host", "[nope]", NULL}, "--admin-allowed-host"},
+        {{"--admin-port", "0", "--admin-host", "0.0.0.0", NULL}, "needs --admin-token"},
+        {{"--admin-port", "0", "--admin-host", "::", NULL}, "not a loopback address"},
+        {{"--admin-port", "0", "--admin-host", "192.168.1.9", NULL}, "--admin-token"},
+        {{"--admin-port", "0", "--admin-host", "myhost.lan", NULL}, "--admin-token"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char what[160];
+        snprintf(what, sizeof what, "bad admin option #%zu -> '%s'", i, bad[i].want);
+        int rc = parse(&cfg, bad[i].args);
+        TEST_CHECK(rc == -1 && strstr(err, bad[i].want), what);
+        if (rc != -1 || !strstr(err, bad[i].want))
+            printf("#   message: %s\n", err);
+    }
+    static const char *loop[] = {"127.0.0.1", "127.255.0.3", "::1", "[::1]", "localhost",
+                                 "::ffff:127.0.0.1"};
+    for (size_t i = 0; i < sizeof loop / sizeof loop[0]; i++) {
+        char what[120];
+        const char *a[] = {"--admin-port", "0", "--admin-host", loop[i], NULL};
+        snprintf(what, sizeof what, "--admin-host %s needs no token", loop[i]);
+        TEST_EQ_INT(parse(&cfg, a), 0, what);
+    }
+    const char *off[] = {"--admin-host", "0.0.0.0", NULL};
+    TEST_EQ_INT(parse(&cfg, off), 0, "a non-loopback admin-host is fine while the listener is off");
+    TEST_CHECK(!config_addr_is_loopback("0.0.0.0") && !config_addr_is_loopback("::") &&
+                   !config_addr_is_loopback("128.0.0.1") && !config_addr_is_loopback("") &&
+                   !config_addr_is_loopback("localhost.evil") &&
+                   !config_addr_is_loopback("::ffff:10.0.0.1"),
+               "config_addr_is_loopback refuses other addresses");
+
+    /* the token from a file: first line, newline and trailing blanks cut */
+    char tpath[80];
+    snprintf(tpath, sizeof tpath, "%s", write_file("from-a-file-0123456789  \nsecond line\n"));
+    char tflag[128];
+    snprintf(tflag, sizeof tflag, "--admin-token-file=%s", tpath);
+    const char *a2[] = {"--admin-port", "0", "--admin-host", "0.0.0.0", tflag, NULL};
+    TEST_EQ_INT(parse(&cfg, a2), 0, "--admin-token-file satisfies a non-loopback listener");
+    TEST_EQ_STR(cfg.admin_token, "from-a-file-0123456789", "token read from the file");
+    char fline[256];
+    snprintf(fline, sizeof fline, "admin-port = 0\nadmin-host = 0.0.0.0\nadmin-token-file = %s\n"
+             "admin-allowed-host = a.example,b.example\n", tpath);
+    const char *cpath = write_file(fline);
+    char cpath_copy[80];
+    snprintf(cpath_copy, sizeof cpath_copy, "%s", cpath);
+    const char *a3[] = {"--config", cpath_copy, NULL};
+    TEST_EQ_INT(parse(&cfg, a3), 0, "config file: admin-token-file, admin-allowed-host");
+    TEST_CHECK(!strcmp(cfg.admin_token, "from-a-file-0123456789") &&
+                   cfg.nadmin_allowed_hosts == 2 &&
+                   !strcmp(cfg.admin_allowed_hosts[1], "b.example"),
+               "config file: the token and both names");
+    unlink(cpath_copy);
+    unlink(tpath);
+    const char *epath = write_file("\n");
+    char eflag[128];
+    snprintf(eflag, sizeof eflag, "--admin-token-file=%s", epath);
+    const char *a4[] = {eflag, NULL};
+    TEST_CHECK(parse(&cfg, a4) == -1 && strstr(err, "no token"), "an empty token file is refused");
+    unlink(epath);
+}
+
 static void test_accounts(void)
 {
     struct config cfg;
     /* "a2V5MQ==" = "key1", "a2V5Mg" = "key2" (unpadded) */
     const char *a1[] = {"--account", "Alice1:a2V5MQ==:a2V5Mg", "--account=bob22:a2V5MQ==", NULL};
     TEST_EQ_INT(parse(&cfg, a1), 0, "--account parses");
-    TEST_EQ_INT(cfg.naccounts, 3, "accounts are added to the dev account");
+    TEST_EQ_INT(cfg.naccounts, 2, "configured accounts replace the dev account");
     const struct account_cfg *a = config_find_account(&cfg, "alice1");
     TEST_CHECK(a != NULL, "account name lower-cased");
     TEST_CHECK(a && a->key1_len == 4 && memcmp(a->key1, "key1", 4) == 0, "key1 decoded");
@@ -185,6 +341,8 @@ static void test_accounts(void)
     TEST_EQ_INT(parse(&cfg, a2), 0, "re-keying an account parses");
     TEST_EQ_INT(cfg.naccounts, 1, "same name replaces, not adds");
     TEST_EQ_INT(cfg.accounts[0].key1_len, 4, "replaced key");
+
+    test_dev_account();
 
     config_defaults(&cfg);
     TEST_EQ_INT(config_add_account(&cfg, "carol", "a2V5MQ=", NULL, err, sizeof err), -1,
@@ -400,5 +558,6 @@ int main(void)
     test_file();
     test_throttle_options();
     test_strict_versions();
+    test_admin_access_options();
     return test_done();
 }

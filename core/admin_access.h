@@ -1,0 +1,54 @@
+/* admin_access.h - who may talk to the admin listener.
+ *
+ * Two checks run on every admin request before it is routed:
+ *
+ *  1. Host. A web page in a browser on the same machine can reach a
+ *     loopback port through DNS rebinding (its own name made to resolve to
+ *     127.0.0.1); the browser then still sends that name as Host. So only
+ *     loopback Hosts are answered (127.0.0.0/8, [::1], localhost, each with
+ *     or without a port), plus the names of --admin-allowed-host and the
+ *     listener's own address when it is a specific (not wildcard)
+ *     non-loopback one. Anything else, a missing Host or more than one
+ *     Host, is refused with 403.
+ *
+ *  2. Bearer token (--admin-token / --admin-token-file). When one is set,
+ *     every request that is not GET or HEAD must carry
+ *     "Authorization: Bearer TOKEN", and so must every request when the
+ *     listener is not bound to a loopback address (config.c refuses such a
+ *     listener without a token). A missing or wrong token is 401 with
+ *     "WWW-Authenticate: Bearer realm=..." (RFC 6750). Tokens are compared
+ *     as SHA-256 digests with CRYPTO_memcmp, so the time taken tells
+ *     nothing about the token, its length included.
+ */
+#ifndef TABLED_ADMIN_ACCESS_H
+#define TABLED_ADMIN_ACCESS_H
+#include <stddef.h>
+
+#include "core/config.h"
+#include "core/http.h"
+
+struct admin_access {
+    int has_token;
+    unsigned char token_sha256[32];
+    int listener_loopback;        /* the listener is bound to a loopback address */
+    char hosts[CONFIG_MAX_ADMIN_HOSTS + 1][256];  /* allowed non-loopback Hosts */
+    size_t nhosts;
+};
+
+enum admin_verdict {
+    ADMIN_ADMIT = 0,
+    ADMIN_BAD_HOST,       /* 403: Host not loopback nor allowed */
+    ADMIN_NO_TOKEN,       /* 401: a token is needed and none was sent */
+    ADMIN_BAD_TOKEN,      /* 401: a Bearer token was sent and is not ours */
+};
+
+/* Fills a from cfg (token, allowed hosts, listener address); cfg NULL
+ * gives the defaults: loopback listener, loopback Hosts, no token. */
+void admin_access_init(struct admin_access *a, const struct config *cfg);
+/* 1 when the Host header value (NUL-terminated) names a loopback address
+ * or an allowed name, with an optional port. */
+int admin_access_host_ok(const struct admin_access *a, const char *host);
+/* The verdict on one request. */
+enum admin_verdict admin_access_check(const struct admin_access *a, const struct request *req);
+
+#endif
