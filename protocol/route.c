@@ -215,13 +215,16 @@ enum terr route_resource(struct req_ctx *c, const char *rest, size_t n)
         return TERR_NONE;
     }
     /* One segment only (a key cannot contain '/', SPEC 4.5). A trailing
-     * slash is tolerated. */
+     * slash is tolerated. A '/' after a '(' lies inside a key predicate:
+     * the service answers that as a syntax error of the key (SPEC 4.5). */
     const char *seg = rest + 1;
     size_t sl = n - 1;
     if (sl && seg[sl - 1] == '/')
         sl--;
-    if (memchr(seg, '/', sl))
-        return TERR_InvalidUri;
+    const char *slash = memchr(seg, '/', sl);
+    if (slash)
+        return memchr(seg, '(', (size_t)(slash - seg)) ? TERR_InvalidInputQuerySyntax
+                                                       : TERR_InvalidUri;
     size_t dl;
     char *d = url_decode(c->a, seg, sl, 0, &dl);
     if (!d)
@@ -255,7 +258,7 @@ enum terr route_resource(struct req_ctx *c, const char *rest, size_t n)
     }
     if (route_key_predicate(c->a, paren, dl - name_len, &c->pk, &c->pk_len, &c->rk,
                             &c->rk_len))
-        return TERR_InvalidInput;
+        return TERR_InvalidInputQuerySyntax;
     c->res = RES_ENTITY;
     return TERR_NONE;
 }
