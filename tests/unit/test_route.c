@@ -107,7 +107,7 @@ static void test_paths(void)
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a/b',RowKey='r')"),
                 TERR_InvalidInputQuerySyntax, "raw / inside a key predicate");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a',RowKey='r')/x"),
-                TERR_InvalidInputQuerySyntax, "a segment after a key predicate");
+                TERR_InvalidUri, "a segment after a key predicate");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a',RowKey='b/')"),
                 TERR_InvalidInputQuerySyntax, "raw / at the end of a RowKey");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t%zz"), TERR_InvalidUri,
