@@ -79,13 +79,13 @@ struct filter_stats {
  *   TERR_NotImplemented property vs property, literal vs literal,
  *                      functions, arithmetic, '/' paths (message NULL: use
  *                      the code's standard text).
- * The literals true and false are Boolean constants (a whole filter, or an
- * operand of and / or / not); filter_plan folds them. A bare custom
- * property is true for an entity whose value of it is Boolean true.
  *   TERR_InternalError only with tables_strict (message NULL).
  * Syntax errors are reported in preference to the other errors. An empty or
  * all-blank text is a syntax error; callers that want "no filter" for
- * `$filter=` should not compile it. */
+ * `$filter=` should not compile it. The literals true and false are Boolean
+ * constants (a whole filter, or an operand of and / or / not); filter_plan
+ * folds them. A bare custom property is true for an entity whose value of
+ * it is Boolean true. */
 int filter_compile(struct arena *a, const char *text, size_t len, enum filter_target target,
                    struct filter **out, enum terr *err, const char **message);
 
