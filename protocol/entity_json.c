@@ -22,7 +22,8 @@
  *      32768 UTF-16 units or Binary over 65536 bytes -> PropertyValueTooLarge;
  *   4. keys (SPEC 7.7 step 6): INSERT without PartitionKey or RowKey ->
  *      PropertiesNeedValue; then PartitionKey, then RowKey through
- *      entity_check_key (InvalidInput / KeyValueTooLarge);
+ *      entity_check_key (OutOfRangeInput for a forbidden character,
+ *      InvalidInput / KeyValueTooLarge);
  *   5. the whole entity over 1 MiB (SPEC 4.12) -> EntityTooLarge.
  *
  * Writing (SPEC 5.2-5.7, 6.9) emits compact JSON in the service's member
@@ -611,8 +612,9 @@ enum terr entity_json_parse(struct arena *a, const char *body, size_t len,
     return entity_check_limits(e);
 }
 
-/* SPEC 4.5: well-formed UTF-8 without / \ # ? U+0000-001F U+007F-009F,
- * at most 1024 UTF-16 units. */
+/* SPEC 4.5: well-formed UTF-8 (else InvalidInput) without / \ # ?
+ * U+0000-001F U+007F-009F (else OutOfRangeInput, the service's answer for
+ * such a key in a body), at most 1024 UTF-16 units. */
 enum terr entity_check_key(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -631,7 +633,7 @@ enum terr entity_check_key(const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         unsigned char k = bad[p[i]];
         if (k == 1 || (k == 2 && i + 1 < n && p[i + 1] <= 0x9F))
-            return TERR_InvalidInput;
+            return TERR_OutOfRangeInput;
     }
     if (n > MAX_KEY_UTF16 && utf16_len(s, n) > MAX_KEY_UTF16)
         return TERR_KeyValueTooLarge;
@@ -912,6 +914,20 @@ size_t entity_etag(int64_t ticks, char *out)
     n += sizeof ETAG_TAIL - 1;
     out[n] = '\0';
     return n;
+}
+
+/* Weak ETags are the only well-formed If-Match values: W/ or w/, then a
+ * quoted string whose inner quotes are escaped with a backslash. The
+ * service answers one that names no current version with 412 and anything
+ * else with 400 (SPEC 7.3; Azure/Azurite#1229, #2013). */
+int entity_etag_wellformed(const char *s, size_t n)
+{
+    if (n < 4 || (s[0] != 'W' && s[0] != 'w') || s[1] != '/' || s[2] != '"' || s[n - 1] != '"')
+        return 0;
+    for (size_t i = 3; i < n - 1; i++)
+        if (s[i] == '"' && s[i - 1] != '\\')
+            return 0;
+    return 1;
 }
 
 /* Accepts exactly W/"datetime'T'" where T is a DateTime with ':' written

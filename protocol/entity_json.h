@@ -31,9 +31,10 @@ enum entity_parse_mode {
 enum terr entity_json_parse(struct arena *a, const char *body, size_t len,
                             enum entity_parse_mode mode, struct entity *e);
 
-/* Validates a PartitionKey/RowKey value (from a body or a URL): well-formed
- * UTF-8, no forbidden characters (SPEC 4.5) -> TERR_InvalidInput, at most
- * 1024 UTF-16 units -> TERR_KeyValueTooLarge. */
+/* Validates a PartitionKey/RowKey value (from a body or a URL): ill-formed
+ * UTF-8 -> TERR_InvalidInput; a forbidden character (SPEC 4.5) ->
+ * TERR_OutOfRangeInput (a body's answer; callers checking URL keys map it);
+ * more than 1024 UTF-16 units -> TERR_KeyValueTooLarge. */
 enum terr entity_check_key(const char *s, size_t n);
 
 /* Count (<= 252 custom) and size (<= 1 MiB, SPEC 4.12) of a whole entity,
@@ -66,5 +67,8 @@ size_t entity_etag(int64_t ticks, char *out);
 /* Parses an If-Match ETag of that form (':' or '%3A' accepted) into ticks.
  * Returns 0 or -1 when the text is not an ETag this server issues. */
 int entity_etag_parse(const char *s, size_t n, int64_t *ticks);
+/* 1 when s is a well-formed weak ETag (W/"..." or w/"...", inner quotes
+ * backslash-escaped), whatever it holds; 0 otherwise. */
+int entity_etag_wellformed(const char *s, size_t n);
 
 #endif

@@ -25,6 +25,7 @@ static const struct terr_info table[TERR__COUNT] = {
     [TERR_InvalidHeaderValue] = {"InvalidHeaderValue", 400,
         "The value for one of the HTTP headers is not in the correct format."},
     [TERR_InvalidInput] = {"InvalidInput", 400, "One of the request inputs is not valid."},
+    [TERR_InvalidInputQuerySyntax] = {"InvalidInput", 400, "Bad Request - Error in query syntax."},
     [TERR_InvalidQueryParameterValue] = {"InvalidQueryParameterValue", 400,
         "Value for one of the query parameters specified in the request URI is invalid."},
     [TERR_InvalidResourceName] = {"InvalidResourceName", 400,

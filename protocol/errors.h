@@ -21,6 +21,7 @@ enum terr {
     TERR_InvalidAuthenticationInfo,
     TERR_InvalidHeaderValue,
     TERR_InvalidInput,
+    TERR_InvalidInputQuerySyntax,     /* same code, URL syntax message (SPEC 4.5) */
     TERR_InvalidQueryParameterValue,
     TERR_InvalidResourceName,
     TERR_InvalidUri,

@@ -68,15 +68,24 @@ struct filter_stats {
  *                      offending token; also for nesting deeper than
  *                      FILTER_MAX_DEPTH). Also for null literals (message
  *                      "A query expression may not contain null values."),
+ *                      for a term that is not Boolean where one is needed
+ *                      (a literal other than true / false, a bare
+ *                      PartitionKey, RowKey, Timestamp or TableName): as
+ *                      the whole filter with message "The $filter
+ *                      expression must evaluate to a single boolean
+ *                      value.", under and / or / not with message NULL;
  *                      and with message NULL for malformed UTF-8, too long
  *                      texts, too many comparisons.
- *   TERR_NotImplemented property vs property, literal vs literal, a bare
- *                      literal, functions, arithmetic, '/' paths (message
- *                      NULL: use the code's standard text).
+ *   TERR_NotImplemented property vs property, literal vs literal,
+ *                      functions, arithmetic, '/' paths (message NULL: use
+ *                      the code's standard text).
  *   TERR_InternalError only with tables_strict (message NULL).
  * Syntax errors are reported in preference to the other errors. An empty or
  * all-blank text is a syntax error; callers that want "no filter" for
- * `$filter=` should not compile it. */
+ * `$filter=` should not compile it. The literals true and false are Boolean
+ * constants (a whole filter, or an operand of and / or / not); filter_plan
+ * folds them. A bare custom property is true for an entity whose value of
+ * it is Boolean true. */
 int filter_compile(struct arena *a, const char *text, size_t len, enum filter_target target,
                    struct filter **out, enum terr *err, const char **message);
 
@@ -145,7 +154,9 @@ struct filter_plan {
  * eq/gt/ge/lt/le -> a point or a RowKey range in the partition, PartitionKey
  * gt/ge/lt/le -> a PartitionKey range; `and` intersects, `or` unites (more
  * than FILTER_PLAN_MAX_RANGES -> their hull), anything under `not` and every
- * other property -> no restriction. Always returns 0. */
+ * other property -> no restriction; the constant false (also `not true`)
+ * -> nothing, true -> no restriction (so `true and X` plans as X and
+ * `false or X` as X). Always returns 0. */
 int filter_plan(const struct filter *f, struct arena *a, struct filter_plan *out);
 /* 1 when p restricts nothing (one range, both ends unbounded). */
 int filter_plan_is_full(const struct filter_plan *p);

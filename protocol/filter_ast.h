@@ -54,6 +54,7 @@ enum fnode_kind {
     FN_NOT,  /* kids is the only child */
     FN_CMP,  /* prop op lit */
     FN_BOOL, /* bare property: its value is Boolean true */
+    FN_CONST, /* the literal true or false: lit.u.b */
 };
 
 enum fop { FOP_EQ, FOP_NE, FOP_GT, FOP_GE, FOP_LT, FOP_LE };
@@ -71,7 +72,7 @@ struct fnode {
     struct fnode *kids; /* AND / OR / NOT */
     struct fnode *next; /* next sibling */
     size_t nkids;
-    /* FN_CMP and FN_BOOL */
+    /* FN_CMP and FN_BOOL (FN_CONST: lit only) */
     enum fprop prop;
     const char *name; /* property name (points into the arena) */
     size_t name_len;

@@ -285,6 +285,8 @@ static int eval(const struct filter *f, const struct fnode *n, const struct subj
     case FN_BOOL:
         v = lookup(s, n, &tmp);
         return v && v->type == EDM_BOOLEAN && v->u.b;
+    case FN_CONST:
+        return n->lit.u.b != 0;
     }
     return 0;
 }

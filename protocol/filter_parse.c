@@ -7,9 +7,11 @@
  *   primary = "(" or-expr ")" / operand [comp-op operand]
  *
  * Unsupported but well-formed constructs (property vs property, literal vs
- * literal, bare literals, functions, arithmetic, '/' paths, null) are
+ * literal, functions, arithmetic, '/' paths, null) and terms that are not
+ * Boolean where a Boolean is needed (`1`, `'x'`, a bare PartitionKey) are
  * parsed on to the end and only remembered, so a syntax error anywhere in
- * the text wins over them, as it would in a parse-then-check service. */
+ * the text wins over them, as it would in a parse-then-check service. The
+ * literals true and false are constants wherever a Boolean is needed. */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,7 +49,12 @@ struct fparser {
     size_t syntax_pos; /* ... at this byte offset */
     enum terr sem;     /* first non-syntax error, or TERR_NONE */
     const char *sem_msg;
+    const struct fnode *sem_node; /* the non-Boolean term behind sem, if any */
 };
+
+/* The service's words for a whole $filter that is not Boolean (seen for
+ * `$filter=1`, Azure/Azurite#1185). */
+static const char not_boolean_msg[] = "The $filter expression must evaluate to a single boolean value.";
 
 /* Records a syntax error at byte offset pos; returns NULL for chaining. */
 static struct fnode *syntax_error(struct fparser *p, size_t pos)
@@ -254,17 +261,36 @@ static struct fnode *make_cmp(struct fparser *p, const struct operand *a, enum f
     return n;
 }
 
-/* An operand standing alone: only a property is allowed (bare Boolean). */
+/* Records that term n stands where a Boolean is needed but is none. */
+static void not_boolean(struct fparser *p, const struct fnode *n)
+{
+    if (p->sem == TERR_NONE)
+        p->sem_node = n;
+    semantic_error(p, TERR_InvalidInput, not_boolean_msg);
+}
+
+/* An operand standing alone, where a Boolean is needed: true / false (a
+ * constant), or a property whose value is tested for Boolean true. A
+ * property of a declared non-Boolean type (PartitionKey, RowKey, Timestamp,
+ * TableName) or any other literal is no Boolean: InvalidInput. */
 static struct fnode *make_bare(struct fparser *p, const struct operand *o)
 {
+    if (o->kind == OPD_LIT && o->lit.type == EDM_BOOLEAN) {
+        struct fnode *c = node_new(p, FN_CONST);
+        c->lit = o->lit;
+        return c;
+    }
     struct fnode *n = node_new(p, FN_BOOL);
     p->ncmp++;
-    if (o->kind == OPD_NULL)
+    if (o->kind == OPD_NULL) {
         semantic_error(p, TERR_InvalidInput, "A query expression may not contain null values.");
-    else if (o->kind == OPD_LIT)
-        semantic_error(p, TERR_NotImplemented, NULL);
-    else if (o->kind == OPD_PROP)
+    } else if (o->kind == OPD_LIT) {
+        not_boolean(p, n);
+    } else if (o->kind == OPD_PROP) {
         set_property(p, n, o);
+        if (n->prop != FP_CUSTOM)
+            not_boolean(p, n);
+    }
     return n;
 }
 
@@ -463,6 +489,9 @@ int filter_compile(struct arena *a, const char *text, size_t len, enum filter_ta
     if (p.sem != TERR_NONE) {
         *err = p.sem;
         *message = p.sem_msg;
+        /* A non-Boolean operand of and / or / not: the generic message. */
+        if (p.sem_node && p.sem_node != f->root)
+            *message = NULL;
         return -1;
     }
     if (f->opt.max_comparisons > 0 && p.ncmp > f->opt.max_comparisons) {

@@ -281,10 +281,38 @@ static void unite_add(struct arena *a, struct unite *u, struct boxes y)
     u->n += y.n;
 }
 
+/* 1 / 0 when subtree n is the constant true / false whatever the entity
+ * (built from the literals true and false only), else -1. */
+static int const_value(const struct fnode *n)
+{
+    int all = 1, v;
+    switch (n->kind) {
+    case FN_CONST:
+        return n->lit.u.b != 0;
+    case FN_NOT:
+        v = const_value(n->kids);
+        return v < 0 ? v : !v;
+    case FN_AND:
+    case FN_OR:
+        /* and: a false kid decides; or: a true kid decides */
+        for (const struct fnode *k = n->kids; k; k = k->next) {
+            v = const_value(k);
+            if (v == (n->kind == FN_OR))
+                return v;
+            if (v < 0)
+                all = 0;
+        }
+        return all ? n->kind == FN_AND : -1;
+    default:
+        return -1;
+    }
+}
+
 /* Boxes covering every key for which subtree n can be true. */
 static struct boxes plan_node(const struct filter *f, const struct fnode *n, struct arena *a)
 {
     struct boxes r;
+    struct boxes none = {NULL, 0};
     switch (n->kind) {
     case FN_AND:
         r = boxes_full(a);
@@ -302,7 +330,10 @@ static struct boxes plan_node(const struct filter *f, const struct fnode *n, str
         return r;
     }
     case FN_NOT:
-        return boxes_full(a);
+        /* Only a constant subtree is planned through a `not`. */
+        return const_value(n->kids) == 1 ? none : boxes_full(a);
+    case FN_CONST:
+        return n->lit.u.b ? boxes_full(a) : none;
     case FN_CMP:
     case FN_BOOL:
         return plan_leaf(f, n, a);

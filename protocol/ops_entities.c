@@ -18,7 +18,8 @@
 struct precond {
     int present;   /* header sent */
     int any;       /* "*" */
-    int never;     /* empty value: can never match */
+    int never;     /* empty value or a weak ETag this server never issues:
+                      can never match */
     int64_t ticks; /* the ETag's timestamp otherwise */
 };
 
@@ -43,18 +44,28 @@ static enum terr parse_precond(struct req_ctx *c, struct precond *p)
         p->any = 1;
         return TERR_NONE;
     }
-    if (entity_etag_parse(v, strlen(v), &p->ticks) != 0)
+    /* Any well-formed weak ETag is a condition (412 when it does not name
+     * the current version); anything else is not an ETag (400). A lower-
+     * case w/ is the same weak marker. */
+    size_t len = strlen(v);
+    if (!entity_etag_wellformed(v, len))
         return TERR_InvalidInput;
+    char *w = arena_strndup(c->a, v, len);
+    w[0] = 'W';
+    if (entity_etag_parse(w, len, &p->ticks) != 0)
+        p->never = 1;
     return TERR_NONE;
 }
 
-/* Validates the URL keys of c (SPEC 7.4). */
+/* Validates the URL keys of c (SPEC 7.4). A forbidden character makes the
+ * URL unparsable for the service: InvalidInput "Bad Request - Error in
+ * query syntax." (SPEC 4.5), not the OutOfRangeInput of a body key. */
 static enum terr check_url_keys(struct req_ctx *c)
 {
     enum terr e = entity_check_key(c->pk, c->pk_len);
     if (!e && (e = entity_check_key(c->rk, c->rk_len)) == TERR_KeyValueTooLarge)
         e = TERR_RowKeyValueTooLarge;
-    return e;
+    return e == TERR_OutOfRangeInput ? TERR_InvalidInputQuerySyntax : e;
 }
 
 /* Backend key of (t, pk, rk), in the arena. */
@@ -146,9 +157,10 @@ void op_get_entity(struct req_ctx *c)
 {
     const struct table_info *t;
     struct query_opts q = {0};
-    enum terr err = ctx_table(c, &t);
+    /* URL syntax first (SPEC 7.7 step 2), then the table. */
+    enum terr err = check_url_keys(c);
     if (!err)
-        err = check_url_keys(c);
+        err = ctx_table(c, &t);
     if (!err)
         err = query_opts_parse(c, QUERY_POINT, &q);
     if (err) {
@@ -174,14 +186,12 @@ void op_get_entity(struct req_ctx *c)
 }
 
 /* Keys named by the request: the body's for an insert, else the URL's. */
-static enum terr prepare_keys(struct req_ctx *c, struct entity_write *w, const struct entity *body)
+static void prepare_keys(struct req_ctx *c, struct entity_write *w, const struct entity *body)
 {
     if (c->op == OP_INSERT_ENTITY) {
         w->e = *body;
     } else {
-        enum terr e = check_url_keys(c);
-        if (e)
-            return e;
+        /* The URL keys were checked before anything else. */
         if (body)
             w->e = *body;
         /* The URL names the entity; body keys are ignored (SPEC 7.4). */
@@ -190,7 +200,6 @@ static enum terr prepare_keys(struct req_ctx *c, struct entity_write *w, const s
         w->e.rk = c->rk;
         w->e.rk_len = c->rk_len;
     }
-    return TERR_NONE;
 }
 
 enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
@@ -198,8 +207,11 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
     memset(w, 0, sizeof *w);
     w->op = c->op;
     w->del = c->op == OP_DELETE_ENTITY;
-    enum terr err = ctx_table(c, &w->t);
-    if (err)
+    /* URL keys are URL syntax: checked before the table and the body, so a
+     * key with a forbidden character in both answers as the URL's (SPEC
+     * 4.5, 7.7 step 2). */
+    enum terr err = c->op != OP_INSERT_ENTITY ? check_url_keys(c) : TERR_NONE;
+    if (err || (err = ctx_table(c, &w->t)))
         return err;
     struct entity body;
     if (!w->del) {
@@ -210,8 +222,7 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
         if (err)
             return err;
     }
-    if ((err = prepare_keys(c, w, w->del ? NULL : &body)))
-        return err;
+    prepare_keys(c, w, w->del ? NULL : &body);
     if (c->batch && (err = batch_check_entity(c, w)))
         return err;
     if (c->in_batch || c->op == OP_INSERT_ENTITY) {

@@ -109,8 +109,11 @@ enum terr query_opts_parse(struct req_ctx *c, enum query_kind kind, struct query
     if (kind != QUERY_POINT && (p = url_query_get(c->qp, c->nqp, "$top")) &&
         (e = parse_top(p->value, &q->top)))
         return e;
-    if ((p = url_query_get(c->qp, c->nqp, "$select")) && kind != QUERY_TABLES &&
-        (e = parse_select(c, p->value, q)))
+    /* An empty $select= or $filter= is no option at all: Azure Storage
+     * Explorer sends "?$select=&$filter=..." and the service answers it
+     * like an absent one (Azure/Azurite#1573). $top= stays an error. */
+    if ((p = url_query_get(c->qp, c->nqp, "$select")) && p->value_len > 0 &&
+        kind != QUERY_TABLES && (e = parse_select(c, p->value, q)))
         return e;
     if (kind != QUERY_POINT && (p = url_query_get(c->qp, c->nqp, "$filter")) &&
         p->value_len > 0) {

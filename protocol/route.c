@@ -215,13 +215,21 @@ enum terr route_resource(struct req_ctx *c, const char *rest, size_t n)
         return TERR_NONE;
     }
     /* One segment only (a key cannot contain '/', SPEC 4.5). A trailing
-     * slash is tolerated. */
+     * slash is tolerated. A '/' between a '(' and its ')' lies inside a
+     * key predicate: the service answers that as a syntax error of the key
+     * (SPEC 4.5); a segment after the ')' is an unknown resource. */
     const char *seg = rest + 1;
     size_t sl = n - 1;
     if (sl && seg[sl - 1] == '/')
         sl--;
-    if (memchr(seg, '/', sl))
+    const char *slash = memchr(seg, '/', sl);
+    if (slash) {
+        size_t before = (size_t)(slash - seg);
+        const char *open = memchr(seg, '(', before);
+        if (open && !memchr(open, ')', (size_t)(slash - open)))
+            return TERR_InvalidInputQuerySyntax;
         return TERR_InvalidUri;
+    }
     size_t dl;
     char *d = url_decode(c->a, seg, sl, 0, &dl);
     if (!d)
@@ -255,7 +263,7 @@ enum terr route_resource(struct req_ctx *c, const char *rest, size_t n)
     }
     if (route_key_predicate(c->a, paren, dl - name_len, &c->pk, &c->pk_len, &c->rk,
                             &c->rk_len))
-        return TERR_InvalidInput;
+        return TERR_InvalidInputQuerySyntax;
     c->res = RES_ENTITY;
     return TERR_NONE;
 }

@@ -855,6 +855,73 @@ class BatchTests:
             self.expect_failure("%s in a batch" % what, ans, err, single.status, scode, 2, smsg)
             self.unchanged(what, T, before)
 
+    # -- issue 14 points 1 and 4: key characters and weak ETags in a batch ---------
+    def test_keys_and_etags(self):
+        """Forbidden key characters in an operation's body: 400
+        OutOfRangeInput; in its URL: 400 InvalidInput "Bad Request - Error
+        in query syntax." (the legacy .NET SDK's InsertOrReplace of a RowKey
+        with '/', azure-storage-net#386); a weak ETag that is not current:
+        412; a strong one: 400. Each index-prefixed, nothing written."""
+        tap, T = self.tap, "BtKeyChars"
+        self.table(T)
+        et = self.put(T, {"PartitionKey": "p", "RowKey": "e", "V": 1})
+        before = snapshot(self.http, T)
+        out_of_range = "One of the request inputs is out of range."
+        query_syntax = "Bad Request - Error in query syntax."
+        for ch, why in (("/", "/"), ("\\", "\\"), ("#", "#"), ("?", "?"), ("\x01", "U+0001"),
+                        ("\x7f", "U+007F"), ("\x9f", "U+009F")):
+            ops = [self.ins(T, "p", "ok1"), self.ins(T, "p", "a%sb" % ch)]
+            r, ans, err = batch(self.http, changeset_body(ops))
+            p = self.expect_failure("insert of a RowKey with %s as op 1" % why, ans, err, 400,
+                                    "OutOfRangeInput", 1, out_of_range)
+            if p and why == "/":
+                tap.eq(p.h("Content-Type"), CT_MIN, "OutOfRangeInput part: JSON error body")
+            ops = [self.ins(T, "p", "ok1"), op("POST", self.turl(T),
+                                               {"PartitionKey": "p%s" % ch, "RowKey": "r"})]
+            r, ans, err = batch(self.http, changeset_body(ops))
+            self.expect_failure("insert of a PartitionKey with %s as op 1" % why, ans, err, 400,
+                                "OutOfRangeInput", 1, out_of_range)
+        for method in ("PUT", "MERGE"):
+            o = op(method, self.eurl(T, "p", "u1"), {"PartitionKey": "p", "RowKey": "u1#"})
+            r, ans, err = batch(self.http, changeset_body([o]))
+            self.expect_failure("%s upsert with a body RowKey containing #" % method, ans, err,
+                                400, "OutOfRangeInput", 0, out_of_range)
+        # the URL: raw '/' as the legacy .NET SDK writes it, and percent-encoded
+        for what, url in (
+                ("raw / in the URL RowKey", "%s/%s(PartitionKey='p',RowKey='a/b')"
+                 % (self.prefix, T)),
+                ("%2F in the URL RowKey", "%s/%s(PartitionKey='p',RowKey='a%%2Fb')"
+                 % (self.prefix, T)),
+                ("%23 in the URL PartitionKey", "%s/%s(PartitionKey='p%%23',RowKey='r')"
+                 % (self.prefix, T))):
+            for method, hdrs in (("PUT", []), ("MERGE", []), ("DELETE", [("If-Match", "*")])):
+                body = None if method == "DELETE" else {"PartitionKey": "p", "RowKey": "a/b"}
+                ops = [self.ins(T, "p", "ok1"), op(method, url, body, hdrs)]
+                r, ans, err = batch(self.http, changeset_body(ops))
+                self.expect_failure("%s with %s" % (method, what), ans, err, 400,
+                                    "InvalidInput", 1, query_syntax)
+        self.unchanged("forbidden key characters", T, before)
+        # If-Match: weak ETags that are not current -> 412, others -> 400
+        for method, body in (("PUT", {"V": 2}), ("MERGE", {"V": 2}), ("PATCH", {"V": 2}),
+                             ("DELETE", None)):
+            for stale in ('W/"wrong"', 'w/"wrong"', h.etag_for("2001-01-01T00:00:00Z")):
+                ops = [self.ins(T, "p", "n1"), self.ent(method, T, "p", "e", body,
+                                                        if_match=stale)]
+                r, ans, err = batch(self.http, changeset_body(ops))
+                self.expect_failure("%s If-Match %s" % (method, stale), ans, err, 412,
+                                    "UpdateConditionNotSatisfied", 1)
+            for bad in ('"x"', "not-an-etag", "%s, %s" % (et, et)):
+                ops = [self.ins(T, "p", "n1"), self.ent(method, T, "p", "e", body,
+                                                        if_match=bad)]
+                r, ans, err = batch(self.http, changeset_body(ops))
+                self.expect_failure("%s If-Match %s" % (method, bad), ans, err, 400,
+                                    "InvalidInput", 1, "One of the request inputs is not valid.")
+        self.unchanged("If-Match cases", T, before)
+        ops = [self.ent("MERGE", T, "p", "e", {"V": 3}, if_match=et)]
+        r, ans, err = batch(self.http, changeset_body(ops))
+        tap.ok(ans is not None and [p.status for p in ans.parts] == [204],
+               "the current ETag still matches in a batch", err)
+
     # -- 233, 234: limits -----------------------------------------------------------
     def test_limits(self):
         tap, T = self.tap, "BtLimits"
@@ -1715,6 +1782,7 @@ GROUPS = [
     BatchTests.test_foreign_urls,
     BatchTests.test_failures,
     BatchTests.test_op_validation,
+    BatchTests.test_keys_and_etags,
     BatchTests.test_limits,
     BatchTests.test_failure_positions,
     BatchTests.test_query,

@@ -1371,17 +1371,41 @@ def if_match(t):
     path = t.ep(name, "p", "r")
     etag = t.get(name, "p", "r").h("ETag")
     ts = etag[len("W/\"datetime'"):-2]
+    # Values that are no (weak) ETag at all: 400 InvalidInput. A strong
+    # ETag counts among them: the service wants W/ (Azure/Azurite#1229 and
+    # its tests, written against the service; SPEC 7.3).
     for bad, why in (("\"datetime'%s'\"" % ts, "no W/ prefix"),
+                     ("\"x\"", "a strong ETag"),
                      ("W/datetime'%s'" % ts, "no quotes"),
+                     ("W/\"x", "no closing quote"),
                      ("garbage", "garbage"),
-                     ("W/\"datetime'not-a-time'\"", "an unparsable datetime"),
-                     ("W/\"%s\"" % ts, "no datetime'' wrapper"),
                      ("%s, %s" % (etag, etag), "two ETags")):
         for verb in ("PUT", "MERGE"):
             r = t.req(verb, path, body={"V": 2}, headers={"If-Match": bad})
-            t.check_error(r, 400, "InvalidInput", "%s with If-Match of %s" % (verb, why))
+            t.check_error(r, 400, "InvalidInput", "%s with If-Match of %s" % (verb, why),
+                          message="One of the request inputs is not valid.")
         r = t.req("DELETE", path, headers={"If-Match": bad})
-        t.check_error(r, 400, "InvalidInput", "DELETE with If-Match of %s" % why)
+        t.check_error(r, 400, "InvalidInput", "DELETE with If-Match of %s" % why,
+                      message="One of the request inputs is not valid.")
+    # Any well-formed weak ETag that is not the current one: 412 (issue 14
+    # point 4; it was 400 for the forms this server never issues).
+    for stale, why in (("W/\"wrong\"", "W/\"wrong\""),
+                       ("w/\"wrong\"", "a lower-case w/ prefix"),
+                       ("W/\"\"", "an empty weak ETag"),
+                       ("W/\"datetime'not-a-time'\"", "an unparsable datetime"),
+                       ("W/\"%s\"" % ts, "no datetime'' wrapper"),
+                       ("W/\"datetime'2020-01-01T00%3A00%3A00Z'\"", "an old datetime")):
+        for verb in ("PUT", "MERGE", "PATCH"):
+            r = t.req(verb, path, body={"V": 2}, headers={"If-Match": stale})
+            t.check_error(r, 412, "UpdateConditionNotSatisfied",
+                          "%s with If-Match of %s" % (verb, why))
+        r = t.req("DELETE", path, headers={"If-Match": stale})
+        t.check_error(r, 412, "UpdateConditionNotSatisfied", "DELETE with If-Match of %s" % why)
+    missing = t.ep(name, "p", "nosuch")
+    r = t.req("MERGE", missing, body={"V": 2}, headers={"If-Match": "W/\"wrong\""})
+    t.check_error(r, 404, "ResourceNotFound", "MERGE of a missing entity with W/\"wrong\"")
+    r = t.req("DELETE", missing, headers={"If-Match": "w/\"wrong\""})
+    t.check_error(r, 404, "ResourceNotFound", "DELETE of a missing entity with w/\"wrong\"")
     r = t.req("PUT", path, body={"V": 2}, headers={"If-Match": ""})
     t.check_error(r, 412, "UpdateConditionNotSatisfied", "PUT with an empty If-Match")
     r = t.req("PUT", path, body={"V": 2}, headers={"If-None-Match": "*"})
@@ -1595,11 +1619,11 @@ def bad_body(t, table, body, status, code, what, method="POST", path=None, heade
     t.alive(what)
 
 
-def bad_get(t, path, status, code, what, absolute=False, headers=None):
+def bad_get(t, path, status, code, what, absolute=False, headers=None, message=None):
     """A bad URL (or header) on a GET; checks the error, then liveness."""
     try:
         r = t.req("GET", path, absolute=absolute, headers=headers)
-        t.check_error(r, status, code, what)
+        t.check_error(r, status, code, what, message=message)
     except Exception as e:  # noqa: BLE001
         t.ok(False, "%s -> %s %s" % (what, status, code), repr(e))
     t.alive(what)
@@ -1779,17 +1803,48 @@ def bad_names_keys_limits(t):
     bad_body(t, name, js({"V": 1}), 400, "KeyValueTooLarge",
              "a 1,025-character key in the URL of a PUT", method="PUT",
              path=t.ep(name, "k" * 1025, "r"))
+    # Forbidden key characters in a body: 400 OutOfRangeInput (SPEC 4.5
+    # corrected, issue 14 point 1), in an insert and in an upsert body.
+    out_of_range = "One of the request inputs is out of range."
+    query_syntax = "Bad Request - Error in query syntax."
     for ch, why in (("/", "/"), ("\\", "\\"), ("#", "#"), ("?", "?"), ("\t", "TAB"),
-                    ("\n", "LF"), ("\x00", "NUL"), ("\x7f", "DEL"), ("\x85", "U+0085"),
-                    ("\x9f", "U+009F")):
+                    ("\n", "LF"), ("\x00", "NUL"), ("\x1f", "U+001F"), ("\x7f", "DEL"),
+                    ("\x80", "U+0080"), ("\x85", "U+0085"), ("\x9f", "U+009F")):
         bad_body(t, name, js({"PartitionKey": "a" + ch + "b", "RowKey": "r"}), 400,
-                 "InvalidInput", "a PartitionKey containing %s" % why)
-        bad_body(t, name, js({"PartitionKey": "p", "RowKey": ch}), 400, "InvalidInput",
-                 "a RowKey that is %s" % why)
-    for ch in ("%2F", "%5C", "%23", "%3F", "%09", "%7F"):
+                 "OutOfRangeInput", "a PartitionKey containing %s" % why, message=out_of_range)
+        bad_body(t, name, js({"PartitionKey": "p", "RowKey": ch}), 400, "OutOfRangeInput",
+                 "a RowKey that is %s" % why, message=out_of_range)
+    for method, hdrs in (("PUT", None), ("MERGE", None), ("PUT", {"If-Match": "*"})):
+        bad_body(t, name, js({"PartitionKey": "a/b", "RowKey": "r", "V": 1}), 400,
+                 "OutOfRangeInput", "%s%s with a body PartitionKey containing /" % (
+                     method, " If-Match: *" if hdrs else ""),
+                 method=method, path=t.ep(name, "a", "r"), headers=hdrs, message=out_of_range)
+        bad_body(t, name, js({"RowKey": "r#", "V": 1}), 400, "OutOfRangeInput",
+                 "%s with a body RowKey containing #" % method, method=method,
+                 path=t.ep(name, "a", "r"), headers=hdrs, message=out_of_range)
+    # The same characters in URL keys: the service cannot parse the URL
+    # and says so (azure-storage-net#386; SPEC 4.5), for every verb, and
+    # before the body is looked at.
+    for ch in ("%2F", "%5C", "%23", "%3F", "%09", "%7F", "%C2%85"):
         bad_body(t, name, js({"V": 1}), 400, "InvalidInput",
                  "a URL key containing %s on PUT" % ch, method="PUT",
-                 path="/%s(PartitionKey='a%sb',RowKey='r')" % (name, ch))
+                 path="/%s(PartitionKey='a%sb',RowKey='r')" % (name, ch), message=query_syntax)
+    keyed = "/%s(PartitionKey='p',RowKey='a%%2Fb')" % name
+    for method, body, hdrs in (("GET", None, None), ("MERGE", js({"V": 1}), None),
+                               ("DELETE", None, {"If-Match": "*"}),
+                               ("PUT", js({"PartitionKey": "p", "RowKey": "a/b"}), None)):
+        bad_body(t, name, body, 400, "InvalidInput",
+                 "a URL RowKey containing %%2F on %s" % method, method=method, path=keyed,
+                 headers=hdrs, message=query_syntax)
+    bad_body(t, name, None, 400, "InvalidInput", "a raw / inside a URL key on GET",
+             method="GET", path="/%s(PartitionKey='a/b',RowKey='r')" % name,
+             message=query_syntax)
+    bad_body(t, name, js({"PartitionKey": "a/b", "RowKey": "r"}), 400, "InvalidInput",
+             "a raw / inside a URL key and the body on PUT", method="PUT",
+             path="/%s(PartitionKey='a/b',RowKey='r')" % name, message=query_syntax)
+    bad_body(t, "nosuchtable", None, 400, "InvalidInput",
+             "a URL key containing %2F in a missing table", method="GET",
+             path="/nosuchtable(PartitionKey='a%2Fb',RowKey='r')", message=query_syntax)
     for body, codes, why in (
             ('{"PartitionKey":5,"RowKey":"r"}',
              ("PrimaryKeyPropertyIsInvalidType", "InvalidInput", "PropertiesNeedValue"),
@@ -1858,7 +1913,8 @@ def bad_urls(t):
             ("(PartitionKey='a%3Fb',RowKey='b')", "an encoded ? in a key"),
             ("(PartitionKey='a%5Cb',RowKey='b')", "an encoded \\ in a key"),
             ("(PartitionKey='a%01b',RowKey='b')", "an encoded control character in a key")):
-        bad_get(t, "/" + name + pred, 400, "InvalidInput", "key predicate with %s" % why)
+        bad_get(t, "/" + name + pred, 400, "InvalidInput", "key predicate with %s" % why,
+                message="Bad Request - Error in query syntax.")
     for path, codes, why in (
             ("/%s(PartitionKey='%%zz',RowKey='b')" % name, ("InvalidUri",), "%zz in the path"),
             ("/%s(PartitionKey='%%4',RowKey='b')" % name, ("InvalidUri",), "a truncated %4"),

@@ -330,6 +330,16 @@ LOGIC_CASES = [
     ("T ge datetime'2024-06-01T00:00:00Z' and T lt datetime'2024-06-01T08:30:00.0000001Z'",
      AND(P("T", "ge", dt("2024-06-01T00:00:00Z")),
          P("T", "lt", dt("2024-06-01T08:30:00.0000001Z")))),
+    # the literals true and false as constants (issue 14 point 5)
+    ("true", lambda e: True),
+    ("false", lambda e: False),
+    ("not false", lambda e: True),
+    ("True and B", BTRUE),
+    ("FALSE or B", BTRUE),
+    ("(true and RowKey eq '1') or (false or PartitionKey eq 'b')",
+     OR(P("RowKey", "eq", st("1")), P("PartitionKey", "eq", st("b")))),
+    ("true and PartitionKey eq 'a' and not (false or RowKey eq '2')",
+     AND(P("PartitionKey", "eq", st("a")), NOT(P("RowKey", "eq", st("2"))))),
 ]
 
 
@@ -639,6 +649,34 @@ class Tests:
         r = self.raw("orders", [("$select", q("Na-me"))])
         tap.eq((r.status, r.error_code()), (400, "InvalidInput"),
                "$select with an invalid name -> 400 InvalidInput")
+        # Empty $select= and $filter= are absent options (issue 14 point 3):
+        # Azure Storage Explorer sends "?$select=&$filter=..." (Azurite#1573).
+        full = self.raw("orders", [])
+        for params, want, what in (
+                ([("$select", ""), ("$filter", q("PartitionKey eq 'a'"))],
+                 [e for e in full.json()["value"] if e["PartitionKey"] == "a"],
+                 "$select=&$filter=PartitionKey eq 'a'"),
+                ([("$select", ""), ("$filter", "")], full.json()["value"],
+                 "$select=&$filter="),
+                ([("$select", "")], full.json()["value"], "$select="),
+                ([("$filter", "")], full.json()["value"], "$filter=")):
+            r = self.raw("orders", params)
+            tap.eq((r.status, r.h("Content-Type")), (200, h.JSON_CT % "minimalmetadata"),
+                   "%s -> 200 JSON" % what)
+            j = r.json()
+            tap.eq(j.get("value"), want, "%s: every property of the matching entities" % what)
+            tap.eq(j.get("odata.metadata"), base + "/$metadata#orders",
+                   "%s: odata.metadata without a $select" % what)
+        r = self.http.get("/orders(PartitionKey='a',RowKey='1')?$select=")
+        tap.ok(r.status == 200 and r.json().get("odata.metadata")
+               == base + "/$metadata#orders/@Element" and "Qty" in r.json(),
+               "Get Entity with $select= -> 200, the whole entity", r.body[:300])
+        r = self.http.get("/Tables?$select=&$filter=")
+        tap.ok(r.status == 200 and "orders" in [e.get("TableName") for e in value_of(r) or []],
+               "Query Tables with $select=&$filter= -> 200, every table", r.body[:300])
+        # $top= with no value stays 400: the service's answer is unknown.
+        r = self.raw("orders", [("$select", ""), ("$top", "")])
+        tap.eq((r.status, r.error_code()), (400, "InvalidInput"), "$top= -> 400 InvalidInput")
         # SDK select over orders at every level
         for lv in LEVELS:
             got = [dict(e) for e in self.table("orders", lv).list_entities(select="Name,Qty")]
@@ -652,7 +690,7 @@ class Tests:
             ("I eq 1 eq 2", 400, "InvalidInput"),
             ("I eq D", 501, "NotImplemented"),
             ("1 eq 1", 501, "NotImplemented"),
-            ("true", 501, "NotImplemented"),
+            ("true eq true", 501, "NotImplemented"),
             ("I eq null", 400, "InvalidInput"),
             ("S eq 'abc", 400, "InvalidInput"),
             ("I EQ 3", 400, "InvalidInput"),
@@ -670,6 +708,39 @@ class Tests:
             r = self.raw("qall", [("$filter", q(text))])
             tap.eq((r.status, r.error_code()), (status, code), "$filter=%r -> %d %s"
                    % (text, status, code))
+        # A filter that is not Boolean: 400 InvalidInput with the service's
+        # message as a whole filter (Azure/Azurite#1185), the generic one
+        # under and / or / not (issue 14 point 5; it was 501).
+        whole = "The $filter expression must evaluate to a single boolean value."
+        for text, msg in (("(1)", whole), ("1", whole), ("'x'", whole), ("PartitionKey", whole),
+                          ("(RowKey)", whole), ("Timestamp", whole),
+                          ("datetime'2024-06-01T00:00:00Z'", whole),
+                          ("1 and B", "One of the request inputs is not valid."),
+                          ("not 'x'", "One of the request inputs is not valid."),
+                          ("B or PartitionKey", "One of the request inputs is not valid.")):
+            r = self.raw("qall", [("$filter", q(text))])
+            code, got = r.error()
+            got = got.split("\n")[0] if got else got
+            tap.eq((r.status, code, got), (400, "InvalidInput", msg),
+                   "$filter=%r -> 400 InvalidInput, message" % text)
+            tap.ok(r.h("Content-Type") == h.JSON_CT % "minimalmetadata"
+                   and r.h("x-ms-error-code") in (None, "InvalidInput")
+                   and r.has("x-ms-request-id"),
+                   "$filter=%r: JSON error headers" % text,
+                   "Content-Type %r" % r.h("Content-Type"))
+        # $filter=false and $filter=true as raw requests: an empty feed and
+        # the whole table, 200 with the normal headers.
+        for text, want in (("false", []), ("true", keys_of(self.qall)),
+                           ("(true and RowKey eq '1') or (false or PartitionKey eq 'b')",
+                            keys_of([e for e in self.qall
+                                     if OR(P("RowKey", "eq", st("1")),
+                                           P("PartitionKey", "eq", st("b")))(e)]))):
+            r = self.raw("qall", [("$filter", q(text))])
+            tap.eq((r.status, raw_keys(r), r.h("Content-Type")),
+                   (200, want, h.JSON_CT % "minimalmetadata"),
+                   "raw $filter=%r -> 200, the right entities" % text)
+            tap.ok(r.json().get("odata.metadata") == self.srv.base + "/$metadata#qall",
+                   "raw $filter=%r: odata.metadata of the feed" % text, r.body[:300])
         # arithmetic: 501 NotImplemented [REC], 400 InvalidInput acceptable (SPEC 6.3)
         r = self.raw("qall", [("$filter", q("I add 1 eq 2"))])
         tap.isin((r.status, r.error_code()), [(501, "NotImplemented"), (400, "InvalidInput")],
@@ -940,11 +1011,25 @@ class Tests:
                 ("TableName eq 'alpha' or TableName eq 'gamma'", ["alpha", "gamma"]),
                 ("not (TableName eq 'alpha')", [n for n in ordered if n != "alpha"]),
                 ("Foo eq 'x'", []),
-                ("TableName eq 'alpha' and Foo eq 'x'", [])):
+                ("TableName eq 'alpha' and Foo eq 'x'", []),
+                # the literals true and false (issue 14 point 5)
+                ("true", ordered),
+                ("false", []),
+                ("false or TableName eq 'alpha'", ["alpha"]),
+                ("true and not false and TableName eq 'gamma'", ["gamma"])):
             r = http.get("/Tables?$filter=%s" % q(text))
             got = tnames(r)
             want = [n for n in ordered if n in want]
             tap.eq((r.status, got), (200, want), "Query Tables $filter=%r" % text)
+        for text, msg in (("TableName", "The $filter expression must evaluate to a single "
+                                        "boolean value."),
+                          ("(1)", "The $filter expression must evaluate to a single boolean "
+                                  "value."),
+                          ("true and 'x'", "One of the request inputs is not valid.")):
+            r = http.get("/Tables?$filter=%s" % q(text))
+            code, got = r.error()
+            tap.eq((r.status, code, got.split("\n")[0] if got else got),
+                   (400, "InvalidInput", msg), "Query Tables $filter=%r -> 400 InvalidInput" % text)
         # case-sensitive: ORD2 does not match; 4 matches in 2 pages of 2
         flt = q("TableName ge 'o' and TableName lt 'p'")
         r = http.get("/Tables?$filter=%s&$top=2" % flt)

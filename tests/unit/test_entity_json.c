@@ -280,7 +280,9 @@ static void test_parse_values(void)
     TEST_EQ_INT(parse_mode("{\"PartitionKey\":null}", ENTITY_PARSE_UPDATE, &e), TERR_NONE,
                 "update with a null key");
     TEST_EQ_INT(parse_mode("{\"PartitionKey\":\"a/b\"}", ENTITY_PARSE_UPDATE, &e),
-                TERR_InvalidInput, "update validates body keys");
+                TERR_OutOfRangeInput, "update validates body keys");
+    TEST_EQ_INT(parse_mode("{\"RowKey\":\"a#b\"}", ENTITY_PARSE_UPDATE, &e),
+                TERR_OutOfRangeInput, "update validates a body RowKey");
 }
 
 struct bad {
@@ -392,16 +394,21 @@ static void test_parse_errors(void)
           TERR_InvalidInput, "base64 bad characters" },
         { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X@odata.type\":\"Edm.Binary\",\"X\":[]}",
           TERR_InvalidInput, "Binary array" },
-        /* InvalidInput: key characters */
-        { "{\"PartitionKey\":\"a/b\",\"RowKey\":\"b\"}", TERR_InvalidInput, "key with /" },
-        { "{\"PartitionKey\":\"a\\\\b\",\"RowKey\":\"b\"}", TERR_InvalidInput, "key with \\" },
-        { "{\"PartitionKey\":\"a\",\"RowKey\":\"#\"}", TERR_InvalidInput, "key with #" },
-        { "{\"PartitionKey\":\"a\",\"RowKey\":\"x?\"}", TERR_InvalidInput, "key with ?" },
-        { "{\"PartitionKey\":\"a\\tb\",\"RowKey\":\"b\"}", TERR_InvalidInput, "key with TAB" },
-        { "{\"PartitionKey\":\"a\\u0000\",\"RowKey\":\"b\"}", TERR_InvalidInput, "key with NUL" },
-        { "{\"PartitionKey\":\"a\",\"RowKey\":\"\\u007f\"}", TERR_InvalidInput, "key with DEL" },
-        { "{\"PartitionKey\":\"a\",\"RowKey\":\"\\u0085\"}", TERR_InvalidInput, "key with U+0085" },
-        { "{\"PartitionKey\":\"\\u009f\",\"RowKey\":\"b\"}", TERR_InvalidInput, "key with U+009F" },
+        /* OutOfRangeInput: key characters */
+        { "{\"PartitionKey\":\"a/b\",\"RowKey\":\"b\"}", TERR_OutOfRangeInput, "key with /" },
+        { "{\"PartitionKey\":\"a\\\\b\",\"RowKey\":\"b\"}", TERR_OutOfRangeInput, "key with \\" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"#\"}", TERR_OutOfRangeInput, "key with #" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"x?\"}", TERR_OutOfRangeInput, "key with ?" },
+        { "{\"PartitionKey\":\"a\\tb\",\"RowKey\":\"b\"}", TERR_OutOfRangeInput, "key with TAB" },
+        { "{\"PartitionKey\":\"a\\u0000\",\"RowKey\":\"b\"}", TERR_OutOfRangeInput, "key with NUL" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"\\u007f\"}", TERR_OutOfRangeInput, "key with DEL" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"\\u0085\"}", TERR_OutOfRangeInput, "key with U+0085" },
+        { "{\"PartitionKey\":\"\\u009f\",\"RowKey\":\"b\"}", TERR_OutOfRangeInput, "key with U+009F" },
+        /* OutOfRangeInput is the service's answer for a forbidden key
+         * character in a body (SPEC 4.5 corrected; it was InvalidInput). */
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"\\u001f\"}", TERR_OutOfRangeInput, "key with U+001F" },
+        { "{\"PartitionKey\":\"a\",\"RowKey\":\"\\u0080\"}", TERR_OutOfRangeInput, "key with U+0080" },
+        { "{\"PartitionKey\":\"a\\r\\n\",\"RowKey\":\"b\"}", TERR_OutOfRangeInput, "key with CR LF" },
         /* OutOfRangeInput */
         { "{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"X@odata.type\":\"Edm.DateTime\","
           "\"X\":\"1600-12-31T23:59:59Z\"}",
@@ -610,8 +617,15 @@ static void test_check_key(void)
     TEST_EQ_INT(entity_check_key("", 0), TERR_NONE, "empty key");
     TEST_EQ_INT(entity_check_key("O'Neil \"A\" \xc2\xa0\xc3\xbc", 15), TERR_NONE,
                 "quotes, space, U+00A0, u-umlaut");
-    TEST_EQ_INT(entity_check_key("\xc2\x80", 2), TERR_InvalidInput, "U+0080");
-    TEST_EQ_INT(entity_check_key("a\x1f", 2), TERR_InvalidInput, "U+001F");
+    TEST_EQ_INT(entity_check_key("\xc2\x80", 2), TERR_OutOfRangeInput, "U+0080");
+    TEST_EQ_INT(entity_check_key("a\x1f", 2), TERR_OutOfRangeInput, "U+001F");
+    TEST_EQ_INT(entity_check_key("/", 1), TERR_OutOfRangeInput, "/");
+    TEST_EQ_INT(entity_check_key("a\\", 2), TERR_OutOfRangeInput, "backslash");
+    TEST_EQ_INT(entity_check_key("#", 1), TERR_OutOfRangeInput, "#");
+    TEST_EQ_INT(entity_check_key("a?b", 3), TERR_OutOfRangeInput, "?");
+    TEST_EQ_INT(entity_check_key("\x7f", 1), TERR_OutOfRangeInput, "U+007F");
+    TEST_EQ_INT(entity_check_key("\xc2\x9f", 2), TERR_OutOfRangeInput, "U+009F");
+    TEST_EQ_INT(entity_check_key("\x20~\xc2\xa0", 4), TERR_NONE, "U+0020, U+007E, U+00A0 allowed");
     TEST_EQ_INT(entity_check_key("\xc3", 1), TERR_InvalidInput, "ill-formed UTF-8");
     TEST_EQ_INT(entity_check_key("\xed\xa0\x80", 3), TERR_InvalidInput, "encoded surrogate");
     put_repeat(&b, "\xf0\x9f\x98\x80", 512);
@@ -881,6 +895,20 @@ static void test_etag(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         TEST_EQ_INT(entity_etag_parse(bad[i], strlen(bad[i]), &got), -1, bad[i]);
+    /* Any weak ETag is well-formed (If-Match: 412 when stale); strong or
+     * unquoted values and lists are not (400; SPEC 7.3, Azurite#1229). */
+    static const char *weak[] = {
+        "W/\"wrong\"", "w/\"wrong\"", "W/\"\"", "W/\"datetime'junk'\"",
+        "W/\"datetime'2022-02-01T20%3A52%3A35.2732889Z'\"", "W/\"a\\\"b\"",
+    };
+    for (size_t i = 0; i < sizeof weak / sizeof weak[0]; i++)
+        TEST_EQ_INT(entity_etag_wellformed(weak[i], strlen(weak[i])), 1, weak[i]);
+    static const char *notetag[] = {
+        "", "*", "\"x\"", "wrong", "W/wrong", "W/\"", "W\"x\"", "X/\"x\"", "W/\"a\"b\"",
+        "W/\"a\", W/\"b\"", "W/\"a\" ", " W/\"a\"", "\"datetime'2022-02-01T20%3A52%3A35Z'\"",
+    };
+    for (size_t i = 0; i < sizeof notetag / sizeof notetag[0]; i++)
+        TEST_EQ_INT(entity_etag_wellformed(notetag[i], strlen(notetag[i])), 0, notetag[i]);
 }
 
 int main(void)

@@ -363,15 +363,18 @@ static void test_errors(void)
     check_syntax("Qty eq Total and", 16);
     check_syntax("Prop eq null and (", 18);
 
-    /* 166, 167, bare literals, functions, arithmetic, navigation. */
+    /* 166, 167, functions, arithmetic, navigation. */
     check_code("Qty eq Total", TERR_NotImplemented);
     check_code("1 eq 1", TERR_NotImplemented);
     check_code("'a' eq 'b'", TERR_NotImplemented);
-    check_code("true", TERR_NotImplemented);
-    check_code("3", TERR_NotImplemented);
-    check_code("'x'", TERR_NotImplemented);
-    check_code("Active and true", TERR_NotImplemented);
-    check_code("not false", TERR_NotImplemented);
+    check_code("true eq true", TERR_NotImplemented);
+    /* A term that is not Boolean where one is needed: InvalidInput (issue
+     * 14 point 5; it was NotImplemented). true / false compile. */
+    check_code("3", TERR_InvalidInput);
+    check_code("'x'", TERR_InvalidInput);
+    check_code("true", TERR_NONE);
+    check_code("Active and true", TERR_NONE);
+    check_code("not false", TERR_NONE);
     check_code("startswith(Name,'x')", TERR_NotImplemented);          /* 187 */
     check_code("startswith(Name, 'x') eq true", TERR_NotImplemented);
     check_code("substringof('x', Name)", TERR_NotImplemented);
@@ -595,8 +598,9 @@ static void test_types(void)
     check_match("PartitionKey gt 'a'", &x, 1);
     check_match("RowKey lt 'r6'", &x, 1);
     check_match("RowKey eq 'R5'", &x, 0);
-    check_match("PartitionKey", &x, 0);
-    check_match("Timestamp", &x, 0);
+    /* Declared non-Boolean properties cannot stand alone (test_constants). */
+    check_match("PartitionKey", &x, -1);
+    check_match("Timestamp", &x, -1);
 
     /* NaN: unequal to everything. */
     ent_init(&x, "a", "1");
@@ -987,6 +991,90 @@ static void test_tables(void)
     TEST_CHECK(st.examined == 2 && st.matched == 1, "tables: stats");
 }
 
+/* ---- the literals true and false (issue 14 point 5) ---- */
+
+/* Error code and message of text for target t. */
+static void check_not_boolean(const char *text, enum filter_target t, int whole)
+{
+    const char *msg = NULL;
+    TEST_EQ_INT(compile_err_t(text, t, &msg), TERR_InvalidInput, label("not Boolean: %s", text));
+    if (whole)
+        TEST_EQ_STR(msg, "The $filter expression must evaluate to a single boolean value.",
+                    label("not Boolean message: %s", text));
+    else
+        TEST_CHECK(msg == NULL, label("generic message under and/or/not: %s", text));
+}
+
+static void test_constants(void)
+{
+    struct ent x;
+    ent_init(&x, "a", "1");
+    add_bool(&x, "Active", 1);
+    add_str(&x, "Name", "n");
+    /* Whole filters and operands of and / or / not, any case. */
+    check_match("true", &x, 1);
+    check_match("false", &x, 0);
+    check_match("TRUE", &x, 1);
+    check_match("False", &x, 0);
+    check_match("(true)", &x, 1);
+    check_match("not true", &x, 0);
+    check_match("not false", &x, 1);
+    check_match("not not false", &x, 0);
+    check_match("true and Active", &x, 1);
+    check_match("false and Active", &x, 0);
+    check_match("false or Active", &x, 1);
+    check_match("true or RowKey eq '2'", &x, 1);
+    check_match("(true and RowKey eq '1') or (false or PartitionKey eq 'x')", &x, 1);
+    check_match("(true and RowKey eq '2') or (false or PartitionKey eq 'x')", &x, 0);
+    check_match("(false or PartitionKey eq 'a') and not false", &x, 1);
+    /* A bare custom property is still a per-entity Boolean test. */
+    check_match("Active", &x, 1);
+    check_match("Name", &x, 0);
+    check_match("not Name", &x, 1);
+    /* Not Boolean at the top: the service's message (Azurite#1185). */
+    check_not_boolean("1", FILTER_ENTITIES, 1);
+    check_not_boolean("(1)", FILTER_ENTITIES, 1);
+    check_not_boolean("((1.5))", FILTER_ENTITIES, 1);
+    check_not_boolean("'x'", FILTER_ENTITIES, 1);
+    check_not_boolean("datetime'2024-06-01T00:00:00Z'", FILTER_ENTITIES, 1);
+    check_not_boolean("guid'4e2e8b0c-5bb7-4c3c-9f43-3a6f1d0b2c11'", FILTER_ENTITIES, 1);
+    check_not_boolean("X'01'", FILTER_ENTITIES, 1);
+    check_not_boolean("5L", FILTER_ENTITIES, 1);
+    check_not_boolean("PartitionKey", FILTER_ENTITIES, 1);
+    check_not_boolean("RowKey", FILTER_ENTITIES, 1);
+    check_not_boolean("(Timestamp)", FILTER_ENTITIES, 1);
+    check_not_boolean("TableName", FILTER_TABLES, 1);
+    /* ... and under and / or / not: the generic message. */
+    check_not_boolean("1 and Active", FILTER_ENTITIES, 0);
+    check_not_boolean("Active or 'x'", FILTER_ENTITIES, 0);
+    check_not_boolean("not 1", FILTER_ENTITIES, 0);
+    check_not_boolean("not PartitionKey", FILTER_ENTITIES, 0);
+    check_not_boolean("true and RowKey", FILTER_ENTITIES, 0);
+    check_not_boolean("TableName eq 'a' or TableName", FILTER_TABLES, 0);
+    /* Syntax errors still win; null keeps its own message. */
+    check_syntax("true and", 8);
+    check_syntax("1 and (", 7);
+    TEST_EQ_INT(compile_err("null", NULL), TERR_InvalidInput, "bare null");
+    const char *msg = NULL;
+    compile_err("null", &msg);
+    TEST_EQ_STR(msg, "A query expression may not contain null values.", "bare null message");
+    /* Constants are no comparisons for the comparison limit. */
+    struct filter_options o = {FILTER_MISMATCH_FALSE, 1, 0};
+    filter_set_options(&o);
+    TEST_EQ_INT(compile_err("true and PartitionKey eq 'a' and not false", NULL), TERR_NONE,
+                "constants do not count towards max_comparisons");
+    o.max_comparisons = 0;
+    filter_set_options(&o);
+    /* Query Tables. */
+    struct filter *f = compile_t("true", FILTER_TABLES);
+    TEST_CHECK(f && filter_match_table(f, "orders", 6) == 1, "tables: true matches");
+    f = compile_t("false or TableName eq 'orders'", FILTER_TABLES);
+    TEST_CHECK(f && filter_match_table(f, "orders", 6) == 1 && filter_match_table(f, "x", 1) == 0,
+               "tables: false or TableName eq");
+    f = compile_t("false", FILTER_TABLES);
+    TEST_CHECK(f && filter_match_table(f, "orders", 6) == 0, "tables: false matches nothing");
+}
+
 /* ---- planner ---- */
 
 static struct filter_plan plan_t(const char *text, enum filter_target t)
@@ -1128,9 +1216,25 @@ static void test_plan(void)
     check_plan("PartitionKey gt 'm' and PartitionKey le 'm'", "none");
     check_plan("PartitionKey eq 'a' and RowKey eq '1' and RowKey eq '2'", "none");
     check_plan("PartitionKey eq 1", "none"); /* type mismatch never matches */
-    check_plan("PartitionKey", "none");
+    check_plan("false", "none");
     check_plan("PartitionKey eq 'a' and PartitionKey ne 'a'", "none");
     check_plan("(PartitionKey eq 'a' and PartitionKey eq 'b') or PartitionKey eq 'c'", "[c,c]");
+    /* Constants fold: false scans nothing, true and X plans as X. */
+    check_plan("false", "none");
+    check_plan("not true", "none");
+    check_plan("not (true and not false)", "none");
+    check_plan("true", full);
+    check_plan("not false", full);
+    check_plan("true and PartitionKey eq 'a' and RowKey eq '1'", "[a/1,a/1]");
+    check_plan("PartitionKey eq 'a' and true", "[a,a]");
+    check_plan("false or PartitionKey eq 'a'", "[a,a]");
+    check_plan("PartitionKey eq 'a' or false or PartitionKey eq 'b'", "[a,a] [b,b]");
+    check_plan("false and PartitionKey eq 'a'", "none");
+    check_plan("PartitionKey eq 'a' and not true", "none");
+    check_plan("true or PartitionKey eq 'a'", full);
+    check_plan("(true and RowKey eq '1' and PartitionKey eq 'p') or (false or PartitionKey eq 'x')",
+               "[p/1,p/1] [x,x]");
+    check_plan("not (false or PartitionKey eq 'a')", full);
     /* Under the CloudStub mismatch rule ne/lt/le on a mismatch match all. */
     struct filter_options o = {FILTER_MISMATCH_CLOUDSTUB, 0, 0};
     filter_set_options(&o);
@@ -1199,7 +1303,8 @@ static void test_plan(void)
     check_plan_t("TableName ge 'ord' and TableName lt 'ore'", FILTER_TABLES, "[ord,ore)");
     check_plan_t("TableName eq 'b' or TableName eq 'a'", FILTER_TABLES, "[a,a] [b,b]");
     check_plan_t("TableName ne 'a'", FILTER_TABLES, "-inf,a) (a,+inf");
-    check_plan_t("TableName", FILTER_TABLES, "none");
+    check_plan_t("false", FILTER_TABLES, "none");
+    check_plan_t("true and TableName eq 'a'", FILTER_TABLES, "[a,a]");
     check_plan_t("not (TableName eq 'a')", FILTER_TABLES, full);
     check_plan_t("TableName eq 'a' and Other eq 1", FILTER_TABLES, "none");
 
@@ -1353,7 +1458,7 @@ static void test_plan_soundness(void)
         "PartitionKey ge 'b'", "PartitionKey lt 'b'", "PartitionKey le 'a1'",
         "RowKey eq 'a'", "RowKey gt 'a1'", "RowKey lt '\xef\xbf\xbd'",
         "PartitionKey ge '\xf0\x9f\x98\x80'", "RowKey le 'b'", "Qty eq 1",
-        "PartitionKey lt '\xef\xbf\xbd'", "RowKey ge ''"};
+        "PartitionKey lt '\xef\xbf\xbd'", "RowKey ge ''", "true", "false"};
     static const char *const shapes[] = {"%s and %s", "%s or %s", "not (%s) and %s",
                                          "(%s or %s) and PartitionKey eq 'a'",
                                          "(%s and %s) or RowKey eq 'c'", "%s and not (%s)"};
@@ -1417,6 +1522,7 @@ int main(void)
     test_logic();
     test_spec_examples();
     test_tables();
+    test_constants();
     test_plan();
     test_plan_soundness();
     test_plan_nul();

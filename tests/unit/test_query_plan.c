@@ -400,6 +400,45 @@ static void test_full_scans(void)
     done(&x);
 }
 
+/* The literals true and false fold in the plan (issue 14 point 5): false
+ * reads nothing, `true and X` reads what X reads, `false or X` too. */
+static void test_constants(void)
+{
+    struct answer x;
+    query("false", "", &x);
+    TEST_EQ_INT(x.status, 200, "$filter=false: 200");
+    TEST_EQ_INT(x.entities, 0, "$filter=false: empty page");
+    TEST_EQ_INT(x.examined, 0, "$filter=false examines nothing");
+    TEST_CHECK(!x.npk[0] && !x.nrk[0], "$filter=false: no continuation");
+    done(&x);
+
+    query("not true and n lt 0", "", &x);
+    TEST_EQ_INT(x.examined, 0, "not true and ... examines nothing");
+    done(&x);
+
+    query("true and PartitionKey eq 'p0100' and RowKey eq 'r0500'", "", &x);
+    TEST_EQ_INT(x.entities, 1, "true and a point: one entity");
+    TEST_EQ_INT(x.examined, 1, "true and a point examines 1 entity");
+    done(&x);
+
+    query("(true and RowKey eq 'r0001' and PartitionKey eq 'p0002') or "
+          "(false or (PartitionKey eq 'p0003' and RowKey lt 'r0010'))",
+          "", &x);
+    TEST_EQ_INT(x.entities, 11, "point or (false or RowKey range): 1 + 10 entities");
+    TEST_EQ_INT(x.examined, 11, "... examines only the point and the range");
+    done(&x);
+
+    query("true", "$top=5", &x);
+    TEST_EQ_INT(x.entities, 5, "$filter=true: like no filter");
+    TEST_EQ_INT(x.examined, 6, "$filter=true&$top=5 examines 6 (the 6th is the token)");
+    done(&x);
+
+    query("1", "", &x);
+    TEST_EQ_INT(x.status, 400, "$filter=1: 400");
+    TEST_EQ_INT(x.examined, 0, "$filter=1 examines nothing");
+    done(&x);
+}
+
 /* $top, the 1000 cap, continuation across planned ranges, scan budget. */
 static void test_paging(void)
 {
@@ -529,6 +568,7 @@ int main(void)
     test_points();
     test_partitions();
     test_full_scans();
+    test_constants();
     test_paging();
 
     service_free(svc);

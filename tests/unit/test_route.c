@@ -91,17 +91,25 @@ static void test_paths(void)
     TEST_EQ_STR(c.pk, "p", "PK when RowKey first");
     TEST_EQ_STR(c.rk, "r", "RK when RowKey first");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a')"),
-                TERR_InvalidInput, "one key only");
+                TERR_InvalidInputQuerySyntax, "one key only");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(partitionkey='a',RowKey='b')"),
-                TERR_InvalidInput, "key names are case-sensitive");
+                TERR_InvalidInputQuerySyntax, "key names are case-sensitive");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a',PartitionKey='b')"),
-                TERR_InvalidInput, "same key twice");
+                TERR_InvalidInputQuerySyntax, "same key twice");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a,RowKey='b')"),
-                TERR_InvalidInput, "unterminated quote");
+                TERR_InvalidInputQuerySyntax, "unterminated quote");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a',RowKey='b')x"),
-                TERR_InvalidInput, "trailing text");
+                TERR_InvalidInputQuerySyntax, "trailing text");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t/extra"), TERR_InvalidUri,
                 "two segments");
+    /* A raw '/' inside a key predicate is a syntax error of the key, as the
+     * service reports it (azure-storage-net#386, SPEC 4.5). */
+    TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a/b',RowKey='r')"),
+                TERR_InvalidInputQuerySyntax, "raw / inside a key predicate");
+    TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a',RowKey='r')/x"),
+                TERR_InvalidUri, "a segment after a key predicate");
+    TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a',RowKey='b/')"),
+                TERR_InvalidInputQuerySyntax, "raw / at the end of a RowKey");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t%zz"), TERR_InvalidUri,
                 "bad percent escape");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t%C3%28"), TERR_InvalidUri,
