@@ -7,6 +7,7 @@
 
 #include <yajl/yajl_tree.h>
 
+#include "core/advisor_http.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -14,6 +15,7 @@
 struct admin {
     struct metrics *metrics;
     struct fault_set *faults;
+    struct advisor *advisor;   /* optional: /advisor, /dashboard */
 };
 
 struct admin *admin_new(struct metrics *m, struct fault_set *faults)
@@ -24,6 +26,11 @@ struct admin *admin_new(struct metrics *m, struct fault_set *faults)
     adm->metrics = m;
     adm->faults = faults;
     return adm;
+}
+
+void admin_set_advisor(struct admin *adm, struct advisor *adv)
+{
+    adm->advisor = adv;
 }
 
 void admin_free(struct admin *adm)
@@ -327,5 +334,7 @@ void admin_handle(struct admin *adm, const struct request *req, struct response 
         faults(adm, p + skip, n - skip, req, resp);
         return;
     }
+    if (adm->advisor && advisor_http_handle(adm->advisor, req, resp))
+        return;
     reply_json_error(resp, 404, "not found (try /metrics, /healthz or /faults)");
 }

@@ -16,6 +16,8 @@
  *   PUT  /faults/NAME         add or replace one rule (a JSON object; 201
  *                             when it is new, 200 when replaced)
  *   DELETE /faults/NAME       remove it (204, or 404)
+ *   GET  /advisor, /dashboard the partition advisor (core/advisor_http.h),
+ *                             once admin_set_advisor() gave one
  * A rule object uses the keys of core/fault.h ("busy", "timeout",
  * "timeout_delay_ms", "latency_ms", "table", ...); numbers, strings and
  * booleans are accepted, and the counters GET shows ("matched",
@@ -34,6 +36,9 @@ struct fault_set;
  * answer 404). */
 struct admin *admin_new(struct metrics *m, struct fault_set *faults);
 void admin_free(struct admin *adm);
+/* Serves the partition advisor's endpoints (not owned). */
+struct advisor;
+void admin_set_advisor(struct admin *adm, struct advisor *adv);
 
 /* Answers one request of the admin listener (fills resp). */
 void admin_handle(struct admin *adm, const struct request *req, struct response *resp);

@@ -14,6 +14,7 @@
 #define CONFIG_MAX_KEY_BYTES 128
 #define CONFIG_MAX_FAULT_ITEMS 128
 #define CONFIG_MAX_BACKEND_OPTIONS 16
+#define CONFIG_MAX_ADVISOR_OPTIONS 16
 
 enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 enum durability { DURABILITY_NONE = 0, DURABILITY_BATCH = 1, DURABILITY_SYNC = 2 };
@@ -77,6 +78,11 @@ struct config {
     /* admin listener: /metrics, /healthz, fault rules */
     int admin_port;                 /* -1 = off (default), 0 = any free port */
     char admin_host[256];           /* default 127.0.0.1 */
+
+    /* partition advisor thresholds: --advisor NAME=VALUE (repeatable),
+     * checked by main.c through core/advisor.c (advisor_limit_set) */
+    char advisor_options[CONFIG_MAX_ADVISOR_OPTIONS][64];
+    size_t nadvisor_options;
 
     /* fault injection: [fault NAME] sections and --fault flags, applied by
      * main.c through core/fault.c (which checks them) */

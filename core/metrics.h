@@ -70,6 +70,9 @@ struct metrics {
     uint64_t conns_total;
     const struct throttle *throttle;   /* optional, for its gauges */
     const struct fault_set *faults_set;/* optional */
+    /* optional: appends more series (the partition advisor's) */
+    void (*render_more)(void *arg, struct buf *out);
+    void *render_more_arg;
 };
 
 /* A zeroed set of metrics for cfg's accounts (cfg must outlive it). */
