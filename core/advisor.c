@@ -472,7 +472,7 @@ void advisor_query(struct advisor *adv, const struct advisor_key *k, enum adviso
     if (shape != ADVISOR_POINT)
         keep_filter(t->example[shape], filter, filter_len);
     double ratio = (double)examined / (double)(returned ? returned : 1);
-    if (shape != ADVISOR_POINT && examined >= 100 &&
+    if (shape != ADVISOR_POINT && examined > 0 &&
         (ratio > t->worst.ratio || (ratio == t->worst.ratio && examined > t->worst.examined))) {
         t->worst.ratio = ratio;
         t->worst.shape = shape;

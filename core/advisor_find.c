@@ -276,11 +276,12 @@ size_t advisor_findings(struct advisor *adv, uint64_t now_us, struct advisor_fin
         queries(&f, t);
         partitions(&f, t);
     }
-    /* most severe first, stable otherwise */
+    /* most severe first, then by kind (hot partitions first), stable */
     for (size_t i = 1; i < f.n; i++) {
         struct advisor_finding x = out[i];
         size_t j = i;
-        while (j > 0 && out[j - 1].severity < x.severity) {
+        while (j > 0 && (out[j - 1].severity < x.severity ||
+                         (out[j - 1].severity == x.severity && out[j - 1].kind > x.kind))) {
             out[j] = out[j - 1];
             j--;
         }

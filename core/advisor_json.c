@@ -191,7 +191,7 @@ static void table_json(const struct advisor *adv, const struct advisor_table *t,
         if (i)
             buf_putc(b, ',');
         part_json(adv, t, &t->part[idx[i]], b);
-        listed += t->part[idx[i]].count;
+        listed += t->part[idx[i]].count - t->part[idx[i]].err;  /* counted for sure */
     }
     buf_printf(b, "],\"other_entities\":%llu,\"history\":[",
                (unsigned long long)(t->entities > listed ? t->entities - listed : 0));
