@@ -23,13 +23,13 @@ trap 'rm -rf "$tmp"' EXIT
 # run NAME ARGS...: one wrk run, appends requests/s to $tmp/NAME
 run() {
     name=$1; shift
-    out="$tmp/server.out"
+    out="$tmp/server-$name-$$-$(date +%s%N).out"  # fresh: no old port read
     "$BIN" --port 0 --auth off --access-log off --backend memory --durability none \
         --log-level warn "$@" >"$out" 2>&1 &
     pid=$!
     port=""
     for _ in $(seq 50); do
-        port=$(sed -n 's/.*ready at http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out")
+        port=$(sed -n 's/.*ready at http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out" 2>/dev/null)
         [ -n "$port" ] && break
         sleep 0.1
     done
@@ -37,9 +37,9 @@ run() {
     base="http://127.0.0.1:$port/devstoreaccount1"
     h1="x-ms-version: 2019-02-02"
     h2="Accept: application/json;odata=nometadata"
-    curl -s -o /dev/null -H "$h1" -H "$h2" -H "Content-Type: application/json" \
+    curl -sS --retry 3 --retry-connrefused -o /dev/null -H "$h1" -H "$h2" -H "Content-Type: application/json" \
         -d '{"TableName":"bench"}' "$base/Tables"
-    curl -s -o /dev/null -X PUT -H "$h1" -H "$h2" -H "Content-Type: application/json" \
+    curl -sS --retry 3 -o /dev/null -X PUT -H "$h1" -H "$h2" -H "Content-Type: application/json" \
         -d '{"PartitionKey":"p","RowKey":"r","Name":"some value","Qty":3}' \
         "$base/bench(PartitionKey='p',RowKey='r')"
     code=$(curl -s -o /dev/null -w '%{http_code}' -H "$h1" -H "$h2" \

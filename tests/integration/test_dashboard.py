@@ -156,7 +156,7 @@ def spread(i):
     return "%08x" % ((i * 2654435761) & 0xffffffff)
 
 
-def workload(srv, stop, errors):
+def workload(srv, stop, errors, orders=150):
     """Other patterns once, then reads of one partition until stop is set."""
     from azure.data.tables import TableServiceClient
     try:
@@ -171,7 +171,7 @@ def workload(srv, stop, errors):
         for i in range(200):
             c.get_entity(spread(i % 8), "%03d" % (i % 40))
         o = svc.create_table("Orders")
-        for i in range(150):
+        for i in range(orders):
             o.create_entity({"PartitionKey": "2024-05-01T10:%04d" % i, "RowKey": "order"})
         t = svc.create_table("Telemetry")
         t.create_entity({"PartitionKey": "sensor-42", "RowKey": "0", "V": 0})
@@ -189,7 +189,39 @@ def workload(srv, stop, errors):
         errors.append(repr(e))
 
 
+def demo(png):
+    """--demo PNG: the README's screenshot and report, with the default
+    thresholds (2 s intervals): the same workload for 40 s, then the page
+    saved as PNG and `tabled advise` printed."""
+    srv = h.Server(args=["--admin-port", "0", "--advisor", "interval=2"]).start()
+    stop, errors = threading.Event(), []
+    th = threading.Thread(target=workload, args=(srv, stop, errors, 600), daemon=True)
+    th.start()
+    browser = Chromium()
+    try:
+        host = "%s:%d" % (srv.host, admin_port(srv))
+        browser.call("Page.navigate", url="http://%s/dashboard" % host)
+        time.sleep(40)
+        shot = browser.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        with open(png, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+        stop.set()
+        th.join(30)
+        p = subprocess.run([h.tabled_path(), "advise", "--admin", "http://" + host],
+                           capture_output=True, text=True)
+        print("$ tabled advise --admin http://%s" % host)
+        print(p.stdout + p.stderr + "(exit status %d)" % p.returncode)
+        print("problems: %s, workload errors: %s" % (browser.problems(), errors))
+    finally:
+        stop.set()
+        browser.close()
+        srv.stop()
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--demo":
+        demo(sys.argv[2])
+        return
     tap = h.Tap()
     err = install_tools()
     if err:
