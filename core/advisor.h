@@ -37,7 +37,7 @@
 #define ADVISOR_NAME_MAX 48     /* PartitionKey bytes kept (display) */
 #define ADVISOR_KEY_MAX 128     /* PartitionKey bytes compared for order */
 #define ADVISOR_FILTER_MAX 160  /* $filter bytes kept as an example */
-#define ADVISOR_MAX_FINDINGS 64
+#define ADVISOR_MAX_FINDINGS 128  /* findings reported at most */
 #define ADVISOR_MAX_ACCOUNTS 64
 
 /* What an answered operation did. */

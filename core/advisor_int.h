@@ -88,6 +88,7 @@ struct advisor {
     uint64_t slot_start_us;       /* start of the current interval */
     uint64_t slot_us;             /* interval length */
     uint64_t slots_done;          /* finished intervals (ring index = n % SLOTS) */
+    struct advisor_finding found[ADVISOR_MAX_FINDINGS];  /* scratch of the reports */
 };
 
 /* advisor.c: closes the intervals that ended before now. */

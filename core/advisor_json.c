@@ -215,7 +215,7 @@ static void table_json(const struct advisor *adv, const struct advisor_table *t,
 
 void advisor_json(struct advisor *adv, uint64_t now_us, struct buf *b)
 {
-    static struct advisor_finding found[ADVISOR_MAX_FINDINGS];
+    struct advisor_finding *found = adv->found;
     size_t nf = advisor_findings(adv, now_us, found, ADVISOR_MAX_FINDINGS);
     const struct advisor_limits *L = &adv->lim;
     buf_puts(b, "{\"version\":1,\"interval_s\":");
@@ -262,7 +262,7 @@ void advisor_json(struct advisor *adv, uint64_t now_us, struct buf *b)
 
 void advisor_metrics(struct advisor *adv, uint64_t now_us, struct buf *b)
 {
-    static struct advisor_finding found[ADVISOR_MAX_FINDINGS];
+    struct advisor_finding *found = adv->found;
     size_t nf = advisor_findings(adv, now_us, found, ADVISOR_MAX_FINDINGS);
     buf_puts(b, "# HELP tabled_advisor_findings Findings of the partition advisor, by kind and "
                 "severity.\n# TYPE tabled_advisor_findings gauge\n");

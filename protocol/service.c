@@ -763,7 +763,11 @@ void service_handle(struct service *svc, struct request *req, struct response *r
     op_cors_headers(&c);
     if (svc->metrics || svc->advisor) {
         uint64_t now = mono_us();
-        if (svc->advisor && c.op == OP_GET_ENTITY && (resp->status == 200 || resp->status == 404))
+        /* a point read, found or not (but not of a missing table) */
+        if (svc->advisor && c.op == OP_GET_ENTITY &&
+            (resp->status == 200 ||
+             (resp->status == 404 && tables_find(svc->tables, c.account->name, c.table,
+                                                 c.table_len))))
             service_advise_read(&c, now);
         if (svc->metrics)
             metrics_request(svc->metrics, c.op, op_name(c.op), resp->reset ? 0 : resp->status,
