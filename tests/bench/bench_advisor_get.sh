@@ -29,7 +29,7 @@ run() {
     pid=$!
     port=""
     for _ in $(seq 50); do
-        port=$(sed -n 's/.*ready at http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out" 2>/dev/null)
+        port=$(sed -n 's/.*ready at http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out" 2>/dev/null || true)
         [ -n "$port" ] && break
         sleep 0.1
     done
