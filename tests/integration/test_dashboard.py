@@ -236,14 +236,22 @@ def main():
     stop = threading.Event()
     errors = []
     th = threading.Thread(target=workload, args=(srv, stop, errors), daemon=True)
-    th.start()
     browser = None
     try:
         browser = Chromium()
         tap.ok(True, "headless chromium started")
         host = "%s:%d" % (srv.host, admin_port(srv))
-        time.sleep(2)
+        # the page on an idle server, then the same page (no reload) while
+        # the workload runs: it must update itself
         browser.call("Page.navigate", url="http://%s/dashboard" % host)
+        end = time.monotonic() + 20
+        while time.monotonic() < end and not browser.eval(
+                "document.body.getAttribute('data-loaded') === '1'"):
+            time.sleep(0.2)
+        idle = browser.eval("document.body.innerText") or ""
+        tap.ok("No findings" in idle and "No table traffic yet" in idle,
+               "idle server: the page says there is nothing yet", idle[:1000])
+        th.start()
         end = time.monotonic() + 60
         shown = False
         while time.monotonic() < end:
@@ -282,7 +290,8 @@ def main():
         tap.ok(False, "browser session", repr(e))
     finally:
         stop.set()
-        th.join(30)
+        if th.is_alive():
+            th.join(30)
         if browser:
             browser.close()
         tap.eq(errors, [], "the SDK workload ran without errors")
