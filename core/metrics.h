@@ -15,7 +15,8 @@
  *   tabled_backend_sync_duration_seconds               histogram
  *   tabled_open_connections, tabled_connections_total  gauge, counter
  *   tabled_throttle_partition_buckets, ..._bytes       gauges (when throttling)
- *   tabled_fault_rules                                 gauge */
+ *   tabled_fault_rules                                 gauge
+ *   tabled_advisor_*  (render_more: core/advisor.h)     gauges */
 #ifndef TABLED_METRICS_H
 #define TABLED_METRICS_H
 #include <stddef.h>
