@@ -8,6 +8,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/admin_access.h"
+#include "core/advisor_http.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -16,6 +17,7 @@ struct admin {
     struct metrics *metrics;
     struct fault_set *faults;
     struct admin_access access;   /* Host and token checks (admin_access.h) */
+    struct advisor *advisor;   /* optional: /advisor, /dashboard */
 };
 
 struct admin *admin_new(struct metrics *m, struct fault_set *faults)
@@ -32,6 +34,11 @@ struct admin *admin_new(struct metrics *m, struct fault_set *faults)
 void admin_set_access(struct admin *adm, const struct config *cfg)
 {
     admin_access_init(&adm->access, cfg);
+}
+
+void admin_set_advisor(struct admin *adm, struct advisor *adv)
+{
+    adm->advisor = adv;
 }
 
 void admin_free(struct admin *adm)
@@ -365,5 +372,7 @@ void admin_handle(struct admin *adm, const struct request *req, struct response 
         faults(adm, p + skip, n - skip, req, resp);
         return;
     }
+    if (adm->advisor && advisor_http_handle(adm->advisor, req, resp))
+        return;
     reply_json_error(resp, 404, "not found (try /metrics, /healthz or /faults)");
 }

@@ -17,6 +17,8 @@
  *   PUT  /faults/NAME         add or replace one rule (a JSON object; 201
  *                             when it is new, 200 when replaced)
  *   DELETE /faults/NAME       remove it (204, or 404)
+ *   GET  /advisor, /dashboard the partition advisor (core/advisor_http.h),
+ *                             once admin_set_advisor() gave one
  * A rule object uses the keys of core/fault.h ("busy", "timeout",
  * "timeout_delay_ms", "latency_ms", "table", ...); numbers, strings and
  * booleans are accepted, and the counters GET shows ("matched",
@@ -40,6 +42,9 @@ void admin_free(struct admin *adm);
  * cfg; until called, only loopback Hosts are answered and no token is
  * needed. cfg is not kept. */
 void admin_set_access(struct admin *adm, const struct config *cfg);
+/* Serves the partition advisor's endpoints (not owned). */
+struct advisor;
+void admin_set_advisor(struct admin *adm, struct advisor *adv);
 
 /* Answers one request of the admin listener (fills resp). */
 void admin_handle(struct admin *adm, const struct request *req, struct response *resp);

@@ -673,6 +673,18 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
         }
         return 0;
     }
+    if (strcmp(name, "advisor") == 0) {
+        if (cfg->nadvisor_options >= CONFIG_MAX_ADVISOR_OPTIONS) {
+            set_err(err, errlen, "too many --advisor settings (at most %d)",
+                    CONFIG_MAX_ADVISOR_OPTIONS);
+            return -1;
+        }
+        if (copy_field(cfg->advisor_options[cfg->nadvisor_options],
+                       sizeof cfg->advisor_options[0], v, "--advisor", err, errlen) < 0)
+            return -1;
+        cfg->nadvisor_options++;
+        return 0;
+    }
     if (strcmp(name, "fault-seed") == 0) {
         if (parse_long(v, 0, INT64_MAX, &n) < 0) {
             set_err(err, errlen, "--fault-seed expects a number >= 0, got '%s'", v);
@@ -986,13 +998,16 @@ static const char usage_text[] =
     "  --throttle-retry-after N  add Retry-After: N to throttled answers (default 0 = none)\n"
     "  --fault NAME:k=v[,k=v]  a fault injection rule (see README; repeatable)\n"
     "  --fault-seed N          seed of the fault injection draws (default random)\n"
-    "  --admin-port N          admin listener: /metrics, /healthz, /faults (default off)\n"
+    "  --admin-port N          admin listener: /metrics, /healthz, /faults, /advisor,\n"
+    "                          /dashboard (default off)\n"
     "  --admin-host ADDR       admin listen address (default 127.0.0.1)\n"
     "  --admin-token T         bearer token for mutating admin requests (all of\n"
     "                          them off loopback, where it is required)\n"
     "  --admin-token-file F    read the admin token from the first line of F\n"
     "  --admin-allowed-host H  Host names the admin listener answers besides\n"
     "                          loopback ones (repeatable, comma-separated)\n"
+    "  --advisor NAME=VALUE    a partition advisor threshold, e.g. hot-share=0.6 (repeatable;\n"
+    "                          see README \"Partition advisor\")\n"
     "  --help                  show this help\n"
     "  --version               show the version\n";
 

@@ -16,6 +16,7 @@
 #define CONFIG_MAX_BACKEND_OPTIONS 16
 #define CONFIG_MAX_ADMIN_HOSTS 16
 #define CONFIG_ADMIN_TOKEN_MIN 16       /* shortest accepted admin token */
+#define CONFIG_MAX_ADVISOR_OPTIONS 16
 
 enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
 enum durability { DURABILITY_NONE = 0, DURABILITY_BATCH = 1, DURABILITY_SYNC = 2 };
@@ -91,6 +92,11 @@ struct config {
      * IPv6 literals in brackets) */
     char admin_allowed_hosts[CONFIG_MAX_ADMIN_HOSTS][256];
     size_t nadmin_allowed_hosts;
+
+    /* partition advisor thresholds: --advisor NAME=VALUE (repeatable),
+     * checked by main.c through core/advisor.c (advisor_limit_set) */
+    char advisor_options[CONFIG_MAX_ADVISOR_OPTIONS][64];
+    size_t nadvisor_options;
 
     /* fault injection: [fault NAME] sections and --fault flags, applied by
      * main.c through core/fault.c (which checks them) */

@@ -12,6 +12,8 @@
 
 #include "backends/backend.h"
 #include "core/admin.h"
+#include "core/advise.h"
+#include "core/advisor.h"
 #include "core/config.h"
 #include "core/fault.h"
 #include "core/heap.h"
@@ -177,6 +179,7 @@ static void print_ready(const struct config *cfg, const struct backend_ops *ops,
                                ? "  (mutating requests need the admin token)"
                                : "  (every request needs the admin token)";
         printf("Admin endpoint:    http://%s/metrics%s\n", aauth, note);
+        printf("Advisor dashboard: http://%s/dashboard\n", aauth);
     }
     if (cfg->throttle)
         printf("Throttling:        %g entities/s per partition (burst %g), %g per account "
@@ -193,6 +196,8 @@ int main(int argc, char **argv)
     char err[1024] = "";
 
     setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
+    if (argc > 1 && strcmp(argv[1], "advise") == 0)
+        return advise_main(argc, argv);
     heap_tune();
     config_defaults(&cfg);
     int rc = config_parse_args(&cfg, argc, argv, err, sizeof err);
@@ -200,6 +205,10 @@ int main(int argc, char **argv)
         fflush(stdout);
         return 0;
     }
+    struct advisor_limits alim;
+    advisor_limits_default(&alim);
+    for (size_t i = 0; rc == 0 && i < cfg.nadvisor_options; i++)
+        rc = advisor_limit_set(&alim, cfg.advisor_options[i], err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "tabled: %s\n", err);
         return 2;
@@ -250,12 +259,21 @@ int main(int argc, char **argv)
     }
     struct metrics *metrics = NULL;
     struct admin *admin = NULL;
+    struct advisor *advisor = NULL;
     if (cfg.admin_port >= 0) {
         metrics = metrics_new(&cfg);
         metrics->throttle = throttle;
         metrics->faults_set = faults;
         admin = admin_new(metrics, faults);
         admin_set_access(admin, &cfg);
+        /* the partition advisor: always on with the admin listener */
+        advisor = advisor_new(&alim, advisor_clock_us());
+        for (size_t i = 0; i < cfg.naccounts; i++)
+            advisor_name_account(advisor, (unsigned)i, cfg.accounts[i].name);
+        metrics->render_more = advisor_render_metrics;
+        metrics->render_more_arg = advisor;
+        admin_set_advisor(admin, advisor);
+        service_attach_advisor(svc, advisor);
     }
     struct server *srv = NULL;
     if (service_attach(svc, throttle, faults, metrics, err, sizeof err) != 0)
@@ -266,6 +284,7 @@ int main(int argc, char **argv)
         service_free(svc);
         ops->close(store);
         admin_free(admin);
+        advisor_free(advisor);
         metrics_free(metrics);
         fault_set_free(faults);
         throttle_free(throttle);
@@ -284,6 +303,7 @@ int main(int argc, char **argv)
     service_free(svc);
     ops->close(store);
     admin_free(admin);
+    advisor_free(advisor);
     metrics_free(metrics);
     fault_set_free(faults);
     throttle_free(throttle);

@@ -267,4 +267,6 @@ void metrics_render(const struct metrics *m, struct buf *b)
         family(b, "tabled_fault_rules", "gauge", "Fault injection rules in force.");
         buf_printf(b, "tabled_fault_rules %zu\n", fault_count(m->faults_set));
     }
+    if (m->render_more)
+        m->render_more(m->render_more_arg, b);
 }

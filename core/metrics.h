@@ -15,7 +15,8 @@
  *   tabled_backend_sync_duration_seconds               histogram
  *   tabled_open_connections, tabled_connections_total  gauge, counter
  *   tabled_throttle_partition_buckets, ..._bytes       gauges (when throttling)
- *   tabled_fault_rules                                 gauge */
+ *   tabled_fault_rules                                 gauge
+ *   tabled_advisor_*  (render_more: core/advisor.h)     gauges */
 #ifndef TABLED_METRICS_H
 #define TABLED_METRICS_H
 #include <stddef.h>
@@ -70,6 +71,9 @@ struct metrics {
     uint64_t conns_total;
     const struct throttle *throttle;   /* optional, for its gauges */
     const struct fault_set *faults_set;/* optional */
+    /* optional: appends more series (the partition advisor's) */
+    void (*render_more)(void *arg, struct buf *out);
+    void *render_more_arg;
 };
 
 /* A zeroed set of metrics for cfg's accounts (cfg must outlive it). */

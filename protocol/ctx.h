@@ -69,6 +69,7 @@ struct service {
     struct throttle *throttle;
     struct fault_set *faults;
     struct metrics *metrics;
+    struct advisor *advisor;   /* core/advisor (service_attach_advisor; NULL = off) */
     unsigned cur_account;      /* account index of the request being handled */
     int64_t etag_ticks;        /* the last ETag written, and its text ("" = none) */
     char etag[80];
@@ -152,6 +153,7 @@ struct entity_write {
     const struct table_info *t;
     enum op op;
     int del;                   /* a delete, not a put */
+    int created;               /* a put of an entity that did not exist */
     struct entity e;           /* what to store; keys always set */
     const char *key;           /* backend key (arena) */
     size_t key_len;
@@ -188,6 +190,17 @@ enum terr service_batch_admit(struct req_ctx *c, const struct req_ctx *sub,
 enum terr service_query_admit(struct req_ctx *c, const struct filter_plan *plan);
 void service_query_entity(struct req_ctx *c, const char *pk, size_t pk_len);
 void service_query_done(struct req_ctx *c);
+
+/* advise.c: the partition advisor's records of answered operations
+ * (only when svc->advisor is set). */
+struct table_info;
+void service_advise_read(struct req_ctx *c, uint64_t now_us);
+void service_advise_writes(struct req_ctx *c, const struct entity_write *w, size_t n);
+void service_advise_query(struct req_ctx *c, const struct table_info *t,
+                          const struct filter_plan *plan, uint64_t examined, uint64_t returned);
+/* A request refused by a bucket; pk NULL for the account's bucket. */
+void service_advise_throttled(struct req_ctx *c, const char *table, size_t table_len,
+                              const char *pk, size_t pk_len);
 
 /* ops_service.c: CORS (SPEC 3.17, 11.4). op_cors_headers adds the CORS
  * headers of an actual request; called once the response is complete. */

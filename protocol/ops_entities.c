@@ -251,6 +251,7 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
     int found = load_entity(c, w->key, w->key_len, &cur);
     if (found < 0)
         return TERR_InternalError;
+    w->created = !found && !w->del;
     if (c->op == OP_INSERT_ENTITY)
         return found ? TERR_EntityAlreadyExists : TERR_NONE;
     if (!found)
@@ -297,6 +298,8 @@ int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n)
                                        w[i].val_len};
     }
     int rc = service_apply(svc, bw, n);
+    if (rc == 0 && svc->advisor)
+        service_advise_writes(c, w, n);
     if (svc->val.cap > ENTITY_VAL_KEEP_BYTES)
         buf_free(&svc->val);   /* a big batch's buffer is not kept */
     return rc;

@@ -211,6 +211,8 @@ void op_query_entities(struct req_ctx *c)
     buf_free(&resume);
     log_debug("query %s: %ld rows examined, %d returned", t->name, pg.examined, pg.count);
     service_query_done(c);  /* the page's entities, charged after it (SPEC 13.2) */
+    if (c->svc->advisor && rc == 0)
+        service_advise_query(c, t, &plan, (uint64_t)pg.examined, (uint64_t)pg.count);
     if (rc != 0) {
         reply_error(c, TERR_InternalError);
         return;

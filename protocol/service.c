@@ -548,6 +548,9 @@ static enum terr guard(struct req_ctx *c, const char *table, size_t table_len, c
             c->timeout_after = 0;
             metrics_throttled(svc->metrics, ai, v == THROTTLE_PARTITION ? METRICS_SCOPE_PARTITION
                                                                         : METRICS_SCOPE_ACCOUNT);
+            if (svc->advisor)
+                service_advise_throttled(c, table, table_len,
+                                         v == THROTTLE_PARTITION ? pk : NULL, pk_len);
             return v == THROTTLE_PARTITION ? TERR_ServerBusyPartition : TERR_ServerBusyAccount;
         }
     }
@@ -756,9 +759,18 @@ void service_handle(struct service *svc, struct request *req, struct response *r
     if (c.throttled && svc->cfg->throttle_retry_after)
         response_headerf(resp, "Retry-After", "%d", svc->cfg->throttle_retry_after);
     op_cors_headers(&c);
-    if (svc->metrics)
-        metrics_request(svc->metrics, c.op, op_name(c.op), resp->reset ? 0 : resp->status,
-                        mono_us() - req->start_us);
+    if (svc->metrics || svc->advisor) {
+        uint64_t now = mono_us();
+        /* a point read, found or not (but not of a missing table) */
+        if (svc->advisor && c.op == OP_GET_ENTITY &&
+            (resp->status == 200 ||
+             (resp->status == 404 && tables_find(svc->tables, c.account->name, c.table,
+                                                 c.table_len))))
+            service_advise_read(&c, now);
+        if (svc->metrics)
+            metrics_request(svc->metrics, c.op, op_name(c.op), resp->reset ? 0 : resp->status,
+                            now - req->start_us);
+    }
 }
 
 void service_error(struct service *svc, struct request *req, struct response *resp, int terr)
@@ -846,6 +858,11 @@ static int count_entities(struct service *svc, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+void service_attach_advisor(struct service *svc, struct advisor *adv)
+{
+    svc->advisor = adv;
 }
 
 int service_attach(struct service *svc, struct throttle *t, struct fault_set *f,

@@ -549,6 +549,33 @@ static void test_strict_versions(void)
     unlink(path);
 }
 
+/* --advisor NAME=VALUE: repeatable, kept in order for main.c (which checks
+ * the names and values through core/advisor.c), also from the file. */
+static void test_advisor_options(void)
+{
+    struct config cfg;
+    const char *a[] = {"--advisor", "hot-share=0.6", "--advisor=scan-min=3", NULL};
+    TEST_EQ_INT(parse(&cfg, a), 0, "--advisor twice");
+    TEST_EQ_INT(cfg.nadvisor_options, 2, "two advisor settings kept");
+    TEST_EQ_STR(cfg.advisor_options[0], "hot-share=0.6", "first as given");
+    TEST_EQ_STR(cfg.advisor_options[1], "scan-min=3", "second (--advisor=...) as given");
+    const char *path = write_file("advisor = target=1500\n");
+    const char *b[] = {"--config", path, NULL};
+    TEST_EQ_INT(parse(&cfg, b), 0, "advisor = ... in the config file");
+    TEST_EQ_STR(cfg.nadvisor_options == 1 ? cfg.advisor_options[0] : "", "target=1500",
+                "file setting kept");
+    unlink(path);
+    const char *many[2 * CONFIG_MAX_ADVISOR_OPTIONS + 3];
+    size_t n = 0;
+    for (int i = 0; i <= CONFIG_MAX_ADVISOR_OPTIONS; i++) {
+        many[n++] = "--advisor";
+        many[n++] = "scan-min=2";
+    }
+    many[n] = NULL;
+    TEST_EQ_INT(parse(&cfg, many), -1, "too many --advisor settings refused");
+    TEST_CHECK(strstr(err, "--advisor") != NULL, "the message names --advisor");
+}
+
 int main(void)
 {
     test_defaults();
@@ -559,5 +586,6 @@ int main(void)
     test_throttle_options();
     test_strict_versions();
     test_admin_access_options();
+    test_advisor_options();
     return test_done();
 }

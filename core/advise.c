@@ -1,0 +1,336 @@
+/* advise.c - `tabled advise` (see advise.h): a small HTTP/1.1 client for
+ * the admin listener's GET /advisor, and the text report. */
+#include "core/advise.h"
+
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <yajl/yajl_tree.h>
+
+#include "core/buf.h"
+
+#define ADVISE_MAX_BODY (64u << 20)
+#define ADVISE_TIMEOUT_S 15
+#define WRAP 76
+
+/* Splits "http://HOST[:PORT][/PREFIX]" into its parts. -1 when malformed. */
+static int parse_url(const char *url, char *host, size_t hcap, char *port, size_t pcap,
+                     char *prefix, size_t xcap)
+{
+    if (strncmp(url, "http://", 7) != 0)
+        return -1;
+    const char *h = url + 7, *end = h + strcspn(h, "/");
+    const char *colon;
+    if (*h == '[') {
+        const char *rb = memchr(h, ']', (size_t)(end - h));
+        if (!rb)
+            return -1;
+        if ((size_t)(rb - h - 1) >= hcap)
+            return -1;
+        snprintf(host, hcap, "%.*s", (int)(rb - h - 1), h + 1);
+        colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+    } else {
+        colon = memchr(h, ':', (size_t)(end - h));
+        size_t n = (size_t)((colon ? colon : end) - h);
+        if (n == 0 || n >= hcap)
+            return -1;
+        snprintf(host, hcap, "%.*s", (int)n, h);
+    }
+    if (colon) {
+        size_t n = (size_t)(end - colon - 1);
+        if (n == 0 || n >= pcap)
+            return -1;
+        snprintf(port, pcap, "%.*s", (int)n, colon + 1);
+    } else {
+        snprintf(port, pcap, "80");
+    }
+    size_t xl = strlen(end);
+    while (xl > 0 && end[xl - 1] == '/')
+        xl--;
+    if (xl >= xcap)
+        return -1;
+    snprintf(prefix, xcap, "%.*s", (int)xl, end);
+    return 0;
+}
+
+/* GET prefix + path from host:port into body; returns the HTTP status, or
+ * -1 with a message. */
+static int http_get(const char *host, const char *port, const char *prefix, const char *path,
+                    struct buf *body, char *err, size_t errlen)
+{
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        struct timeval tv = {ADVISE_TIMEOUT_S, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+            snprintf(err, errlen, "cannot connect to %s:%s: %m", host, port);
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(ai);
+    if (fd < 0)
+        return -1;
+    struct buf b;
+    buf_init(&b);
+    buf_printf(&b, "GET %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nAccept: application/json\r\n"
+                   "Connection: close\r\n\r\n",
+               prefix, path, strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+               port);
+    ssize_t w = send(fd, b.data, b.len, MSG_NOSIGNAL);
+    buf_reset(&b);
+    if (w < 0) {
+        snprintf(err, errlen, "sending the request failed: %m");
+        close(fd);
+        buf_free(&b);
+        return -1;
+    }
+    char chunk[16384];
+    ssize_t n;
+    while ((n = recv(fd, chunk, sizeof chunk, 0)) > 0 && b.len < ADVISE_MAX_BODY)
+        buf_append(&b, chunk, (size_t)n);
+    close(fd);
+    int status = 0;
+    char *hend = strstr(b.data ? b.data : "", "\r\n\r\n");
+    if (n < 0 || !hend || sscanf(b.data, "HTTP/1.%*d %d", &status) != 1) {
+        snprintf(err, errlen, "no HTTP answer from %s:%s", host, port);
+        buf_free(&b);
+        return -1;
+    }
+    *hend = '\0';
+    const char *p = hend + 4;
+    size_t left = b.len - (size_t)(p - b.data);
+    if (strcasestr(b.data, "\r\ntransfer-encoding: chunked")) {
+        /* decode chunks: size line, data, CRLF */
+        const char *end = b.data + b.len;
+        while (p < end) {
+            unsigned long sz = strtoul(p, NULL, 16);
+            const char *crlf = strstr(p, "\r\n");
+            if (!crlf || sz == 0)
+                break;
+            p = crlf + 2;
+            if (sz > (size_t)(end - p))
+                sz = (size_t)(end - p);
+            buf_append(body, p, sz);
+            p += sz;
+            if (end - p < 2)
+                break;
+            p += 2;
+        }
+    } else {
+        buf_append(body, p, left);
+    }
+    buf_free(&b);
+    return status;
+}
+
+/* Member name of object v, or NULL. */
+static yajl_val get(yajl_val v, const char *name)
+{
+    const char *path[] = {name, NULL};
+    return v ? yajl_tree_get(v, path, yajl_t_any) : NULL;
+}
+
+static const char *str(yajl_val v, const char *name)
+{
+    yajl_val m = get(v, name);
+    return YAJL_IS_STRING(m) ? YAJL_GET_STRING(m) : NULL;
+}
+
+/* The string member, or "?" (for printing). */
+static const char *text(yajl_val v, const char *name)
+{
+    const char *s = str(v, name);
+    return s ? s : "?";
+}
+
+static double num(yajl_val v, const char *name)
+{
+    yajl_val m = get(v, name);
+    return YAJL_IS_NUMBER(m) ? YAJL_GET_DOUBLE(m) : 0;
+}
+
+/* Prints text wrapped at WRAP columns, each line starting with indent;
+ * the first line starts with label instead (same width). */
+static void wrapped(const char *label, const char *indent, const char *text)
+{
+    size_t ind = strlen(indent), col = ind;
+    fputs(label, stdout);
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        size_t w = strcspn(p, " ");
+        if (!w)
+            break;
+        if (col > ind && col + 1 + w > WRAP) {
+            printf("\n%s", indent);
+            col = ind;
+        } else if (col > ind) {
+            putchar(' ');
+            col++;
+        }
+        fwrite(p, 1, w, stdout);
+        col += w;
+        p += w;
+    }
+    putchar('\n');
+}
+
+static int severity_rank(const char *s)
+{
+    if (!s)
+        return -1;
+    if (!strcmp(s, "info"))
+        return 0;
+    if (!strcmp(s, "warning"))
+        return 1;
+    if (!strcmp(s, "critical"))
+        return 2;
+    if (!strcmp(s, "never"))
+        return 3;
+    return -1;
+}
+
+/* Prints the report of document doc; returns the number of findings of
+ * severity rank >= fail_on. */
+static int report(yajl_val doc, const char *url, int fail_on)
+{
+    yajl_val findings = get(doc, "findings"), tables = get(doc, "tables");
+    size_t nf = YAJL_IS_ARRAY(findings) ? findings->u.array.len : 0;
+    int count[3] = {0, 0, 0}, failing = 0;
+    for (size_t i = 0; i < nf; i++) {
+        int r = severity_rank(str(findings->u.array.values[i], "severity"));
+        if (r >= 0 && r < 3)
+            count[r]++;
+        if (r >= fail_on)
+            failing++;
+    }
+    printf("tabled partition advisor: %s\n", url);
+    printf("%zu finding%s (%d critical, %d warning, %d info) in %.0f s of traffic\n", nf,
+           nf == 1 ? "" : "s", count[2], count[1], count[0], num(doc, "elapsed_s"));
+    for (size_t i = 0; i < nf; i++) {
+        yajl_val f = findings->u.array.values[i];
+        const char *sev = str(f, "severity"), *part = str(f, "partition");
+        char up[16];
+        snprintf(up, sizeof up, "%s", sev ? sev : "?");
+        for (char *c = up; *c; c++)
+            *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+        printf("\n%-9s %s  %s/%s", up, text(f, "kind"), text(f, "account"), text(f, "table"));
+        if (part)
+            printf("  partition '%s'", part);
+        putchar('\n');
+        wrapped("  ", "  ", text(f, "summary"));
+        wrapped("  Why: ", "       ", text(f, "reason"));
+        wrapped("  Fix: ", "       ", text(f, "fix"));
+    }
+    size_t nt = YAJL_IS_ARRAY(tables) ? tables->u.array.len : 0;
+    if (nt)
+        printf("\nTables:\n");
+    for (size_t i = 0; i < nt; i++) {
+        yajl_val t = tables->u.array.values[i];
+        yajl_val q = get(t, "queries"), b = get(t, "batches");
+        printf("  %s/%s: %.0f entities touched, ~%.0f partitions; queries: %.0f point, %.0f "
+               "partition, %.0f range, %.0f scan; %.0f batches, %.0f single writes\n",
+               text(t, "account"), text(t, "table"), num(t, "entities"),
+               num(t, "partitions_estimate"), num(get(q, "point"), "count"),
+               num(get(q, "partition"), "count"), num(get(q, "range"), "count"),
+               num(get(q, "scan"), "count"), num(b, "count"), num(t, "single_writes"));
+    }
+    if (!nf)
+        printf("\nNo findings: the partitions are used the way the service's guidance "
+               "recommends.\n");
+    return failing;
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: tabled advise [--admin URL] [--fail-on info|warning|critical|never]\n"
+          "  Prints the partition advisor's findings of a running tabled (GET /advisor on\n"
+          "  its admin listener; URL default $TABLED_ADMIN or http://127.0.0.1:10003).\n"
+          "  Exit status 1 when a finding of the --fail-on severity or above exists\n"
+          "  (default warning), 2 when the report could not be read.\n",
+          f);
+}
+
+int advise_main(int argc, char **argv)
+{
+    const char *url = getenv("TABLED_ADMIN");
+    if (!url || !*url)
+        url = "http://127.0.0.1:10003";
+    int fail_on = 1;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        size_t n = strcspn(a, "=");
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (a[n] == '=')
+            v = a + n + 1;
+        else if (i + 1 < argc)
+            v = argv[i + 1];
+        if (n == 7 && !strncmp(a, "--admin", 7) && v) {
+            url = v;
+        } else if (n == 9 && !strncmp(a, "--fail-on", 9) && v) {
+            fail_on = severity_rank(v);
+            if (fail_on < 0) {
+                fprintf(stderr, "tabled advise: --fail-on expects info, warning, critical or "
+                                "never, got '%s'\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "tabled advise: unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (a[n] != '=')
+            i++;
+    }
+    char host[256], port[16], prefix[512], err[512];
+    if (parse_url(url, host, sizeof host, port, sizeof port, prefix, sizeof prefix) < 0) {
+        fprintf(stderr, "tabled advise: --admin expects http://HOST:PORT, got '%s'\n", url);
+        return 2;
+    }
+    struct buf body;
+    buf_init(&body);
+    int status = http_get(host, port, prefix, "/advisor", &body, err, sizeof err);
+    if (status != 200) {
+        if (status < 0)
+            fprintf(stderr, "tabled advise: %s\n", err);
+        else
+            fprintf(stderr, "tabled advise: GET %s/advisor answered %d: %.300s\n", url, status,
+                    body.data ? body.data : "");
+        buf_free(&body);
+        return 2;
+    }
+    char perr[256] = "";
+    yajl_val doc = yajl_tree_parse(body.data ? body.data : "", perr, sizeof perr);
+    buf_free(&body);
+    if (!doc || !YAJL_IS_ARRAY(get(doc, "findings"))) {
+        fprintf(stderr, "tabled advise: %s/advisor did not answer the advisor's JSON\n", url);
+        yajl_tree_free(doc);
+        return 2;
+    }
+    int failing = report(doc, url, fail_on);
+    yajl_tree_free(doc);
+    fflush(stdout);
+    return failing ? 1 : 0;
+}

@@ -1,0 +1,14 @@
+/* advise.h - `tabled advise`: fetches GET /advisor from a running tabled's
+ * admin listener and prints the findings as a text report.
+ *
+ *   tabled advise [--admin URL] [--fail-on info|warning|critical|never]
+ *
+ * URL defaults to $TABLED_ADMIN, else http://127.0.0.1:10003. Exit status:
+ * 0 no finding of the --fail-on severity or above (default warning), 1 at
+ * least one, 2 usage error or the admin listener could not be read. */
+#ifndef TABLED_ADVISE_H
+#define TABLED_ADVISE_H
+
+int advise_main(int argc, char **argv);
+
+#endif
