@@ -62,7 +62,7 @@ static int parse_url(const char *url, char *host, size_t hcap, char *port, size_
 /* GET prefix + path from host:port into body; returns the HTTP status, or
  * -1 with a message. */
 static int http_get(const char *host, const char *port, const char *prefix, const char *path,
-                    struct buf *body, char *err, size_t errlen)
+                    const char *token, struct buf *body, char *err, size_t errlen)
 {
     struct addrinfo hints = {0}, *ai = NULL;
     hints.ai_socktype = SOCK_STREAM;
@@ -90,10 +90,12 @@ static int http_get(const char *host, const char *port, const char *prefix, cons
         return -1;
     struct buf b;
     buf_init(&b);
-    buf_printf(&b, "GET %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nAccept: application/json\r\n"
-                   "Connection: close\r\n\r\n",
+    buf_printf(&b, "GET %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nAccept: application/json\r\n",
                prefix, path, strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
                port);
+    if (token && *token)
+        buf_printf(&b, "Authorization: Bearer %s\r\n", token);
+    buf_puts(&b, "Connection: close\r\n\r\n");
     ssize_t w = send(fd, b.data, b.len, MSG_NOSIGNAL);
     buf_reset(&b);
     if (w < 0) {
@@ -262,9 +264,12 @@ static int report(yajl_val doc, const char *url, int fail_on)
 
 static void usage(FILE *f)
 {
-    fputs("usage: tabled advise [--admin URL] [--fail-on info|warning|critical|never]\n"
+    fputs("usage: tabled advise [--admin URL] [--admin-token T]\n"
+          "                     [--fail-on info|warning|critical|never]\n"
           "  Prints the partition advisor's findings of a running tabled (GET /advisor on\n"
           "  its admin listener; URL default $TABLED_ADMIN or http://127.0.0.1:10003).\n"
+          "  The token (default $TABLED_ADMIN_TOKEN) is sent as a bearer token: a\n"
+          "  listener off loopback with --admin-token set wants it for every request.\n"
           "  Exit status 1 when a finding of the --fail-on severity or above exists\n"
           "  (default warning), 2 when the report could not be read.\n",
           f);
@@ -275,6 +280,7 @@ int advise_main(int argc, char **argv)
     const char *url = getenv("TABLED_ADMIN");
     if (!url || !*url)
         url = "http://127.0.0.1:10003";
+    const char *token = getenv("TABLED_ADMIN_TOKEN");
     int fail_on = 1;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -289,6 +295,8 @@ int advise_main(int argc, char **argv)
             v = argv[i + 1];
         if (n == 7 && !strncmp(a, "--admin", 7) && v) {
             url = v;
+        } else if (n == 13 && !strncmp(a, "--admin-token", 13) && v) {
+            token = v;
         } else if (n == 9 && !strncmp(a, "--fail-on", 9) && v) {
             fail_on = severity_rank(v);
             if (fail_on < 0) {
@@ -311,7 +319,7 @@ int advise_main(int argc, char **argv)
     }
     struct buf body;
     buf_init(&body);
-    int status = http_get(host, port, prefix, "/advisor", &body, err, sizeof err);
+    int status = http_get(host, port, prefix, "/advisor", token, &body, err, sizeof err);
     if (status != 200) {
         if (status < 0)
             fprintf(stderr, "tabled advise: %s\n", err);

@@ -314,6 +314,49 @@ def test_cli(tap):
                         "--advisor", "hot-share=7"], capture_output=True, text=True, timeout=30)
     tap.ok(p.returncode == 2 and "hot-share" in p.stderr,
            "a bad --advisor threshold stops the server with status 2", p.stderr)
+    # --admin-token (and $TABLED_ADMIN_TOKEN) travel as a bearer token: a
+    # one-shot listener records the request and answers an empty report.
+    for args, env in ((["--admin-token", "tok-from-flag-0123"], {}),
+                      ([], {"TABLED_ADMIN_TOKEN": "tok-from-env-45678"})):
+        want = args[1] if args else env["TABLED_ADMIN_TOKEN"]
+        seen = one_shot_advise(args, env)
+        tap.ok(seen[0] == 0 and ("authorization: bearer " + want) in seen[1].lower(),
+               "advise sends the admin token " + ("from the flag" if args else "from the env"),
+               seen)
+
+
+def one_shot_advise(args, env):
+    """Runs `tabled advise` against a listener that answers one request with
+    an empty report; returns (exit status, the request it received)."""
+    import socket
+    import threading
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    got = []
+
+    def serve():
+        c, _ = ls.accept()
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = c.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        got.append(data.decode("latin-1"))
+        body = b'{"findings":[],"tables":[]}'
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+        c.close()
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    url = "http://127.0.0.1:%d" % ls.getsockname()[1]
+    p = subprocess.run([h.tabled_path(), "advise", "--admin", url] + args,
+                       capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, **env))
+    t.join(10)
+    ls.close()
+    return (p.returncode, got[0] if got else "", p.stderr)
 
 
 def test_dashboard(tap):
