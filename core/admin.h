@@ -6,7 +6,8 @@
  * admin_handle() and never reaches the Table service, and no table
  * endpoint reaches this code. No authentication: keep it on loopback.
  *
- *   GET  /healthz             200 "ok"
+ *   GET  /healthz             200 "ok"; 503 "read-only: ..." while writes
+ *                             to the store fail (disk full) and are retried
  *   GET  /metrics             Prometheus text format 0.0.4 (core/metrics.h)
  *   GET  /faults              {"rules":[...]} with each rule's counters
  *   PUT  /faults              replace every rule: a JSON array of rule
