@@ -33,12 +33,14 @@
  * the size of the log files (a table of tiny records can be larger than
  * their log) plus the manifest plus 1 MiB. That is what the reopen needs,
  * not a fixed reserve, so writes come back on a small disk as soon as a
- * little space is free (checked at most every LDB_FULL_CHECK_MS). A
- * reopen that fails anyway (the database is closed then, and reads fail
- * too) is retried by the next call, then after backoffs of 100 ms doubling
- * to 32 s, and every call returns an error until one succeeds. apply()
- * with no writes makes the attempt too: the server calls it to probe a
- * store whose writes failed (protocol/service.c).
+ * little space is free. Before closing the database it also writes (and
+ * removes) a 4 KiB file, LDB_PROBE_NAME: a disk that refuses writes while
+ * statvfs() shows room (quotas) is found without giving up the open
+ * database. Those checks are cheap, so every write (and the server's probe,
+ * an apply() with no writes, about once a second; protocol/service.c) makes
+ * them. A reopen that fails anyway (the database is closed then, and reads
+ * fail too) is retried by the next call, then after backoffs of 100 ms
+ * doubling to 32 s, and every call returns an error until one succeeds.
  *
  * Options (backend_options.params, "name=value"):
  *   cache-size         block cache, default 32M (0 = LevelDB's own 8 MiB)
@@ -68,9 +70,9 @@
 
 #define LDB_MAX_KEY (64u * 1024)
 #define LDB_MAX_VAL (8u * 1024 * 1024)
-/* After a failed write: how long calls fail at once after finding the
- * disk still too full to reopen (the check reads the directory). */
-#define LDB_FULL_CHECK_MS 200
+/* The file a reopen writes first to see that the disk takes writes. */
+#define LDB_PROBE_NAME "tabled-space-probe"
+#define LDB_PROBE_BYTES 4096
 
 struct backend_store {
     char *dir;
@@ -398,6 +400,21 @@ static uint64_t ldb_reopen_need(struct backend_store *st)
     return 2 * logs + manifest + (1u << 20);
 }
 
+/* Writes and removes a small file in the data directory: 0 when the disk
+ * takes it, or -errno. */
+static int ldb_space_probe(struct backend_store *st)
+{
+    int fd = openat(st->dirfd, LDB_PROBE_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    static const char zeros[LDB_PROBE_BYTES];
+    ssize_t w = write(fd, zeros, sizeof(zeros));
+    int e = w == (ssize_t)sizeof(zeros) ? 0 : w < 0 ? -errno : -ENOSPC;
+    close(fd);
+    unlinkat(st->dirfd, LDB_PROBE_NAME, 0);
+    return e;
+}
+
 /* Closes and reopens the database after a failed write (see the top). */
 static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
 {
@@ -423,12 +440,21 @@ static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
                         "that makes writes work again needs %llu; retrying when there is room",
                         (unsigned long long)free_b, (unsigned long long)need);
             st->full_logged = 1;
-            st->retry_us = now + LDB_FULL_CHECK_MS * 1000u;
             ldb_err(err, errlen, "a write failed earlier and the disk under %s is still full "
                     "(%llu bytes free, %llu needed)", st->dir, (unsigned long long)free_b,
                     (unsigned long long)need);
             return BACKEND_FULL;
         }
+    }
+    int e = st->db ? ldb_space_probe(st) : 0;
+    if (e < 0) {
+        if (!st->full_logged)
+            ldb_log(st, BACKEND_LOG_WARN, "the disk refuses writes (%s); the reopen that makes "
+                    "writes work again is retried when it takes them", strerror(-e));
+        st->full_logged = 1;
+        ldb_err(err, errlen, "a write failed earlier and the disk under %s still refuses "
+                "writes: %s", st->dir, strerror(-e));
+        return e == -ENOSPC || e == -EDQUOT ? BACKEND_FULL : BACKEND_IOERR;
     }
     if (st->db)
         leveldb_close(st->db);
