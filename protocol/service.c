@@ -974,7 +974,8 @@ int service_background(struct service *svc)
         if (now < svc->probe_us)
             return (int)((svc->probe_us - now + 999) / 1000);
         char err[256] = "";
-        int rc = svc->ops->apply(svc->st, NULL, 0, err, sizeof err);
+        struct backend_write none = {BACKEND_PUT, "", 0, NULL, 0};  /* never read */
+        int rc = svc->ops->apply(svc->st, &none, 0, err, sizeof err);
         if (rc != BACKEND_OK) {
             svc->probe_us = now + SERVICE_PROBE_MS * 1000u;
             return SERVICE_PROBE_MS;
