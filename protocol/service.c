@@ -958,6 +958,8 @@ static int purge_once(struct service *svc)
     if (svc->purge_failing)
         log_info("removing the entities of deleted tables works again");
     svc->purge_failing = 0;
+    if (svc->store_failed)
+        store_recovered(svc);
     if (pr.account >= 0)
         metrics_entities_add(svc->metrics, (unsigned)pr.account, -(int64_t)pr.removed);
     metrics_purge(svc->metrics, purge_pending(svc->purge), pr.removed);
@@ -980,7 +982,10 @@ int service_background(struct service *svc)
             svc->probe_us = now + SERVICE_PROBE_MS * 1000u;
             return SERVICE_PROBE_MS;
         }
-        store_recovered(svc);
+        /* A backend may take no writes yet answer the probe (flatfile
+           cannot tell a full disk): a pending purge step is the proof. */
+        if (!purge_pending(svc->purge))
+            store_recovered(svc);
     }
     if (!purge_pending(svc->purge))
         return -1;
