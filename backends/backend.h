@@ -161,7 +161,11 @@ struct backend_ops {
        the store stays usable (a disk-full error can be retried later);
        BACKEND_FULL means out of space. Only when the failure is in making
        the writes durable (a failed fsync in BACKEND_DURABLE_SYNC) may they
-       still appear after a restart; see sync(). */
+       still appear after a restart; see sync().
+       With n == 0 nothing is written: a store that refuses writes until it
+       recovers from a failure may answer that failure (and may try to
+       recover in this call); the server calls it so, about once a second,
+       to find out when writes work again. Otherwise it returns BACKEND_OK. */
     int (*apply)(struct backend_store *st, const struct backend_write *w, size_t n,
                  char *err, size_t errlen);
 

@@ -943,17 +943,17 @@ static int ff_apply(struct backend_store *st, const struct backend_write *w, siz
         }
         total += FFIDX_ENTRY_OVERHEAD + w[i].key_len + (w[i].op == BACKEND_PUT ? w[i].val_len : 0);
     }
-    if (n == 0)
-        return BACKEND_OK;
     if (total > FF_MAX_PAYLOAD) {
         ff_err(err, errlen, "apply: one batch may hold at most 2 GiB");
         return BACKEND_INVALID;
     }
-    if (st->failed) {
+    if (st->failed) {  /* n == 0 too: the server's probe sees the state */
         ff_err(err, errlen, "apply: an earlier fsync of %s failed; writes are refused until "
                "the store is reopened", st->dir);
         return BACKEND_IOERR;
     }
+    if (n == 0)
+        return BACKEND_OK;
     size_t size = ff_encode(st, w, n);
     if (!size) {
         ff_err(err, errlen, "apply: out of memory");

@@ -27,9 +27,20 @@
  * rest of that 32 KiB block on recovery, later acknowledged records
  * included. So after any failed write or sync this backend reopens the
  * database before the next write (recovery drops the torn record, which is
- * the last one, and starts a fresh log). Until then reads keep working;
- * while statvfs() shows the disk still full the reopen is not even tried.
- * If a reopen fails anyway, every call returns an error and tries again.
+ * the last one, and starts a fresh log). Until then reads keep working.
+ * Recovery writes the logs' records into a table file and a new manifest,
+ * so the reopen is only tried once statvfs() shows room for that: twice
+ * the size of the log files (a table of tiny records can be larger than
+ * their log) plus the manifest plus 1 MiB. That is what the reopen needs,
+ * not a fixed reserve, so writes come back on a small disk as soon as a
+ * little space is free. Before closing the database it also writes (and
+ * removes) a 4 KiB file, LDB_PROBE_NAME: a disk that refuses writes while
+ * statvfs() shows room (quotas) is found without giving up the open
+ * database. Those checks are cheap, so every write (and the server's probe,
+ * an apply() with no writes, about once a second; protocol/service.c) makes
+ * them. A reopen that fails anyway (the database is closed then, and reads
+ * fail too) is retried by the next call, then after backoffs of 100 ms
+ * doubling to 32 s, and every call returns an error until one succeeds.
  *
  * Options (backend_options.params, "name=value"):
  *   cache-size         block cache, default 32M (0 = LevelDB's own 8 MiB)
@@ -49,7 +60,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -57,6 +70,9 @@
 
 #define LDB_MAX_KEY (64u * 1024)
 #define LDB_MAX_VAL (8u * 1024 * 1024)
+/* The file a reopen writes first to see that the disk takes writes. */
+#define LDB_PROBE_NAME "tabled-space-probe"
+#define LDB_PROBE_BYTES 4096
 
 struct backend_store {
     char *dir;
@@ -72,7 +88,9 @@ struct backend_store {
     enum backend_durability durability;
     int dirty;                      /* writes since the last sync write */
     int broken;                     /* a write failed: reopen before writing */
-    uint64_t reopen_need;           /* free bytes a reopen should find */
+    uint64_t retry_us;              /* no reopen before (monotonic) */
+    unsigned backoff_ms;            /* after a failed reopen; 0 after a good one */
+    int full_logged;                /* "still full" said for this failure */
     int iters;                      /* open cursors (a reopen must wait) */
     void (*log)(enum backend_log_level, const char *);
 };
@@ -160,7 +178,6 @@ static int ldb_settings(struct backend_store *st, const char *const *pa, char *e
                 "compression (on|off) option");
         return BACKEND_INVALID;
     }
-    st->reopen_need = wbuf + fsize + (4u << 20);
     st->opt = leveldb_options_create();
     leveldb_options_set_create_if_missing(st->opt, 1);
     leveldb_options_set_write_buffer_size(st->opt, (size_t)wbuf);
@@ -346,6 +363,58 @@ static int ldb_after_sync(struct backend_store *st)
     return need ? ldb_sync_old_logs(st) : 0;
 }
 
+/* Monotonic microseconds (the reopen backoff). */
+static uint64_t ldb_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Free bytes a reopen needs (see the top): 2 x the log files + the
+ * manifest + 1 MiB. */
+static uint64_t ldb_reopen_need(struct backend_store *st)
+{
+    uint64_t logs = 0, manifest = 0;
+    int fd = openat(st->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return 1u << 20;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int is_log = ldb_log_number(de->d_name) >= 0;
+        if (!is_log && strncmp(de->d_name, "MANIFEST-", 9) != 0)
+            continue;
+        struct stat sb;
+        if (fstatat(st->dirfd, de->d_name, &sb, 0) != 0)
+            continue;
+        if (is_log)
+            logs += (uint64_t)sb.st_size;
+        else if ((uint64_t)sb.st_size > manifest)
+            manifest = (uint64_t)sb.st_size;
+    }
+    closedir(d);
+    return 2 * logs + manifest + (1u << 20);
+}
+
+/* Writes and removes a small file in the data directory: 0 when the disk
+ * takes it, or -errno. */
+static int ldb_space_probe(struct backend_store *st)
+{
+    int fd = openat(st->dirfd, LDB_PROBE_NAME, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    static const char zeros[LDB_PROBE_BYTES];
+    ssize_t w = write(fd, zeros, sizeof(zeros));
+    int e = w == (ssize_t)sizeof(zeros) ? 0 : w < 0 ? -errno : -ENOSPC;
+    close(fd);
+    unlinkat(st->dirfd, LDB_PROBE_NAME, 0);
+    return e;
+}
+
 /* Closes and reopens the database after a failed write (see the top). */
 static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
 {
@@ -354,14 +423,38 @@ static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
                 "cursors are open", st->iters);
         return BACKEND_IOERR;
     }
-    /* Reopening writes a table and a manifest: while the disk is still
-       full, keep the open database (and reads) instead. */
+    uint64_t now = ldb_now_us();
+    if (now < st->retry_us) {
+        ldb_err(err, errlen, "a write failed earlier; the store is reopened when it can be "
+                "(next try in %llu ms)", (unsigned long long)((st->retry_us - now) / 1000));
+        return st->db ? BACKEND_FULL : BACKEND_IOERR;
+    }
+    /* Reopening writes a table and a manifest: while the disk has no room
+       for them, keep the open database (and reads) instead. */
     struct statvfs vfs;
-    if (st->db && statvfs(st->dir, &vfs) == 0 &&
-        (uint64_t)vfs.f_bavail * vfs.f_frsize < st->reopen_need) {
-        ldb_err(err, errlen, "a write failed earlier and the disk under %s is still full",
-                st->dir);
-        return BACKEND_FULL;
+    if (st->db && statvfs(st->dir, &vfs) == 0) {
+        uint64_t free_b = (uint64_t)vfs.f_bavail * vfs.f_frsize, need = ldb_reopen_need(st);
+        if (free_b < need) {
+            if (!st->full_logged)
+                ldb_log(st, BACKEND_LOG_WARN, "the disk is full: %llu bytes free, the reopen "
+                        "that makes writes work again needs %llu; retrying when there is room",
+                        (unsigned long long)free_b, (unsigned long long)need);
+            st->full_logged = 1;
+            ldb_err(err, errlen, "a write failed earlier and the disk under %s is still full "
+                    "(%llu bytes free, %llu needed)", st->dir, (unsigned long long)free_b,
+                    (unsigned long long)need);
+            return BACKEND_FULL;
+        }
+    }
+    int e = st->db ? ldb_space_probe(st) : 0;
+    if (e < 0) {
+        if (!st->full_logged)
+            ldb_log(st, BACKEND_LOG_WARN, "the disk refuses writes (%s); the reopen that makes "
+                    "writes work again is retried when it takes them", strerror(-e));
+        st->full_logged = 1;
+        ldb_err(err, errlen, "a write failed earlier and the disk under %s still refuses "
+                "writes: %s", st->dir, strerror(-e));
+        return e == -ENOSPC || e == -EDQUOT ? BACKEND_FULL : BACKEND_IOERR;
     }
     if (st->db)
         leveldb_close(st->db);
@@ -370,12 +463,22 @@ static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
     if (lerr) {
         ldb_err(err, errlen, "reopening after a failed write: %s", lerr);
         int rc = ldb_status(lerr);
+        /* the next call retries at once, later ones after 100 ms doubling */
+        st->retry_us = ldb_now_us() + (uint64_t)st->backoff_ms * 1000;
+        ldb_log(st, BACKEND_LOG_ERROR, "reopening after a failed write failed (%s); reads fail "
+                "too until a retry works (next in %u ms)", lerr, st->backoff_ms);
+        st->backoff_ms = st->backoff_ms ? st->backoff_ms * 2 : 100;
+        if (st->backoff_ms > 32000)
+            st->backoff_ms = 32000;
         leveldb_free(lerr);
         st->db = NULL;
         return rc;
     }
     st->broken = 0;
     st->dirty = 0;                  /* recovery wrote everything to tables */
+    st->backoff_ms = 0;
+    st->retry_us = 0;
+    st->full_logged = 0;
     ldb_log(st, BACKEND_LOG_INFO, "reopened after a failed write");
     return BACKEND_OK;
 }
@@ -565,13 +668,13 @@ static int ldb_apply(struct backend_store *st, const struct backend_write *w, si
             return BACKEND_INVALID;
         }
     }
-    if (n == 0)
-        return BACKEND_OK;
-    if (st->broken || !st->db) {
+    if (st->broken || !st->db) {  /* n == 0 too: the server's probe */
         int rc = ldb_reopen(st, err, errlen);
         if (rc != BACKEND_OK)
             return rc;
     }
+    if (n == 0)
+        return BACKEND_OK;
     leveldb_writebatch_clear(st->batch);
     for (size_t i = 0; i < n; i++) {
         if (w[i].op == BACKEND_PUT)

@@ -352,9 +352,15 @@ void admin_handle(struct admin *adm, const struct request *req, struct response 
             reply_method(resp, "GET, HEAD");
             return;
         }
-        resp->status = 200;
+        /* 503 while the store refuses writes (reads still work) */
+        int failed = adm->metrics && adm->metrics->store_failed;
+        resp->status = failed ? 503 : 200;
         response_header(resp, "Content-Type", "text/plain; charset=utf-8");
-        buf_puts(&resp->body, "ok\n");
+        if (failed)
+            buf_printf(&resp->body, "read-only: writes fail and are retried: %s\n",
+                       adm->metrics->store_error);
+        else
+            buf_puts(&resp->body, "ok\n");
         return;
     }
     if (n == 8 && !memcmp(p, "/metrics", 8)) {

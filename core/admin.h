@@ -7,7 +7,8 @@
  * endpoint reaches this code. Every request first passes the Host and
  * bearer-token checks of core/admin_access.h (403 / 401 when it does not).
  *
- *   GET  /healthz             200 "ok"
+ *   GET  /healthz             200 "ok"; 503 "read-only: ..." while writes
+ *                             to the store fail (disk full) and are retried
  *   GET  /metrics             Prometheus text format 0.0.4 (core/metrics.h)
  *   GET  /faults              {"rules":[...]} with each rule's counters
  *   PUT  /faults              replace every rule: a JSON array of rule

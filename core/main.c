@@ -14,6 +14,7 @@
 #include "core/admin.h"
 #include "core/advise.h"
 #include "core/advisor.h"
+#include "core/background.h"
 #include "core/config.h"
 #include "core/fault.h"
 #include "core/heap.h"
@@ -295,10 +296,12 @@ int main(int argc, char **argv)
         log_warn("authentication is off (--auth off): every request is accepted unsigned");
     if (fault_active(faults))
         log_warn("fault injection is on: %zu rule(s)", fault_count(faults));
+    struct background *bg = background_new(server_base(srv), svc);
     print_ready(&cfg, ops, srv);
 
     server_run(srv);
 
+    background_free(bg);
     server_free(srv);
     service_free(svc);
     ops->close(store);

@@ -2,6 +2,7 @@
  * metrics.h). */
 #include "core/metrics.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,22 @@ void metrics_connection(struct metrics *m, int opened)
     } else {
         m->open_conns--;
     }
+}
+
+void metrics_purge(struct metrics *m, size_t pending, uint64_t removed)
+{
+    if (!m)
+        return;
+    m->purge_tables = (int64_t)pending;
+    m->purged_entities += removed;
+}
+
+void metrics_store_state(struct metrics *m, int failed, const char *why)
+{
+    if (!m)
+        return;
+    m->store_failed = failed;
+    snprintf(m->store_error, sizeof m->store_error, "%s", failed && why ? why : "");
 }
 
 /* ---- rendering ---- */
@@ -267,6 +284,15 @@ void metrics_render(const struct metrics *m, struct buf *b)
         family(b, "tabled_fault_rules", "gauge", "Fault injection rules in force.");
         buf_printf(b, "tabled_fault_rules %zu\n", fault_count(m->faults_set));
     }
+    family(b, "tabled_purge_tables", "gauge",
+           "Deleted tables whose entities are still being removed.");
+    buf_printf(b, "tabled_purge_tables %lld\n", (long long)m->purge_tables);
+    family(b, "tabled_purged_entities_total", "counter",
+           "Entities of deleted tables removed in the background.");
+    buf_printf(b, "tabled_purged_entities_total %llu\n", (unsigned long long)m->purged_entities);
+    family(b, "tabled_store_writable", "gauge",
+           "0 while writes to the store fail (disk full, I/O error) and are retried.");
+    buf_printf(b, "tabled_store_writable %d\n", !m->store_failed);
     if (m->render_more)
         m->render_more(m->render_more_arg, b);
 }

@@ -16,7 +16,12 @@
  *   tabled_open_connections, tabled_connections_total  gauge, counter
  *   tabled_throttle_partition_buckets, ..._bytes       gauges (when throttling)
  *   tabled_fault_rules                                 gauge
- *   tabled_advisor_*  (render_more: core/advisor.h)     gauges */
+ *   tabled_advisor_*  (render_more: core/advisor.h)     gauges
+ *   tabled_purge_tables, tabled_purged_entities_total  gauge, counter (deleted
+ *                                                      tables whose entities
+ *                                                      are still being removed)
+ *   tabled_store_writable                              gauge (0 after a failed
+ *                                                      write until writes work) */
 #ifndef TABLED_METRICS_H
 #define TABLED_METRICS_H
 #include <stddef.h>
@@ -74,6 +79,10 @@ struct metrics {
     /* optional: appends more series (the partition advisor's) */
     void (*render_more)(void *arg, struct buf *out);
     void *render_more_arg;
+    int64_t purge_tables;          /* deleted tables being purged */
+    uint64_t purged_entities;
+    int store_failed;              /* writes fail (disk full, I/O error) */
+    char store_error[240];         /* why, for /healthz */
 };
 
 /* A zeroed set of metrics for cfg's accounts (cfg must outlive it). */
@@ -89,6 +98,10 @@ void metrics_entities_add(struct metrics *m, unsigned account, int64_t delta);
 void metrics_backend_apply(struct metrics *m, uint64_t micros);
 void metrics_backend_sync(struct metrics *m, uint64_t micros);
 void metrics_connection(struct metrics *m, int opened);  /* 1 opened, 0 closed */
+/* Purges of deleted tables: tables pending, entities removed by a step. */
+void metrics_purge(struct metrics *m, size_t pending, uint64_t removed);
+/* The store's writes fail (failed 1, with why) or work again (0). */
+void metrics_store_state(struct metrics *m, int failed, const char *why);
 
 /* Appends the whole exposition text. */
 void metrics_render(const struct metrics *m, struct buf *out);

@@ -398,3 +398,8 @@ void server_free(struct server *srv)
     buf_free(&srv->head);
     free(srv);
 }
+
+struct event_base *server_base(struct server *srv)
+{
+    return srv->base;
+}

@@ -39,4 +39,9 @@ void server_stop(struct server *srv);
 /* Closes every remaining connection and frees the server. */
 void server_free(struct server *srv);
 
+/* The server's event loop, for timers of other modules (core/background.c);
+ * valid until server_free(). */
+struct event_base;
+struct event_base *server_base(struct server *srv);
+
 #endif

@@ -74,6 +74,15 @@ struct service {
     int64_t etag_ticks;        /* the last ETag written, and its text ("" = none) */
     char etag[80];
     size_t etag_len;
+    /* background work (service_background): purges of deleted tables, and
+       the state of a store whose writes failed (probed until they work) */
+    struct purge *purge;
+    void (*wake)(void *arg);   /* asks core/ for a service_background() call */
+    void *wake_arg;
+    int store_failed;          /* the last write or sync failed */
+    uint64_t store_failed_us;  /* since when (monotonic) */
+    uint64_t probe_us;         /* next probe of the failed store */
+    int purge_failing;         /* the last purge step failed (logged once) */
 };
 
 struct req_ctx {
@@ -138,6 +147,10 @@ const char *reply_metadata_url(struct req_ctx *c, const char *suffix);
 enum terr odata_negotiate(struct req_ctx *c, int body_needed);
 /* Prefer header (SPEC 2.5). */
 void odata_prefer(struct req_ctx *c);
+
+/* service.c: starts the background purge of deleted table id (its purge
+ * record is written). */
+void service_purge_start(struct service *svc, uint64_t id);
 
 /* ops_tables.c */
 void op_query_tables(struct req_ctx *c);

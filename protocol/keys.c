@@ -77,6 +77,13 @@ void keys_props(struct buf *b, const char *account)
     buf_puts(b, account);
 }
 
+/* 'd' be64(id): the purge record of a deleted table (protocol/purge.h). */
+void keys_purge(struct buf *b, uint64_t table_id)
+{
+    buf_put_u8(b, KEY_TAG_PURGE);
+    buf_put_be64(b, table_id);
+}
+
 /* 'e' be64(id): every entity of one table starts with it. */
 void keys_entity_table_prefix(struct buf *b, uint64_t table_id)
 {

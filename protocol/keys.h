@@ -4,6 +4,8 @@
  *     't' ACCOUNT 0x00 lower(TABLE)             -> table row (protocol/tables.c)
  *     'p' ACCOUNT                               -> service properties
  *     'e' be64(TABLE_ID) PK' 0x00 RK'           -> entity (entity_encode value)
+ *     'd' be64(TABLE_ID)                        -> purge record of a deleted
+ *                                                  table (protocol/purge.h)
  * where PK' and RK' are the keys in an order-preserving form of UTF-8: the
  * service compares UTF-16 code units, so code points U+E000..U+FFFF (UTF-8
  * lead bytes 0xEE, 0xEF) must sort after supplementary characters (lead
@@ -22,6 +24,7 @@
 #define KEY_TAG_TABLE 't'
 #define KEY_TAG_PROPS 'p'
 #define KEY_TAG_ENTITY 'e'
+#define KEY_TAG_PURGE 'd'
 
 /* Appends the order-preserving form of UTF-8 s (no terminator). */
 void keys_put_string(struct buf *b, const char *s, size_t n);
@@ -33,6 +36,8 @@ void keys_table(struct buf *b, const char *account, const char *table, size_t ta
 /* 't' account 0x00 : prefix of all table rows of an account. */
 void keys_table_prefix(struct buf *b, const char *account);
 void keys_props(struct buf *b, const char *account);
+/* 'd' id: the purge record of deleted table id. */
+void keys_purge(struct buf *b, uint64_t table_id);
 /* 'e' id PK' 0x00 RK' */
 void keys_entity(struct buf *b, uint64_t table_id, const char *pk, size_t pk_len,
                  const char *rk, size_t rk_len);

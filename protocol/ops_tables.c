@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "protocol/ctx.h"
 #include "protocol/keys.h"
+#include "protocol/purge.h"
 #include "protocol/query.h"
 #include "protocol/token.h"
 
@@ -139,57 +140,11 @@ void op_create_table(struct req_ctx *c)
     write_table_entry(c, &r->body, name, n, reply_metadata_url(c, "Tables/@Element"));
 }
 
-/* Deletes every entity of table id, a bounded chunk per apply(). */
-static int delete_entities(struct service *svc, uint64_t id)
-{
-    struct buf start, end;
-    buf_init(&start);
-    buf_init(&end);
-    keys_entity_table_prefix(&start, id);
-    keys_entity_table_prefix(&end, id);
-    keys_prefix_end(&end);
-    struct backend_write *w = malloc(1024 * sizeof *w);
-    struct buf keys;
-    buf_init(&keys);
-    int rc = 0;
-    if (!w)
-        abort();
-    for (;;) {
-        struct backend_iter *it;
-        char err[256];
-        if (svc->ops->iter_open(svc->st, start.data, start.len, end.data, end.len, &it, err,
-                                sizeof err) != BACKEND_OK) {
-            log_error("delete table: %s", err);
-            rc = -1;
-            break;
-        }
-        size_t n = 0, offs[1024], lens[1024];
-        const void *k, *v;
-        size_t kl, vl;
-        buf_reset(&keys);
-        while (n < 1024 && svc->ops->iter_next(it, &k, &kl, &v, &vl) == 1) {
-            offs[n] = keys.len;
-            lens[n] = kl;
-            buf_append(&keys, k, kl);
-            n++;
-        }
-        svc->ops->iter_close(it);
-        if (n == 0)
-            break;
-        for (size_t i = 0; i < n; i++)
-            w[i] = (struct backend_write){BACKEND_DELETE, keys.data + offs[i], lens[i], NULL, 0};
-        if (service_apply(svc, w, n) != 0) {
-            rc = -1;
-            break;
-        }
-    }
-    free(w);
-    buf_free(&keys);
-    buf_free(&start);
-    buf_free(&end);
-    return rc;
-}
-
+/* Deletes the table row and, in the same atomic apply(), records that the
+ * table's entities are to be purged; the entities (unreachable from now
+ * on: a re-created table gets a new id) are removed in the background, so
+ * the answer takes the same time for a table of any size
+ * (protocol/purge.h). */
 void op_delete_table(struct req_ctx *c)
 {
     struct service *svc = c->svc;
@@ -200,18 +155,25 @@ void op_delete_table(struct req_ctx *c)
         return;
     }
     uint64_t id = t->id;
+    struct buf rkey, rval;
+    buf_init(&rkey);
+    buf_init(&rval);
+    purge_record(&rkey, &rval, id);
     buf_reset(&svc->key);
     keys_table(&svc->key, c->account->name, c->table, c->table_len);
-    struct backend_write w = {BACKEND_DELETE, svc->key.data, svc->key.len, NULL, 0};
-    if (service_apply(svc, &w, 1) != 0) {
+    struct backend_write w[2] = {
+        {BACKEND_DELETE, svc->key.data, svc->key.len, NULL, 0},
+        {BACKEND_PUT, rkey.data, rkey.len, rval.data, rval.len},
+    };
+    int rc = service_apply(svc, w, 2);
+    buf_free(&rkey);
+    buf_free(&rval);
+    if (rc != 0) {
         reply_error(c, TERR_InternalError);
         return;
     }
     tables_remove(svc->tables, c->account->name, c->table, c->table_len);
-    /* The table is gone once its row is; entities keyed by its id are
-     * unreachable from now on and are removed here. */
-    if (delete_entities(svc, id) != 0)
-        log_warn("entities of deleted table %llu not fully removed", (unsigned long long)id);
+    service_purge_start(svc, id);
     c->resp->status = 204;
 }
 

@@ -21,6 +21,7 @@
 #include "protocol/filter.h"
 #include "protocol/keys.h"
 #include "protocol/multipart.h"
+#include "protocol/purge.h"
 #include "protocol/route.h"
 #include "protocol/version.h"
 
@@ -43,6 +44,19 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
         free(svc);
         return NULL;
     }
+    /* Purges a stop or crash interrupted go on; their ids stay taken. */
+    svc->purge = purge_new();
+    uint64_t purge_max;
+    if (purge_load(svc->purge, ops, st, &purge_max, err, errlen) != BACKEND_OK) {
+        purge_free(svc->purge);
+        tables_free(svc->tables);
+        free(svc);
+        return NULL;
+    }
+    tables_reserve_id(svc->tables, purge_max);
+    if (purge_pending(svc->purge))
+        log_info("%zu deleted table(s) still hold entities: removing them in the background",
+                 purge_pending(svc->purge));
     if (getrandom(svc->rng, sizeof svc->rng, 0) != sizeof svc->rng) {
         svc->rng[0] = (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ULL;
         svc->rng[1] = (uint64_t)(uintptr_t)svc;
@@ -65,6 +79,7 @@ void service_free(struct service *svc)
     if (!svc)
         return;
     tables_free(svc->tables);
+    purge_free(svc->purge);
     buf_free(&svc->key);
     buf_free(&svc->val);
     arena_free(svc->scratch);
@@ -85,6 +100,45 @@ static uint64_t mono_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* Milliseconds between probes of a store whose writes failed. */
+#define SERVICE_PROBE_MS 1000
+
+/* Asks core/ for a service_background() call soon. */
+static void service_wake(struct service *svc)
+{
+    if (svc->wake)
+        svc->wake(svc->wake_arg);
+}
+
+/* A write or sync failed: out of space or an I/O error puts the store in
+ * the failed state (logged once, shown on /healthz) until a write works
+ * again; service_background() probes it meanwhile. */
+static void store_failure(struct service *svc, int rc, const char *err)
+{
+    if (rc != BACKEND_FULL && rc != BACKEND_IOERR)
+        return;
+    svc->probe_us = mono_us() + SERVICE_PROBE_MS * 1000u;
+    if (svc->store_failed)
+        return;
+    svc->store_failed = 1;
+    svc->store_failed_us = mono_us();
+    log_error("the store refuses writes (%s): writes answer 500 and are retried every %d s",
+              rc == BACKEND_FULL ? "out of space" : err, SERVICE_PROBE_MS / 1000);
+    metrics_store_state(svc->metrics, 1, err && *err ? err : "write failed");
+    service_wake(svc);
+}
+
+/* Writes work again after a failure. */
+static void store_recovered(struct service *svc)
+{
+    svc->store_failed = 0;
+    log_warn("the store takes writes again (after %.1f s)",
+             (double)(mono_us() - svc->store_failed_us) / 1e6);
+    metrics_store_state(svc->metrics, 0, NULL);
+    if (purge_pending(svc->purge))
+        service_wake(svc);
+}
+
 int service_sync(struct service *svc)
 {
     char err[256] = "";
@@ -93,8 +147,10 @@ int service_sync(struct service *svc)
     int rc = svc->ops->sync(svc->st, err, sizeof err);
     if (svc->metrics)
         metrics_backend_sync(svc->metrics, mono_us() - t0);
-    if (rc != BACKEND_OK)
+    if (rc != BACKEND_OK) {
         log_error("backend sync failed: %s", err);
+        store_failure(svc, rc, err);
+    }
     return rc;
 }
 
@@ -145,8 +201,11 @@ int service_apply(struct service *svc, const struct backend_write *w, size_t n)
     }
     if (rc != BACKEND_OK) {
         log_error("backend apply failed: %s", err);
+        store_failure(svc, rc, err);
         return rc;
     }
+    if (svc->store_failed)
+        store_recovered(svc);
     if (svc->cfg->durability == DURABILITY_BATCH)
         svc->dirty = 1;
     return 0;
@@ -879,4 +938,71 @@ int service_attach(struct service *svc, struct throttle *t, struct fault_set *f,
         m->entities_known = 1;
     }
     return 0;
+}
+
+void service_set_wake(struct service *svc, void (*wake)(void *arg), void *arg)
+{
+    svc->wake = wake;
+    svc->wake_arg = arg;
+    metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
+    if (purge_pending(svc->purge) || svc->store_failed)
+        service_wake(svc);
+}
+
+void service_purge_start(struct service *svc, uint64_t id)
+{
+    purge_add(svc->purge, id, svc->metrics ? (int)svc->cur_account : -1);
+    metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
+    service_wake(svc);
+}
+
+/* One purge step; the entities it removed leave their account's gauge
+ * (entities of tables deleted before this start were never counted). */
+static int purge_once(struct service *svc)
+{
+    struct purge_progress pr;
+    char err[256] = "";
+    int rc = purge_step(svc->purge, svc->ops, svc->st, &pr, err, sizeof err);
+    if (rc != BACKEND_OK) {
+        if (!svc->purge_failing)
+            log_error("removing the entities of a deleted table failed (retrying): %s", err);
+        svc->purge_failing = 1;
+        store_failure(svc, rc, err);
+        return SERVICE_PROBE_MS;
+    }
+    if (svc->purge_failing)
+        log_info("removing the entities of deleted tables works again");
+    svc->purge_failing = 0;
+    if (svc->store_failed)
+        store_recovered(svc);
+    if (pr.account >= 0)
+        metrics_entities_add(svc->metrics, (unsigned)pr.account, -(int64_t)pr.removed);
+    metrics_purge(svc->metrics, purge_pending(svc->purge), pr.removed);
+    if (pr.finished)
+        log_info("deleted table %llu: all of its entities are removed",
+                 (unsigned long long)pr.id);
+    return purge_pending(svc->purge) ? 0 : -1;
+}
+
+int service_background(struct service *svc)
+{
+    if (svc->store_failed) {
+        uint64_t now = mono_us();
+        if (now < svc->probe_us)
+            return (int)((svc->probe_us - now + 999) / 1000);
+        char err[256] = "";
+        struct backend_write none = {BACKEND_PUT, "", 0, NULL, 0};  /* never read */
+        int rc = svc->ops->apply(svc->st, &none, 0, err, sizeof err);
+        if (rc != BACKEND_OK) {
+            svc->probe_us = now + SERVICE_PROBE_MS * 1000u;
+            return SERVICE_PROBE_MS;
+        }
+        /* A backend may take no writes yet answer the probe (flatfile
+           cannot tell a full disk): a pending purge step is the proof. */
+        if (!purge_pending(svc->purge))
+            store_recovered(svc);
+    }
+    if (!purge_pending(svc->purge))
+        return -1;
+    return purge_once(svc);
 }

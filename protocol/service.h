@@ -24,6 +24,18 @@ int service_dirty(const struct service *svc);
 /* Makes the writes durable (backend sync). 0 or a backend status. */
 int service_sync(struct service *svc);
 
+/* Background work, one bounded step per call: removing the entities of
+ * deleted tables (protocol/purge.h) and probing a store whose writes
+ * failed (an apply() of no writes, at most once a second) until they work.
+ * Returns the milliseconds after which to call again (0: at the next loop
+ * turn, after the sockets), or -1: nothing to do until the wake callback
+ * is called. */
+int service_background(struct service *svc);
+/* The callback by which the service asks core/ for a service_background()
+ * call soon (when a table is deleted, a write fails, ...); called at once
+ * when work is pending already (purges a restart resumes). */
+void service_set_wake(struct service *svc, void (*wake)(void *arg), void *arg);
+
 /* Fills resp with an error answer for a request core/ could not even parse
  * (limits, malformed HTTP): status + the service's error body. */
 void service_error(struct service *svc, struct request *req, struct response *resp, int terr);

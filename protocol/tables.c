@@ -177,6 +177,12 @@ uint64_t tables_next_id(struct table_cache *tc)
     return tc->next_id++;
 }
 
+void tables_reserve_id(struct table_cache *tc, uint64_t id)
+{
+    if (id >= tc->next_id)
+        tc->next_id = id + 1;
+}
+
 void tables_encode(const struct table_info *t, struct buf *out)
 {
     buf_put_u8(out, 1);

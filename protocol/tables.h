@@ -37,6 +37,9 @@ const struct table_info *tables_find(struct table_cache *tc, const char *account
                                      const char *name, size_t name_len);
 /* A fresh id for a new table. */
 uint64_t tables_next_id(struct table_cache *tc);
+/* Makes every later tables_next_id() greater than id (the id of a deleted
+ * table whose entities are still being purged, protocol/purge.h). */
+void tables_reserve_id(struct table_cache *tc, uint64_t id);
 /* Encodes the row value of t into out (appends). */
 void tables_encode(const struct table_info *t, struct buf *out);
 /* Decodes a row value; name/acl point into val. 0 or -1. */

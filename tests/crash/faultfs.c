@@ -11,10 +11,16 @@
  * crossing the limit is cut short first, as on a full disk), and when
  * fail_sync is set fdatasync/fsync of such files fail with EIO.
  *
+ * A small disk: with a free size set (faultfs_set_free, or FREE in the
+ * control file), statvfs() of a path under the prefix reports that many
+ * bytes free (and available) instead of the truth.
+ *
  * Control: faultfs_arm()/faultfs_disarm() in-process, or, when the
  * environment names a control file in FAULTFS_CTL, that file: absent means
- * disarmed, "PREFIX BUDGET FAIL_SYNC" arms (BUDGET -1: writes pass). It is
- * re-read whenever it changes. */
+ * disarmed, "PREFIX BUDGET FAIL_SYNC [FREE]" arms (BUDGET -1: writes pass;
+ * FREE absent or -1: statvfs tells the truth). It is re-read whenever it
+ * changes. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,18 +28,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 void faultfs_arm(const char *prefix, long long budget, int fail_sync);
 void faultfs_disarm(void);
+void faultfs_set_free(long long bytes);
 long long faultfs_failures(void);
 
 static char fault_prefix[PATH_MAX];
 static size_t fault_plen;
 static long long fault_budget = -1;     /* -1: writes pass */
 static int fault_sync;                  /* fail fdatasync/fsync */
+static long long fault_free = -1;       /* statvfs's free bytes; -1: the truth */
 static long long fault_count;           /* calls made to fail */
 static const char *fault_ctl;           /* FAULTFS_CTL, or NULL */
 static struct stat fault_ctl_sb;
@@ -51,6 +60,12 @@ void faultfs_disarm(void)
 {
     fault_budget = -1;
     fault_sync = 0;
+    fault_free = -1;
+}
+
+void faultfs_set_free(long long bytes)
+{
+    fault_free = bytes;
 }
 
 long long faultfs_failures(void)
@@ -93,10 +108,12 @@ static void fault_poll(void)
         return;
     buf[n] = 0;
     char prefix[PATH_MAX];
-    long long budget;
+    long long budget, free_bytes = -1;
     int fs;
-    if (sscanf(buf, "%4095s %lld %d", prefix, &budget, &fs) == 3)
+    if (sscanf(buf, "%4095s %lld %d %lld", prefix, &budget, &fs, &free_bytes) >= 3) {
         faultfs_arm(prefix, budget, fs);
+        faultfs_set_free(free_bytes);
+    }
 }
 
 /* 1 when fd is a file under the armed prefix. */
@@ -196,4 +213,51 @@ int fsync(int fd)
     if (fault_sync_fails(fd))
         return -1;
     return (int)syscall(SYS_fsync, fd);
+}
+
+/* 1 when path (resolved) lies under the armed prefix. */
+static int fault_path_match(const char *path)
+{
+    char real[PATH_MAX];
+    if (!fault_plen || !realpath(path, real))
+        return 0;
+    return strncmp(real, fault_prefix, fault_plen) == 0;
+}
+
+/* statvfs/statvfs64: the C library's answer, with the free space of a
+ * small disk when one is set for the path. */
+int statvfs(const char *path, struct statvfs *sb)
+{
+    static int (*next)(const char *, struct statvfs *);
+    if (!next)
+        next = (int (*)(const char *, struct statvfs *))dlsym(RTLD_NEXT, "statvfs");
+    if (!next) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int rc = next(path, sb);
+    fault_poll();
+    if (rc == 0 && fault_free >= 0 && fault_path_match(path) && sb->f_frsize) {
+        sb->f_bfree = (fsblkcnt_t)(fault_free / (long long)sb->f_frsize);
+        sb->f_bavail = sb->f_bfree;
+    }
+    return rc;
+}
+
+int statvfs64(const char *path, struct statvfs64 *sb)
+{
+    static int (*next)(const char *, struct statvfs64 *);
+    if (!next)
+        next = (int (*)(const char *, struct statvfs64 *))dlsym(RTLD_NEXT, "statvfs64");
+    if (!next) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int rc = next(path, sb);
+    fault_poll();
+    if (rc == 0 && fault_free >= 0 && fault_path_match(path) && sb->f_frsize) {
+        sb->f_bfree = (fsblkcnt64_t)(fault_free / (long long)sb->f_frsize);
+        sb->f_bavail = sb->f_bfree;
+    }
+    return rc;
 }

@@ -67,5 +67,7 @@ int kill_writer_main(int argc, char **argv);
 void faultfs_arm(const char *prefix, long long budget, int fail_sync);
 void faultfs_disarm(void);
 long long faultfs_failures(void);
+/* statvfs() under the prefix reports bytes free (-1: the truth). */
+void faultfs_set_free(long long bytes);
 
 #endif

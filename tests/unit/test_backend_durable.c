@@ -376,6 +376,48 @@ static void test_diskfull(enum backend_durability d, const char *mode)
     BT_CHECK(faultfs_failures() > 0, "disk full: the injected faults were hit");
 }
 
+/* ---- leveldb: writes come back on a small disk ---- */
+
+/* After a full disk, with only 8 MiB free (far below write-buffer-size +
+ * max-file-size), the reopen is made and writes work; while nothing is
+ * free, the probe (an apply() of no writes) answers BACKEND_FULL and the
+ * open database keeps answering reads. */
+static void test_ldb_small_disk(void)
+{
+    char dir[4200], err[512] = "";
+    section_dir(dir, sizeof(dir), "smalldisk");
+    struct backend_store *st = store_open("smalldisk", BACKEND_DURABLE_SYNC);
+    if (!st) {
+        BT_CHECK(0, "small disk: open");
+        return;
+    }
+    BT_EQ_INT(diskfull_batch(st, "before-", 8, NULL, 0), BACKEND_OK, "small disk: a batch");
+    faultfs_arm(dir, 0, 0);
+    faultfs_set_free(0);
+    BT_EQ_INT(diskfull_batch(st, "full-", 4, NULL, 0), BACKEND_FULL,
+              "small disk: a write into the full disk fails with BACKEND_FULL");
+    struct backend_write none = {BACKEND_PUT, "", 0, NULL, 0};
+    BT_EQ_INT(ops->apply(st, &none, 0, err, sizeof(err)), BACKEND_FULL,
+              "small disk: while nothing is free, an apply() of no writes answers BACKEND_FULL");
+    printf("# %s\n", err);
+    BT_EQ_INT(diskfull_present(st, "before-", 8), 8,
+              "small disk: ... and the open database still answers reads");
+    faultfs_arm(dir, -1, 0);
+    faultfs_set_free(8 << 20);
+    err[0] = 0;
+    int rc = ops->apply(st, &none, 0, err, sizeof(err));
+    BT_EQ_INT(rc, BACKEND_OK, "small disk: with 8 MiB free, an apply() of no writes reopens");
+    if (rc)
+        printf("# %s\n", err);
+    BT_EQ_INT(diskfull_batch(st, "after-", 8, NULL, 0), BACKEND_OK,
+              "small disk: with 8 MiB free, writes work again");
+    faultfs_disarm();
+    BT_CHECK(diskfull_present(st, "before-", 8) == 8 && diskfull_present(st, "after-", 8) == 8 &&
+                 diskfull_present(st, "full-", 4) == 0,
+             "small disk: the acknowledged batches are there, the failed one is not");
+    ops->close(st);
+}
+
 /* ---- flatfile: recovery and compaction ---- */
 
 /* Reads a whole file; NULL when missing. */
@@ -702,6 +744,8 @@ void test_durable_all(void)
     test_kill(BACKEND_DURABLE_BATCH, "batch", 4);
     test_diskfull(BACKEND_DURABLE_SYNC, "sync");
     test_diskfull(BACKEND_DURABLE_BATCH, "batch");
+    if (ops == &backend_leveldb_ops)
+        test_ldb_small_disk();
     if (ops == &backend_flatfile_ops) {
         test_ff_tail(TAIL_HALF_RECORD, "half a record");
         test_ff_tail(TAIL_GARBAGE, "garbage");

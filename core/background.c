@@ -1,0 +1,60 @@
+/* background.c - the Table service's background work on the event loop
+ * (see background.h). */
+#include "core/background.h"
+
+#include <stdlib.h>
+
+#include <event2/event.h>
+
+#include "protocol/service.h"
+
+struct background {
+    struct event *ev;
+    struct service *svc;
+};
+
+/* (Re)arms the timer to fire after ms milliseconds (0: next loop turn). */
+static void bg_arm(struct background *bg, int ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(bg->ev, &tv);
+}
+
+/* One step of background work, then the timer as the service asks. */
+static void bg_run(evutil_socket_t fd, short what, void *arg)
+{
+    struct background *bg = arg;
+    (void)fd;
+    (void)what;
+    int ms = service_background(bg->svc);
+    if (ms >= 0)
+        bg_arm(bg, ms);
+}
+
+/* The service has new work: run a step at the next loop turn. */
+static void bg_wake(void *arg)
+{
+    bg_arm(arg, 0);
+}
+
+struct background *background_new(struct event_base *base, struct service *svc)
+{
+    struct background *bg = calloc(1, sizeof *bg);
+    if (!bg)
+        abort();
+    bg->svc = svc;
+    bg->ev = evtimer_new(base, bg_run, bg);
+    if (!bg->ev)
+        abort();
+    service_set_wake(svc, bg_wake, bg);
+    return bg;
+}
+
+void background_free(struct background *bg)
+{
+    if (!bg)
+        return;
+    service_set_wake(bg->svc, NULL, NULL);
+    event_free(bg->ev);
+    free(bg);
+}

@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""test_disk_full_recovery.py - writes come back after a full disk, on a
+small disk, without a restart (issue 13, point 4); /healthz says so.
+
+tabled runs with tests/crash/libfaultfs.so preloaded: writes under the data
+directory fail with ENOSPC when told to, and statvfs() reports the free
+space the test sets (a small disk). On leveldb, in --durability batch and
+sync:
+
+  full        an insert into the full disk answers 500; /healthz answers
+              503 "read-only: ..." and tabled_store_writable is 0; reads
+              keep working; while statvfs shows nothing free, the store is
+              not reopened (reads still work seconds later)
+  small disk  the disk gets 8 MiB free, far less than the old reopen
+              threshold (write-buffer-size + max-file-size + 4 MiB, 100 MiB
+              by default): without any client write, /healthz comes back
+              to 200 (the server probes the store on a backoff), inserts
+              work, the log says when writes failed and when they came back
+  restart     every acknowledged write is there, the failed one is not
+
+and on flatfile (batch), which takes every write afresh: after a failed
+write the server's probe finds it taking writes, /healthz is 200 again.
+
+TABLED names the binary, TOP_BUILDDIR the build tree (for the shim).
+"""
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, HERE)
+import bigtable  # noqa: E402
+import tabled_harness as h  # noqa: E402
+import tload  # noqa: E402
+from test_delete_table import admin_port, arm, healthz, shim_path  # noqa: E402
+
+ACCT = tload.ACCOUNT
+JSON_CT = [("Content-Type", "application/json"), ("Prefer", "return-no-content")]
+SMALL_FREE = 8 << 20
+
+
+def start(backend, mode, data, env=None):
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        srv = h.Server(["--data", data, "--durability", mode, "--auth", "off",
+                        "--admin-port", "0"], backend=backend, ready_timeout=30).start()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    srv.admin = admin_port(srv)
+    return srv
+
+
+def insert(c, rk):
+    st, _, b = c.request("POST", "/%s/recover" % ACCT,
+                         '{"PartitionKey":"p","RowKey":"%s","V":1}' % rk, JSON_CT)
+    return st
+
+
+def get(c, rk):
+    return c.request("GET", "/%s/recover(PartitionKey='p',RowKey='%s')" % (ACCT, rk))[0]
+
+
+def wait_health(srv, status, timeout):
+    """Polls /healthz until it answers status; returns (status, body)."""
+    end = time.monotonic() + timeout
+    hs = healthz(srv)
+    while hs[0] != status and time.monotonic() < end:
+        time.sleep(0.05)
+        hs = healthz(srv)
+    return hs
+
+
+def test_recovery(tap, backend, mode, shim, tmp):
+    label = "%s/%s" % (backend, mode)
+    data = os.path.join(tmp, "data-%s-%s" % (backend, mode))
+    ctl = os.path.join(tmp, "ctl-%s-%s" % (backend, mode))
+    env = {"LD_PRELOAD": shim, "FAULTFS_CTL": ctl,
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "detect_leaks=1") +
+           ":verify_asan_link_order=0"}
+    srv = start(backend, mode, data, env)
+    c = tload.Client(srv.host, srv.port)
+    tload.create_table(c, "recover")
+    tap.ok(all(insert(c, "before%d" % i) == 204 for i in range(5)),
+           "%s: five inserts before the disk fills" % label)
+    tap.eq(healthz(srv), (200, b"ok\n"), "%s: /healthz answers 200 ok" % label)
+
+    arm(ctl, data, 0, 0, 0)
+    tap.eq(insert(c, "full1"), 500, "%s: an insert into the full disk answers 500" % label)
+    tap.eq(get(c, "before0"), 200, "%s: reads work while the disk is full" % label)
+    if backend == "leveldb":
+        # (flatfile takes every write afresh: its probe cannot tell a full
+        # disk, so its 503 lasts until the next probe, a second at most)
+        hs = wait_health(srv, 503, 5)
+        tap.ok(hs[0] == 503 and hs[1].startswith(b"read-only"),
+               "%s: /healthz answers 503 read-only" % label, hs)
+        tap.eq(bigtable.metric(srv.host, srv.admin, "tabled_store_writable"), 0,
+               "%s: tabled_store_writable is 0" % label)
+        time.sleep(2.5)     # a few probes: none may close the database
+        tap.ok(healthz(srv)[0] == 503 and get(c, "before1") == 200,
+               "%s: with nothing free the store is not reopened: still 503, reads still work"
+               % label)
+
+    arm(ctl, data, -1, 0, SMALL_FREE)
+    hs = wait_health(srv, 200, 20)
+    tap.eq(hs, (200, b"ok\n"), "%s: with %d MiB free, without any client write, /healthz is "
+           "back to 200" % (label, SMALL_FREE >> 20))
+    tap.eq(bigtable.metric(srv.host, srv.admin, "tabled_store_writable"), 1,
+           "%s: tabled_store_writable is 1" % label)
+    tap.eq(insert(c, "after1"), 204, "%s: inserts work again" % label)
+    tap.eq((get(c, "after1"), get(c, "full1")), (200, 404),
+           "%s: the new entity is there, the failed one is not" % label)
+    c.close()
+    err = srv.stderr_text()
+    tap.ok(re.search(r"refuses writes", err) and re.search(r"takes writes again", err),
+           "%s: the log says when writes failed and when they came back" % label, err[-2000:])
+    srv.stop_and_check(tap)
+
+    srv = start(backend, mode, data)
+    c = tload.Client(srv.host, srv.port)
+    got = [get(c, rk) for rk in ["before%d" % i for i in range(5)] + ["after1", "full1"]]
+    tap.eq(got, [200] * 6 + [404], "%s: after a restart the acknowledged writes are there, "
+           "the failed one is not" % label)
+    c.close()
+    srv.stop_and_check(tap)
+
+
+def main():
+    tap = h.Tap()
+    watchdog = h.watchdog(600, tap=tap)
+    shim = shim_path()
+    tmp = tempfile.mkdtemp(prefix="tabled-diskfull-")
+    try:
+        if not shim:
+            tap.ok(False, "tests/crash/libfaultfs.so is built (make check builds it)")
+        else:
+            for backend, mode in (("leveldb", "batch"), ("leveldb", "sync"),
+                                  ("flatfile", "batch")):
+                tap.run(test_recovery, tap, backend, mode, shim, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        watchdog.cancel()
+    return tap.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
