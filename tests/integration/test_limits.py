@@ -82,6 +82,18 @@ def is_closed(sock, wait=0.0):
         return True
 
 
+def socket_fds(pid):
+    """How many sockets process pid has open."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:"):
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
 def big_table(http, name, count, size):
     """A table of count entities of about size bytes each (strings of
     30,000 characters, under the 64 KiB property limit), inserted by
@@ -99,7 +111,8 @@ def big_table(http, name, count, size):
 
 
 def test_backpressure(tap):
-    srv = h.Server(args=["--max-conn-output-bytes", "1M", "--max-total-output-bytes", "64M"])
+    srv = h.Server(args=["--max-conn-output-bytes", "1M", "--max-total-output-bytes", "64M",
+                         "--idle-timeout-ms", "8000"])
     srv.start()
     try:
         http = h.Http(srv)
@@ -152,6 +165,15 @@ def test_backpressure(tap):
         except Exception as e:  # noqa: BLE001
             statuses.append(repr(e))
         tap.eq(statuses, [200, 200, 200], "a stalled client that reads gets all three replies")
+        # The others make no progress: closed after the idle timeout (8 s),
+        # which the server's open sockets show (the clients read nothing).
+        open_then = socket_fds(pid)
+        deadline = time.monotonic() + 15
+        while socket_fds(pid) > open_then - len(clients) and time.monotonic() < deadline:
+            time.sleep(0.25)
+        tap.ok(socket_fds(pid) <= open_then - len(clients),
+               "clients that never read are closed after the idle timeout",
+               "server sockets: %d before, %d now" % (open_then, socket_fds(pid)))
         for s in clients:
             s.close()
         tap.ok(h.Http(srv).get("/Tables").status == 200, "server answers after the clients left")
