@@ -24,7 +24,17 @@
  * until a per-connection timer releases it, so the loop never waits; an
  * answer with reset is dropped and the socket closed with SO_LINGER 0,
  * which sends an RST. Connections of the admin listener run the same code
- * and are answered by admin_handle() instead of the service. */
+ * and are answered by admin_handle() instead of the service.
+ *
+ * Limits (all from struct config): a connection whose unsent output is
+ * above max_conn_output_bytes, or that owes output while the process holds
+ * more than max_total_output_bytes, starts no further request until its
+ * output has drained (conn_output_blocked); near that process limit query
+ * pages are kept short (struct request's reply_budget). A request head
+ * must arrive within the header timeout (from accept for the first one),
+ * the whole request within the request timeout. srv->conns is kept in
+ * order of last activity, so at the connection cap the idlest connection
+ * is closed for a newcomer (conn_evict_idlest). */
 #include "core/conn.h"
 
 #include <arpa/inet.h>
