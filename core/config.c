@@ -56,10 +56,13 @@ void config_defaults(struct config *cfg)
     strcpy(cfg->host_suffix, "localhost");
     cfg->auth = 1;
     cfg->max_header_bytes = 64 * 1024;
-    cfg->max_body_bytes = 4 * 1024 * 1024 + 64 * 1024;
+    cfg->max_body_bytes = 4 * 1024 * 1024;
     cfg->header_timeout_ms = 30000;
     cfg->idle_timeout_ms = 120000;
+    cfg->request_timeout_ms = 120000;
     cfg->max_connections = 10000;
+    cfg->max_conn_output_bytes = 1024 * 1024;
+    cfg->max_total_output_bytes = 64 * 1024 * 1024;
     cfg->scan_budget = 0;
     cfg->scan_budget_ms = 5000;
     cfg->tls_port = 0;
@@ -693,7 +696,9 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
         cfg->fault_seed = (unsigned long long)n;
         return 0;
     }
-    if (strcmp(name, "max-body-bytes") == 0 || strcmp(name, "max-header-bytes") == 0) {
+    if (strcmp(name, "max-body-bytes") == 0 || strcmp(name, "max-header-bytes") == 0 ||
+        strcmp(name, "max-conn-output-bytes") == 0 ||
+        strcmp(name, "max-total-output-bytes") == 0) {
         if (parse_size(v, &sz) < 0) {
             set_err(err, errlen, "--%s expects a byte count > 0 (K/M/G suffix allowed), got '%s'",
                     name, v);
@@ -701,12 +706,16 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
         }
         if (strcmp(name, "max-body-bytes") == 0)
             cfg->max_body_bytes = sz;
-        else
+        else if (strcmp(name, "max-header-bytes") == 0)
             cfg->max_header_bytes = sz;
+        else if (strcmp(name, "max-conn-output-bytes") == 0)
+            cfg->max_conn_output_bytes = sz;
+        else
+            cfg->max_total_output_bytes = sz;
         return 0;
     }
     if (strcmp(name, "header-timeout-ms") == 0 || strcmp(name, "idle-timeout-ms") == 0 ||
-        strcmp(name, "max-connections") == 0) {
+        strcmp(name, "request-timeout-ms") == 0 || strcmp(name, "max-connections") == 0) {
         if (parse_long(v, 1, 1000000000, &n) < 0) {
             set_err(err, errlen, "--%s expects a number > 0, got '%s'", name, v);
             return -1;
@@ -715,6 +724,8 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
             cfg->header_timeout_ms = (int)n;
         else if (name[0] == 'i')
             cfg->idle_timeout_ms = (int)n;
+        else if (name[0] == 'r')
+            cfg->request_timeout_ms = (int)n;
         else
             cfg->max_connections = (int)n;
         return 0;
@@ -983,11 +994,17 @@ static const char usage_text[] =
     "  --tls-key FILE          PEM private key for HTTPS\n"
     "  --scan-budget N         entities examined per query page, 0 = unlimited\n"
     "  --scan-budget-ms N      time cut per query page in ms (default 5000)\n"
-    "  --max-body-bytes N      largest request body (default 4M+64K)\n"
+    "  --max-body-bytes N      largest request body (default 4M)\n"
     "  --max-header-bytes N    largest request head (default 64K)\n"
     "  --header-timeout-ms N   time allowed for a request head (default 30000)\n"
-    "  --idle-timeout-ms N     keep-alive idle close (default 120000)\n"
-    "  --max-connections N     concurrent connections (default 10000)\n"
+    "  --request-timeout-ms N  time allowed for a whole request (default 120000)\n"
+    "  --idle-timeout-ms N     keep-alive idle close, and stalled output (default 120000)\n"
+    "  --max-connections N     concurrent connections; at the cap the idlest one is\n"
+    "                          closed for a newcomer (default 10000)\n"
+    "  --max-conn-output-bytes N   unsent output that holds a connection's next\n"
+    "                          request (default 1M)\n"
+    "  --max-total-output-bytes N  unsent output of the whole process above which\n"
+    "                          connections owing output wait (default 64M)\n"
     "  --throttle[=on|off]     token buckets: 503 ServerBusy above the service's targets\n"
     "  --throttle-partition-rate R, --throttle-partition-burst B\n"
     "                          entities/s and bucket size per partition (default 2000)\n"

@@ -57,10 +57,15 @@ struct config {
 
     /* limits checked by core/ as bytes arrive */
     size_t max_header_bytes;   /* default 64 KiB (whole header block) */
-    size_t max_body_bytes;     /* default 4 MiB + 64 KiB slack */
+    size_t max_body_bytes;     /* default 4 MiB (the service's limit) */
     int header_timeout_ms;     /* default 30000: request head must arrive in this */
     int idle_timeout_ms;       /* default 120000: keep-alive idle close */
-    int max_connections;       /* default 10000 */
+    int request_timeout_ms;    /* default 120000: whole request (head + body) */
+    int max_connections;       /* default 10000; at the cap the idlest is closed */
+    size_t max_conn_output_bytes;  /* default 1 MiB: unsent output that stops a
+                                      connection's next request */
+    size_t max_total_output_bytes; /* default 64 MiB: unsent output of the process
+                                      above which connections owing output wait */
 
     /* queries */
     int scan_budget;           /* max entities examined per page; 0 = unlimited */

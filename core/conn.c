@@ -24,7 +24,17 @@
  * until a per-connection timer releases it, so the loop never waits; an
  * answer with reset is dropped and the socket closed with SO_LINGER 0,
  * which sends an RST. Connections of the admin listener run the same code
- * and are answered by admin_handle() instead of the service. */
+ * and are answered by admin_handle() instead of the service.
+ *
+ * Limits (all from struct config): a connection whose unsent output is
+ * above max_conn_output_bytes, or that owes output while the process holds
+ * more than max_total_output_bytes, starts no further request until its
+ * output has drained (conn_output_blocked); near that process limit query
+ * pages are kept short (struct request's reply_budget). A request head
+ * must arrive within the header timeout (from accept for the first one),
+ * the whole request within the request timeout. srv->conns is kept in
+ * order of last activity, so at the connection cap the idlest connection
+ * is closed for a newcomer (conn_evict_idlest). */
 #include "core/conn.h"
 
 #include <arpa/inet.h>
@@ -52,11 +62,18 @@
 #include "protocol/service.h"
 
 #define CONN_ARENA_CHUNK (16 * 1024)
-/* Stop parsing pipelined requests while this much output is unsent. */
-#define CONN_OUTPUT_HIGH (1024 * 1024)
+/* Smallest reply budget (struct request) while the process is over its
+ * output limit: query pages of about this size, with a continuation. */
+#define CONN_REPLY_FLOOR (64 * 1024)
 /* Bodies at least this large are handed to the evbuffer, not copied (the
  * response then gets a new buffer of the same size for the next reply). */
 #define CONN_BODY_STEAL (16 * 1024)
+/* ... up to this size. A larger body (a query page of up to 4 MiB) is
+ * copied in pieces of CONN_BODY_PIECE bytes, each freed once written: a
+ * body handed over whole would stay in memory until its last byte is
+ * written, while only its unsent part counts against the output limits. */
+#define CONN_BODY_STEAL_MAX (256 * 1024)
+#define CONN_BODY_PIECE (256 * 1024 - 512)  /* a chain with its header in 256 KiB */
 /* Largest body buffer reserved up front from an announced Content-Length
  * (a client announcing 4 MiB and sending nothing should not cost 4 MiB). */
 #define CONN_RESERVE_MAX (1024 * 1024)
@@ -106,6 +123,11 @@ struct conn {
     unsigned broken : 1;        /* write failed: free at the next chance */
     unsigned delaying : 1;      /* an injected delay holds c->pending */
     unsigned reset : 1;         /* injected reset: RST at the next chance */
+    unsigned served : 1;        /* a request has been answered */
+    unsigned deadline : 1;      /* the timer is the whole-request deadline */
+
+    size_t out_held;            /* bytes in out/pending, counted in srv->out_total */
+    struct evbuffer_cb_entry *out_cbe, *pending_cbe;  /* conn_out_cb on those */
 
     struct evbuffer *pending;   /* replies held for the group commit or a delay */
     struct event *timer;        /* header, idle and linger deadlines */
@@ -113,6 +135,7 @@ struct conn {
 };
 
 static void request_release(struct conn *c, int close);
+static void conn_reading(struct conn *c, int on);
 static void conn_pump(struct conn *c);
 static void conn_settle(struct conn *c);
 
@@ -129,12 +152,37 @@ static uint64_t now_us(void)
  * such stale expiries because the timer is pending again.) */
 static void conn_arm(struct conn *c, const struct timeval *tv)
 {
+    c->deadline = 0;
     evtimer_add(c->timer, tv);
 }
 
 static void conn_arm_idle(struct conn *c)
 {
     conn_arm(c, c->srv->idle_tv);
+}
+
+/* Microseconds left until the whole-request deadline of the request being
+ * received (0 once it has passed). */
+static uint64_t request_left_us(const struct conn *c)
+{
+    uint64_t deadline = c->req.start_us + (uint64_t)c->srv->request_timeout_ms * 1000u;
+    uint64_t now = now_us();
+    return deadline > now ? deadline - now : 0;
+}
+
+/* Inside a request body: the next bytes must come within the idle timeout,
+ * and the whole request within the request timeout of its first byte (a
+ * body trickled a byte at a time is cut there). */
+static void conn_arm_body(struct conn *c)
+{
+    uint64_t left = request_left_us(c);
+    if (left >= (uint64_t)c->srv->cfg->idle_timeout_ms * 1000u) {
+        conn_arm_idle(c);
+        return;
+    }
+    struct timeval tv = {(time_t)(left / 1000000u), (suseconds_t)(left % 1000000u)};
+    evtimer_add(c->timer, &tv);
+    c->deadline = 1;
 }
 
 /* ---- I/O helpers shared by the plain and TLS paths ---- */
@@ -147,6 +195,84 @@ static struct evbuffer *conn_input(struct conn *c)
 static struct evbuffer *conn_output(struct conn *c)
 {
     return c->bev ? bufferevent_get_output(c->bev) : c->out;
+}
+
+/* Keeps srv->out_total (and c's share of it) equal to the bytes queued in
+ * c's output and held-reply buffers, whoever adds or drains them. */
+static void conn_out_cb(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct conn *c = arg;
+    (void)b;
+    c->out_held += info->n_added;
+    c->out_held -= info->n_deleted;
+    c->srv->out_total += info->n_added;
+    c->srv->out_total -= info->n_deleted;
+}
+
+/* Counts buffer b in the output totals (see conn_out_cb). */
+static struct evbuffer_cb_entry *conn_count_output(struct conn *c, struct evbuffer *b)
+{
+    struct evbuffer_cb_entry *e = evbuffer_add_cb(b, conn_out_cb, c);
+    if (!e)
+        abort();
+    return e;
+}
+
+/* Whether c must not start its next request yet: its unsent output is above
+ * the per-connection limit, or the process holds more unsent output than
+ * its limit and c owes some of it. A reply already built may exceed the
+ * limits once; parsing resumes when c's output has drained (conn_pump), so
+ * a client that pipelines and never reads holds at most one reply, and a
+ * client with nothing owed is always answered. */
+static int conn_output_blocked(struct conn *c)
+{
+    const struct config *cfg = c->srv->cfg;
+    size_t mine = evbuffer_get_length(conn_output(c));
+    return mine > cfg->max_conn_output_bytes ||
+           (mine > 0 && c->srv->out_total > cfg->max_total_output_bytes);
+}
+
+/* Stops parsing and reading until c's output has drained. */
+static void conn_pause_output(struct conn *c)
+{
+    c->wpaused = 1;
+    conn_reading(c, 0);
+}
+
+/* Puts c at the head of srv->conns (most recently active first). */
+static void conn_link_front(struct conn *c)
+{
+    struct server *srv = c->srv;
+    c->prev = NULL;
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    else
+        srv->conns_tail = c;
+    srv->conns = c;
+}
+
+static void conn_unlink(struct conn *c)
+{
+    struct server *srv = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        srv->conns_tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+/* Bytes moved on c: it is now the most recently active connection. */
+static void conn_touch(struct conn *c)
+{
+    if (c->srv->conns == c)
+        return;
+    conn_unlink(c);
+    conn_link_front(c);
 }
 
 /* Turns reading on or off (no system call when nothing changes). */
@@ -193,7 +319,8 @@ static int on_message_begin(llhttp_t *p)
     c->headers_done = 0;
     c->body_direct = 0;
     c->req.start_us = now_us();
-    if (c->srv->header_tv)
+    /* (A first request keeps the header deadline armed at accept.) */
+    if (c->srv->header_tv && c->served)
         conn_arm(c, c->srv->header_tv);
     return 0;
 }
@@ -404,7 +531,7 @@ static int on_headers_complete(llhttp_t *p)
     int has_len = (p->flags & F_CONTENT_LENGTH) != 0;
     int chunked = (p->flags & F_CHUNKED) != 0;
     if (has_len && p->content_length > cfg->max_body_bytes) {
-        c->fail_terr = TERR_ContentLengthExceeded;
+        c->fail_terr = TERR_RequestBodyTooLargeLimit;
         return -1;
     }
     if ((chunked || (has_len && p->content_length > 0)) &&
@@ -417,7 +544,7 @@ static int on_headers_complete(llhttp_t *p)
         buf_reserve(&c->body, p->content_length < CONN_RESERVE_MAX ? (size_t)p->content_length
                                                                     : CONN_RESERVE_MAX);
     if (chunked || (has_len && p->content_length > 0))
-        conn_arm_idle(c);  /* body progress deadline */
+        conn_arm_body(c);  /* body progress and whole-request deadlines */
     c->body_direct = has_len && !chunked && p->content_length > 0;
     return 0;
 }
@@ -426,7 +553,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
 {
     struct conn *c = p->data;
     if (c->body.len + len > c->srv->cfg->max_body_bytes) {
-        c->fail_terr = TERR_ContentLengthExceeded;
+        c->fail_terr = TERR_RequestBodyTooLargeLimit;
         return -1;
     }
     if (c->body.data && at == c->body.data + c->body.len) {
@@ -458,8 +585,12 @@ static struct evbuffer *reply_buffer(struct conn *c)
     struct server *srv = c->srv;
     int hold = srv->sync_pending || service_dirty(srv->svc);
     if (hold || c->delaying) {
-        if (!c->pending)
+        if (!c->pending) {
             c->pending = evbuffer_new();
+            if (!c->pending)
+                abort();
+            c->pending_cbe = conn_count_output(c, c->pending);
+        }
         if (hold && !c->held) {
             c->held = 1;
             c->held_next = srv->held;
@@ -551,7 +682,11 @@ static void conn_respond(struct conn *c, int close)
     size_t sent = 0;
     evbuffer_add(out, h->data, h->len);
     if (!resp->no_body && blen) {
-        if (blen >= CONN_BODY_STEAL) {
+        if (blen > CONN_BODY_STEAL_MAX) {
+            for (size_t off = 0; off < blen; off += CONN_BODY_PIECE)
+                evbuffer_add(out, resp->body.data + off,
+                             blen - off < CONN_BODY_PIECE ? blen - off : CONN_BODY_PIECE);
+        } else if (blen >= CONN_BODY_STEAL) {
             char *data = resp->body.data;
             if (evbuffer_add_reference(out, data, blen, free_cleanup, data) == 0) {
                 buf_init(&resp->body);
@@ -671,9 +806,23 @@ static void conn_fail(struct conn *c, int terr)
     c->req.body = NULL;
     c->req.body_len = 0;
     c->in_msg = 0;
+    c->body_direct = 0;
     response_begin(c);
     service_error(c->srv->svc, &c->req, &c->resp, terr);
     conn_respond(c, 1);
+}
+
+/* How large a reply should be at most now (0 = no preference): what is
+ * left of the process's output limit, never below CONN_REPLY_FLOOR. Without
+ * it, every new client that asks for a 4 MiB page and never reads would
+ * hold 4 MiB, however many of them there are. */
+static size_t reply_budget(const struct server *srv)
+{
+    size_t cap = srv->cfg->max_total_output_bytes;
+    size_t left = srv->out_total < cap ? cap - srv->out_total : 0;
+    if (left >= (size_t)8 << 20)
+        return 0;
+    return left > CONN_REPLY_FLOOR ? left : CONN_REPLY_FLOOR;
 }
 
 /* A whole request has arrived: run it and queue the reply. Pauses the
@@ -684,11 +833,13 @@ static int on_message_complete(llhttp_t *p)
     struct server *srv = c->srv;
     c->in_msg = 0;
     c->body_direct = 0;
+    c->served = 1;
     if (c->body.len) {
         c->req.body = c->body.data;
         c->req.body_len = c->body.len;
     }
     response_begin(c);
+    c->req.reply_budget = reply_budget(srv);
     if (c->req.method == HTTP_M_HEAD)
         c->resp.no_body = 1;
     if (c->admin)
@@ -711,9 +862,8 @@ static int on_message_complete(llhttp_t *p)
     if (c->closing)
         return HPE_PAUSED;
     conn_arm_idle(c);
-    if (evbuffer_get_length(conn_output(c)) > CONN_OUTPUT_HIGH) {
-        c->wpaused = 1;
-        conn_reading(c, 0);
+    if (conn_output_blocked(c)) {
+        conn_pause_output(c);
         return HPE_PAUSED;
     }
     return 0;
@@ -743,6 +893,10 @@ static size_t conn_feed(struct conn *c, const char *data, size_t len)
 {
     if (c->closing || c->wpaused || c->delaying)
         return 0;
+    if (!c->in_msg && conn_output_blocked(c)) {
+        conn_pause_output(c);  /* the next request waits for our output */
+        return 0;
+    }
     enum llhttp_errno e = llhttp_execute(&c->parser, data, len);
     if (e == HPE_OK)
         return len;
@@ -792,10 +946,13 @@ static void conn_flush(struct conn *c)
 {
     if (c->bev || c->broken)
         return;
+    int progress = 0;
     while (evbuffer_get_length(c->out) > 0) {
         int n = evbuffer_write(c->out, c->fd);
-        if (n > 0)
+        if (n > 0) {
+            progress = 1;
             continue;
+        }
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -804,10 +961,14 @@ static void conn_flush(struct conn *c)
         }
         break;
     }
-    if (evbuffer_get_length(c->out) > 0)
-        event_add(c->wev, c->srv->idle_tv);
-    else
+    if (progress)
+        conn_touch(c);
+    /* The write deadline runs from the last progress: a client that reads
+     * nothing for the idle timeout is closed (plain_write_cb). */
+    if (evbuffer_get_length(c->out) == 0)
         event_del(c->wev);
+    else if (progress || !event_pending(c->wev, EV_WRITE, NULL))
+        event_add(c->wev, c->srv->idle_tv);
 }
 
 /* Parses and writes until neither makes progress; resumes parsing paused
@@ -825,7 +986,7 @@ static void conn_pump(struct conn *c)
             conn_reading(c, 1);
     }
     if (c->in_msg && c->headers_done)
-        conn_arm_idle(c);  /* body still coming */
+        conn_arm_body(c);  /* body still coming */
 }
 
 /* ---- closing ---- */
@@ -841,13 +1002,13 @@ void conn_free(struct conn *c)
             }
         }
     }
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    conn_unlink(c);
     srv->nconns--;
+    /* (A bufferevent may outlive this call: no callback may reach c.) */
+    evbuffer_remove_cb_entry(conn_output(c), c->out_cbe);
+    if (c->pending)
+        evbuffer_remove_cb_entry(c->pending, c->pending_cbe);
+    srv->out_total -= c->out_held;
     if (!c->admin)
         metrics_connection(srv->metrics, 0);
     event_free(c->timer);
@@ -972,6 +1133,7 @@ static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
         conn_on_eof(c);
         return;
     }
+    conn_touch(c);
     if (c->lingering || c->closing)
         return;  /* discarded */
     const char *data = dst;
@@ -1017,6 +1179,7 @@ static void tls_read_cb(struct bufferevent *bev, void *arg)
         conn_defer_reading(c);
         return;
     }
+    conn_touch(c);
     conn_pump(c);
     conn_settle(c);
 }
@@ -1026,6 +1189,7 @@ static void tls_write_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
     (void)bev;
+    conn_touch(c);
     conn_pump(c);
     conn_settle(c);
 }
@@ -1065,8 +1229,17 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
         conn_arm_idle(c);
         return;
     }
+    if (c->in_msg && c->headers_done && c->deadline) {
+        /* The whole request did not arrive in time: the service's answer
+         * for an operation over its time limit, then close. */
+        log_debug("closing %s: request timeout", c->peer_ip);
+        conn_fail(c, TERR_OperationTimedOut);
+        conn_pump(c);
+        conn_settle(c);
+        return;
+    }
     log_debug("closing %s: %s timeout", c->peer_ip,
-              c->in_msg && !c->headers_done ? "header" : "idle");
+              (c->in_msg && !c->headers_done) || (!c->in_msg && !c->served) ? "header" : "idle");
     conn_free(c);
 }
 
@@ -1133,12 +1306,12 @@ int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, 
         c->wev = conn_event(srv->base, fd, EV_WRITE, plain_write_cb, c);
         event_add(c->rev, NULL);
     }
-    conn_arm_idle(c);
+    c->out_cbe = conn_count_output(c, conn_output(c));
+    /* The header timeout runs from accept: a client that sends nothing
+     * holds its connection no longer than one that sends half a head. */
+    conn_arm(c, srv->header_tv ? srv->header_tv : srv->idle_tv);
 
-    c->next = srv->conns;
-    if (srv->conns)
-        srv->conns->prev = c;
-    srv->conns = c;
+    conn_link_front(c);
     srv->nconns++;
     if (!admin)
         metrics_connection(srv->metrics, 1);
@@ -1197,6 +1370,18 @@ void conn_stop_all(struct server *srv)
         }
         c = next;
     }
+}
+
+int conn_evict_idlest(struct server *srv)
+{
+    for (struct conn *c = srv->conns_tail; c; c = c->prev) {
+        if (c->held || c->delaying)
+            continue;  /* a group commit or timer still refers to it */
+        log_debug("closing %s: connection limit reached, idle longest", c->peer_ip);
+        conn_free(c);
+        return 0;
+    }
+    return -1;
 }
 
 void conn_free_all(struct server *srv)

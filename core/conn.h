@@ -4,6 +4,7 @@
 #ifndef TABLED_CONN_H
 #define TABLED_CONN_H
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
@@ -39,9 +40,15 @@ struct server {
     const struct timeval *idle_tv;    /* common timeouts (O(1) re-arming) */
     const struct timeval *header_tv;  /* NULL when header timeouts are off */
     const struct timeval *linger_tv;
+    int request_timeout_ms;     /* whole-request deadline */
 
-    struct conn *conns;         /* every open connection */
+    struct conn *conns;         /* every open connection, most recently active
+                                   first (conns_tail: the idlest) */
+    struct conn *conns_tail;
     size_t nconns;
+    size_t out_total;           /* unsent reply bytes of every connection */
+    uint64_t accept_err_us;     /* last "accept failed" warning (rate limit) */
+    unsigned accept_err_quiet;  /* accept failures not logged since */
     struct conn *held;          /* connections with replies waiting for sync */
     int sync_pending;           /* sync_ev is active: hold every reply */
     int flush_pending;
@@ -64,6 +71,10 @@ void conn_release_all(struct server *srv, int ok);
 /* Graceful stop: closes the connections that owe nothing now; the others
  * finish their request (the reply says Connection: close) and close. */
 void conn_stop_all(struct server *srv);
+/* At the connection cap: closes the connection idle longest (one not
+ * waiting for a group commit or an injected delay). Returns 0, or -1 when
+ * no connection can be closed. */
+int conn_evict_idlest(struct server *srv);
 /* Closes every connection (end of run). */
 void conn_free_all(struct server *srv);
 /* Makes sure the group-commit event runs this loop turn. */

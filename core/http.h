@@ -54,6 +54,10 @@ struct request {
     int tls;                  /* arrived over HTTPS */
     char peer_ip[64];         /* client address, text form */
     uint64_t start_us;        /* monotonic microseconds at first byte */
+    size_t reply_budget;      /* 0, or the body size a reply should stay near
+                                 where the protocol allows (a query page ends
+                                 early with a continuation): set by core/
+                                 while the process holds much unsent output */
 };
 
 /* First header named name (case-insensitive), or NULL. */

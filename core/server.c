@@ -42,6 +42,9 @@
 #define SERVER_STOP_GRACE_MS 5000
 #define SERVER_LINGER_MS 2000
 #define SERVER_FLUSH_MS 100
+/* At most one "accept failed" warning per this many ms (EMFILE repeats
+ * every pause of 200 ms while the descriptors stay used up). */
+#define SERVER_ACCEPT_WARN_MS 10000
 /* Throttle maintenance: period, and bucket slots examined per run (a table
  * of 2^21 slots is swept in 32 s; rebuilding it smaller is O(size)). */
 #define SERVER_MAINT_MS 1000
@@ -112,18 +115,25 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
                       int salen, void *arg)
 {
     struct server *srv = arg;
-    static unsigned refused;
+    static unsigned refused, evicted;
     (void)salen;
     if (srv->stopping) {
         close(fd);
         return;
     }
-    if (srv->nconns >= (size_t)srv->cfg->max_connections) {
-        if (refused++ % 1000 == 0)
-            log_warn("connection limit (%d) reached: refusing connections",
+    /* At the cap, the connection idle longest makes room: whoever holds
+     * the cap with silent connections cannot lock newcomers out. */
+    while (srv->nconns >= (size_t)srv->cfg->max_connections) {
+        if (conn_evict_idlest(srv) < 0) {
+            if (refused++ % 1000 == 0)
+                log_warn("connection limit (%d) reached: refusing connections",
+                         srv->cfg->max_connections);
+            close(fd);
+            return;
+        }
+        if (evicted++ % 1000 == 0)
+            log_info("connection limit (%d) reached: closing the connections idle longest",
                      srv->cfg->max_connections);
-        close(fd);
-        return;
     }
     conn_accept(srv, fd, sa, l == srv->tls_listener, l == srv->admin_listener);
 }
@@ -139,12 +149,25 @@ static void maint_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* accept() failed (typically EMFILE): pause accepting briefly instead of
- * spinning on a listener that stays readable. */
+ * spinning on a listener that stays readable. The warning is written at
+ * most every SERVER_ACCEPT_WARN_MS, with the count of failures since. */
 static void accept_error_cb(struct evconnlistener *l, void *arg)
 {
     struct server *srv = arg;
     int err = EVUTIL_SOCKET_ERROR();
-    log_warn("accept failed: %s", evutil_socket_error_to_string(err));
+    uint64_t now = mono_us();
+    if (srv->accept_err_us && now - srv->accept_err_us < SERVER_ACCEPT_WARN_MS * 1000u) {
+        srv->accept_err_quiet++;
+    } else {
+        if (srv->accept_err_quiet)
+            log_warn("accept failed: %s (and %u more times in the last %d s)",
+                     evutil_socket_error_to_string(err), srv->accept_err_quiet,
+                     (int)((now - srv->accept_err_us) / 1000000u));
+        else
+            log_warn("accept failed: %s", evutil_socket_error_to_string(err));
+        srv->accept_err_us = now;
+        srv->accept_err_quiet = 0;
+    }
     evconnlistener_disable(l);
     struct timeval tv = {0, 200 * 1000};
     evtimer_add(srv->reaccept_ev, &tv);
@@ -292,6 +315,7 @@ struct server *server_new(const struct config *cfg, struct service *svc, char *e
     srv->idle_tv = common_timeout(srv->base, cfg->idle_timeout_ms);
     if (cfg->header_timeout_ms > 0)
         srv->header_tv = common_timeout(srv->base, cfg->header_timeout_ms);
+    srv->request_timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : 120000;
     srv->linger_tv = common_timeout(
         srv->base, cfg->idle_timeout_ms < SERVER_LINGER_MS ? cfg->idle_timeout_ms : SERVER_LINGER_MS);
 

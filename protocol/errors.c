@@ -54,6 +54,8 @@ static const struct terr_info table[TERR__COUNT] = {
         "A query parameter specified in the request URI is outside the permissible range."},
     [TERR_RequestBodyTooLarge] = {"RequestBodyTooLarge", 413,
         "The size of the request body exceeds the maximum size permitted."},
+    [TERR_RequestBodyTooLargeLimit] = {"RequestBodyTooLarge", 413,
+        "The request body is too large and exceeds the maximum permissible limit."},
     [TERR_ResourceNotFound] = {"ResourceNotFound", 404, "The specified resource does not exist."},
     [TERR_ResourceAlreadyExists] = {"ResourceAlreadyExists", 409, "The specified resource already exists."},
     [TERR_ConditionNotMet] = {"ConditionNotMet", 412,

@@ -37,6 +37,7 @@ enum terr {
     TERR_OutOfRangeInput,
     TERR_OutOfRangeQueryParameterValue,
     TERR_RequestBodyTooLarge,
+    TERR_RequestBodyTooLargeLimit,    /* same code, 4 MiB body limit message (SPEC 2.7) */
     TERR_ResourceNotFound,
     TERR_ResourceAlreadyExists,
     TERR_ConditionNotMet,

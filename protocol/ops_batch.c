@@ -365,7 +365,7 @@ void op_batch(struct req_ctx *c)
 {
     const struct request *req = c->req;
     if (req->body_len > BATCH_MAX_BYTES) {
-        reply_error(c, TERR_ContentLengthExceeded);
+        reply_error(c, TERR_RequestBodyTooLargeLimit);
         return;
     }
     const char *ctype = request_header(req, "Content-Type");

@@ -73,6 +73,7 @@ struct page {
     int limit, count, ranged, done;
     long examined, budget;
     int64_t deadline;
+    size_t max_bytes;           /* the page ends once its body is larger */
 };
 
 /* Scans backend keys [start, end) into the page. 0, or -1 on a backend
@@ -116,7 +117,7 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
             continue;
         if (pg->ranged && !auth_range_contains(&c->auth.range, e.pk, e.pk_len, e.rk, e.rk_len))
             continue;
-        if (pg->count == pg->limit || (pg->count > 0 && b->len > PAGE_MAX_BYTES)) {
+        if (pg->count == pg->limit || (pg->count > 0 && b->len > pg->max_bytes)) {
             continuation(c, k, kl);
             pg->done = 1;
             break;
@@ -181,6 +182,11 @@ void op_query_entities(struct req_ctx *c)
         .jc = {.level = c->level, .base = c->base, .account = c->account->name,
                .table = t->name, .metadata = NULL, .select = q.select, .nselect = q.nselect},
         .limit = q.top ? q.top : PAGE_MAX,
+        /* A shorter page (still with its continuation) while the server
+         * holds much unsent output (core/conn.c, backpressure). */
+        .max_bytes = c->req->reply_budget && c->req->reply_budget < PAGE_MAX_BYTES
+                         ? c->req->reply_budget
+                         : PAGE_MAX_BYTES,
         .ranged = auth_range_active(&c->auth.range),
         .budget = c->svc->cfg->scan_budget,
         .deadline = c->svc->cfg->scan_budget_ms > 0 ? now_ms() + c->svc->cfg->scan_budget_ms : 0,

@@ -741,7 +741,7 @@ static enum terr prepare(struct req_ctx *c)
 {
     const struct request *req = c->req;
     if (req->body_len > PROTOCOL_MAX_BODY && c->req->method != HTTP_M_OTHER)
-        return TERR_ContentLengthExceeded;
+        return TERR_RequestBodyTooLargeLimit;
     if (url_parse_query(c->a, req->query, req->query_len, &c->qp, &c->nqp) != 0)
         return TERR_InvalidInput;
     enum terr e = pick_version(c);
@@ -841,7 +841,7 @@ void service_error(struct service *svc, struct request *req, struct response *re
     if (svc->metrics)
         metrics_request(svc->metrics, OP_NONE, op_name(OP_NONE), resp->status,
                         mono_us() - req->start_us);
-    if (terr_info((enum terr)terr)->status >= 400 && (terr == TERR_ContentLengthExceeded ||
+    if (terr_info((enum terr)terr)->status >= 400 && (terr == TERR_RequestBodyTooLargeLimit ||
                                                       terr == TERR_RequestHeaderFieldsTooLarge))
         resp->close = 1;
 }

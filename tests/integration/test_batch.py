@@ -970,8 +970,11 @@ class BatchTests:
         tap.eq(len(body.encode()), 4 * MIB + 1, "4 MiB + 1 byte batch body built")
         r = self.http.request("POST", "/$batch", body=body.encode(),
                               content_type="multipart/mixed; boundary=batch_b1")
-        tap.eq((r.status, r.error_code()), (400, "ContentLengthExceeded"),
-               "234: 4 MiB + 1 byte -> top-level 400 ContentLengthExceeded")
+        tap.eq((r.status, r.error_code()), (413, "RequestBodyTooLarge"),
+               "234: 4 MiB + 1 byte -> top-level 413 RequestBodyTooLarge")
+        tap.eq(r.error()[1].split("\n")[0] if r.error()[1] else None,
+               "The request body is too large and exceeds the maximum permissible limit.",
+               "234: RequestBodyTooLarge message (SPEC 2.7)")
         tap.eq(r.h("Content-Type"), CT_MIN, "234: JSON error body")
         self.unchanged("234: 4 MiB + 1 byte", T, before)
         # the same body sent with chunked framing (no Content-Length)
@@ -985,8 +988,8 @@ class BatchTests:
         got, _ = h.raw_exchange(self.srv, head + b"\r\n\r\n" + chunks, timeout=10,
                                 wait_close=False)
         rr = h.first_response(got)
-        tap.ok(rr is not None and (rr.status, rr.error_code()) == (400, "ContentLengthExceeded"),
-               "234: 4 MiB + 1 byte chunked -> 400 ContentLengthExceeded",
+        tap.ok(rr is not None and (rr.status, rr.error_code()) == (413, "RequestBodyTooLarge"),
+               "234: 4 MiB + 1 byte chunked -> 413 RequestBodyTooLarge",
                rr if rr is not None else got[:300])
         self.unchanged("234: chunked 4 MiB + 1 byte", T, before)
 
@@ -1374,8 +1377,8 @@ class BatchTests:
                        "InvalidInput", 99)
         bad = [("create", {"PartitionKey": "p", "RowKey": "big%03d" % i, "S": "s" * 21000,
                            "T": "t" * 21000}) for i in range(100)]
-        self.sdk_fails("python: a batch body above 4 MiB", tc, bad, HttpResponseError, 400,
-                       "ContentLengthExceeded")
+        self.sdk_fails("python: a batch body above 4 MiB", tc, bad, HttpResponseError, 413,
+                       "RequestBodyTooLarge")
         self.unchanged("python: failing transactions", T, before)
         try:
             TableClient.from_connection_string(conn, "BtSdkMissing", **CLIENT_KW) \

@@ -212,8 +212,8 @@ async function main() {
       bad.push(["create", { partitionKey: "p", rowKey: `big${i}`, s: "s".repeat(21000),
                             t: "t".repeat(21000) }]);
     }
-    await expectFail("a transaction body above 4 MiB -> 400 ContentLengthExceeded",
-                     () => tc.submitTransaction(bad), 400, "ContentLengthExceeded", null);
+    await expectFail("a transaction body above 4 MiB -> 413 RequestBodyTooLarge",
+                     () => tc.submitTransaction(bad), 413, "RequestBodyTooLarge", null);
     let threw = null;
     try {
       await tc.submitTransaction([["create", { partitionKey: "p", rowKey: "x1" }],

@@ -50,7 +50,10 @@ static void test_defaults(void)
     TEST_EQ_STR(cfg.host_suffix, "localhost", "default host suffix");
     TEST_EQ_INT(cfg.auth, 1, "auth on by default");
     TEST_EQ_INT(cfg.max_header_bytes, 64 * 1024, "default max header bytes");
-    TEST_EQ_INT(cfg.max_body_bytes, 4 * 1024 * 1024 + 64 * 1024, "default max body bytes");
+    TEST_EQ_INT(cfg.max_body_bytes, 4 * 1024 * 1024, "default max body bytes");
+    TEST_EQ_INT(cfg.request_timeout_ms, 120000, "default request timeout");
+    TEST_EQ_INT(cfg.max_conn_output_bytes, 1024 * 1024, "default connection output limit");
+    TEST_EQ_INT(cfg.max_total_output_bytes, 64 * 1024 * 1024, "default process output limit");
     TEST_EQ_INT(cfg.header_timeout_ms, 30000, "default header timeout");
     TEST_EQ_INT(cfg.idle_timeout_ms, 120000, "default idle timeout");
     TEST_EQ_INT(cfg.max_connections, 10000, "default max connections");
@@ -107,6 +110,14 @@ static void test_flags(void)
     TEST_EQ_INT(parse(&cfg, a4), 0, "size suffix parses");
     TEST_EQ_INT(cfg.max_body_bytes, 2 * 1024 * 1024, "--max-body-bytes 2M");
 
+    const char *a4b[] = {"--max-conn-output-bytes", "256K", "--max-total-output-bytes=1G",
+                         "--request-timeout-ms", "700", "--max-connections", "9", NULL};
+    TEST_EQ_INT(parse(&cfg, a4b), 0, "output limit flags parse");
+    TEST_EQ_INT(cfg.max_conn_output_bytes, 256 * 1024, "--max-conn-output-bytes 256K");
+    TEST_EQ_INT(cfg.max_total_output_bytes, 1024 * 1024 * 1024, "--max-total-output-bytes=1G");
+    TEST_EQ_INT(cfg.request_timeout_ms, 700, "--request-timeout-ms");
+    TEST_EQ_INT(cfg.max_connections, 9, "--max-connections");
+
     const char *a5[] = {"--help", NULL};
     fflush(stdout);
     FILE *keep = stdout;
@@ -145,6 +156,9 @@ static void test_bad_values(void)
         {{"--max-body-bytes", "0", NULL}, "--max-body-bytes"},
         {{"--header-timeout-ms", "0", NULL}, "--header-timeout-ms"},
         {{"--idle-timeout-ms", "abc", NULL}, "--idle-timeout-ms"},
+        {{"--request-timeout-ms", "0", NULL}, "--request-timeout-ms"},
+        {{"--max-conn-output-bytes", "0", NULL}, "--max-conn-output-bytes"},
+        {{"--max-total-output-bytes", "x", NULL}, "--max-total-output-bytes"},
         {{"--bogus", "1", NULL}, "unknown option"},
         {{"stray", NULL}, "unexpected argument"},
         {{"--tls-port", "1443", NULL}, "--tls-cert"},
