@@ -81,7 +81,8 @@ void atom_write_entity(struct buf *b, const struct entity *e, const struct atom_
 void atom_write_table(struct buf *b, const char *name, size_t n, const struct atom_ctx *ctx,
                       int top);
 
-/* The OData XML error document (default namespace, SPEC 9.1.2). */
+/* The OData XML error document (default namespace, SPEC 9.1.2), indented
+ * as the service writes it. */
 void atom_write_error(struct buf *b, const char *code, const char *message);
 
 /* Appends s[0..n) escaped for XML text and attribute values (see above). */

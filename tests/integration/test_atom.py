@@ -26,8 +26,8 @@ ATOM_ACCEPT = "application/atom+xml,application/xml"
 DECL = '<?xml version="1.0" encoding="utf-8" standalone="yes"?>'
 OLD = "2013-08-15"       # JSON and Atom
 OLDEST = "2012-02-12"    # Atom only
-ERR_HEAD = ('<?xml version="1.0" encoding="utf-8" standalone="yes"?><error xmlns="'
-            + NS_M + '"><code>')
+ERR_HEAD = ('<?xml version="1.0" encoding="utf-8" standalone="yes"?>\n<error xmlns="'
+            + NS_M + '">\n  <code>')
 
 
 def entry(props):
@@ -83,7 +83,8 @@ def check_xml_error(tap, r, status, code, what):
     got = xml_error(r)
     tap.ok(r.status == status and got[0] == code and r.body.startswith(ERR_HEAD.encode()) and
            r.h("Content-Type") == "application/xml;charset=utf-8" and
-           b'<message xml:lang="en-US">' in r.body,
+           b'</code>\n  <message xml:lang="en-US">' in r.body and
+           r.body.endswith(b"</message>\n</error>") and r.h("x-ms-error-code") == code,
            "%s -> %d %s (OData XML error)" % (what, status, code),
            "got %s %r %r" % (r.status, r.h("Content-Type"), r.body[:400]))
 
