@@ -265,8 +265,8 @@ void atom_write_entity(struct buf *b, const struct entity *e, const struct atom_
         const char *s = ctx->select[i];
         size_t sl = strlen(s);
         if (strcmp(s, "*") == 0 || strcmp(s, "PartitionKey") == 0 || strcmp(s, "RowKey") == 0 ||
-            strcmp(s, "Timestamp") == 0 || entity_find(e, s, sl) >= 0)
-            continue;
+            strcmp(s, "Timestamp") == 0 || entity_find(e, s, sl) >= 0 || utf8_check(s, sl) != 0)
+            continue;   /* (a name that is not UTF-8 cannot be an XML name) */
         size_t j = 0;
         while (j < i && strcmp(ctx->select[j], s) != 0)
             j++;
