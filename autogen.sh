@@ -4,7 +4,7 @@
 set -e
 cd "$(dirname "$0")"
 
-PKGS="libevent-dev libssl-dev libyajl-dev libleveldb-dev node-llhttp autoconf automake libtool pkg-config make gcc python3-azure"
+PKGS="libevent-dev libssl-dev libyajl-dev libexpat1-dev libleveldb-dev node-llhttp autoconf automake libtool pkg-config make gcc python3-azure"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

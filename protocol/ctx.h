@@ -114,6 +114,10 @@ struct req_ctx {
 
     int odata;                 /* OData operation: JSON errors, no-cache headers */
     enum odata_level level;    /* negotiated JSON level */
+    int negotiated;            /* odata_negotiate ran */
+    int atom_body;             /* a $batch part whose body is an Atom entry */
+    int atom;                  /* AtomPub XML negotiated (versions before
+                                * 2015-12-11, protocol/atom.h) */
     const char *prefer;        /* "return-content" / "return-no-content" / NULL */
     int prefer_echo;           /* send Preference-Applied (insert operations) */
     struct auth_op aop;        /* what auth_check authorized */
@@ -147,6 +151,15 @@ const char *reply_metadata_url(struct req_ctx *c, const char *suffix);
 enum terr odata_negotiate(struct req_ctx *c, int body_needed);
 /* Prefer header (SPEC 2.5). */
 void odata_prefer(struct req_ctx *c);
+/* Whether c's version still serves Atom (before 2015-12-11). */
+int odata_atom_allowed(const struct req_ctx *c);
+/* An Atom request body (Content-Type naming atom or xml): for a version
+ * that serves Atom, replaces req's body with the JSON object of its
+ * m:properties (atom_to_json) and returns TERR_NONE; otherwise the error
+ * (415 AtomFormatNotSupported, 400 InvalidInput for a malformed entry). */
+enum terr odata_atom_body(struct req_ctx *c, struct request *req);
+/* Sets the Atom response headers (Content-Type, DataServiceVersion). */
+void reply_atom_content_type(struct req_ctx *c);
 
 /* service.c: starts the background purge of deleted table id (its purge
  * record is written). */

@@ -1,10 +1,12 @@
-/* odata.c - JSON metadata level negotiation and the Prefer header
- * (SPEC 2.3.1, 2.4, 2.5, 12.2). */
+/* odata.c - format negotiation (JSON metadata levels, and Atom for the
+ * versions before 2015-12-11) and the Prefer header (SPEC 2.3.1, 2.4,
+ * 2.5, 12.2). */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "protocol/atom.h"
 #include "protocol/ctx.h"
 
 /* ASCII lower case of ch. */
@@ -37,7 +39,7 @@ static int is_blank(char ch)
 }
 
 /* Result of looking at one media range. */
-enum media { MEDIA_OTHER, MEDIA_ATOM, MEDIA_VERBOSE, MEDIA_JSON };
+enum media { MEDIA_OTHER, MEDIA_ATOM, MEDIA_VERBOSE, MEDIA_JSON, MEDIA_WILD };
 
 /* Classifies one media range "type/sub;param=v;..." (s..s+n). */
 static enum media classify(const char *s, size_t n, enum odata_level *level)
@@ -95,7 +97,7 @@ static enum media classify(const char *s, size_t n, enum odata_level *level)
             }
         }
     }
-    return MEDIA_JSON;
+    return json ? MEDIA_JSON : MEDIA_WILD;
 }
 
 /* "3.0;NetFx" -> 3; 0 when absent or unparsable. */
@@ -108,21 +110,48 @@ static int odata_version(const char *v)
     return isdigit((unsigned char)*v) ? atoi(v) : 0;
 }
 
+int odata_atom_allowed(const struct req_ctx *c)
+{
+    return strcmp(c->version, ATOM_LAST_VERSION_BEFORE) < 0;
+}
+
+enum terr odata_atom_body(struct req_ctx *c, struct request *req)
+{
+    if (!odata_atom_allowed(c))
+        return TERR_AtomFormatNotSupported;
+    const char *json;
+    size_t n;
+    enum terr e = atom_to_json(c->a, req->body, req->body_len, &json, &n);
+    if (e)
+        return e;
+    req->body = json;
+    req->body_len = n;
+    return TERR_NONE;
+}
+
 enum terr odata_negotiate(struct req_ctx *c, int body_needed)
 {
     const char *accept = request_header(c->req, "Accept");
     const struct query_param *fmt = url_query_get(c->qp, c->nqp, "$format");
+    int atom_ok = odata_atom_allowed(c);
+    c->atom = 0;
+    c->negotiated = 1;
     if (fmt) {
         if (strcasecmp(fmt->value, "json") == 0) {
             c->level = ODATA_MINIMAL;
             goto version;
         }
-        accept = fmt->value;
+        accept = strcasecmp(fmt->value, "atom") == 0 ? "application/atom+xml" : fmt->value;
     }
     c->level = ODATA_MINIMAL;
     if (!accept || !*accept) {
-        /* The documented default is Atom, which this version rejects; only
-         * matter when a body has to be produced (SPEC 2.3.1 rule 8). */
+        /* The documented default is Atom (SPEC 2.3.1 rule 8): served
+         * before 2015-12-11; later it matters only when a body has to be
+         * produced. */
+        if (atom_ok) {
+            c->atom = 1;
+            return TERR_NONE;
+        }
         if (body_needed)
             return TERR_AtomFormatNotSupported;
         goto version;
@@ -134,7 +163,13 @@ enum terr odata_negotiate(struct req_ctx *c, int body_needed)
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
         enum odata_level lv;
         enum media m = classify(p, n, &lv);
-        if (m == MEDIA_JSON) {
+        if (atom_ok && (m == MEDIA_ATOM || (m == MEDIA_WILD && !saw_verbose))) {
+            /* Atom, or any type where Atom is the default (the first
+             * media range that can be served wins). */
+            c->atom = 1;
+            return TERR_NONE;
+        }
+        if (m == MEDIA_JSON || m == MEDIA_WILD) {
             c->level = lv;
             goto version;
         }

@@ -119,10 +119,17 @@ static enum terr part_format(const struct req_ctx *c, struct req_ctx *sub)
 {
     const struct request *sreq = sub->req;
     const char *ct = request_header(sreq, "Content-Type");
-    if (ct && sreq->body_len && (strcasestr(ct, "atom") || strcasestr(ct, "/xml")))
-        return TERR_AtomFormatNotSupported;
+    if (ct && sreq->body_len && (strcasestr(ct, "atom") || strcasestr(ct, "/xml"))) {
+        /* An Atom entry: read per operation in op_batch (atom_body). */
+        if (!odata_atom_allowed(sub))
+            return TERR_AtomFormatNotSupported;
+        sub->atom_body = 1;
+    }
     if (!request_header(sreq, "Accept")) {
+        /* Atom where the part sends Atom, or sends no body inside an
+         * envelope that negotiated Atom; else the envelope's JSON level. */
         sub->level = c->level;
+        sub->atom = sub->atom_body || (!sreq->body_len && c->atom);
         return TERR_NONE;
     }
     int body = sub->op == OP_GET_ENTITY || sub->op == OP_QUERY_ENTITIES ||
@@ -299,7 +306,7 @@ static void fail_part(struct req_ctx *c, struct req_ctx *sub, size_t i, enum ter
 {
     sub->msg_prefix = arena_sprintf(c->a, "%zu:", i);
     reply_error_msg(sub, e, sub->auth_failed ? sub->auth.message : NULL);
-    make_part(c, sub->resp, "3.0;", content_id, part);
+    make_part(c, sub->resp, sub->atom ? "1.0;" : "3.0;", content_id, part);
 }
 
 /* Writes the 202 multipart answer around parts (changeset or query). */
@@ -355,7 +362,7 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
             op_get_entity(&sub);
         else
             op_query_entities(&sub);
-        make_part(c, &sresp, "3.0;", op->content_id, &part);
+        make_part(c, &sresp, sub.atom ? "1.0;" : "3.0;", op->content_id, &part);
     }
     batch_reply(c, &part, 1, 1);
     free_subs(&sresp, 1);
@@ -416,6 +423,8 @@ void op_batch(struct req_ctx *c)
         }
         if (!e && (sub->op == OP_GET_ENTITY || sub->op == OP_QUERY_ENTITIES))
             e = TERR_InvalidInput;
+        if (!e && sub->atom_body)
+            e = odata_atom_body(sub, &sreqs[i]);
         if (!e && (e = auth_authorize(&c->auth, &sub->aop)))
             sub->auth_failed = 1;
         enum terr busy = !e && i == 0 ? service_batch_admit(c, sub, &mb.ops[0], mb.nops) : 0;
@@ -440,7 +449,7 @@ void op_batch(struct req_ctx *c)
     }
     for (size_t i = 0; i < mb.nops; i++) {
         entity_respond(&subs[i], &w[i]);
-        make_part(c, subs[i].resp, w[i].op == OP_INSERT_ENTITY ? "3.0;" : "1.0;",
+        make_part(c, subs[i].resp, w[i].op == OP_INSERT_ENTITY && !subs[i].atom ? "3.0;" : "1.0;",
                   mb.ops[i].content_id, &parts[i]);
     }
     batch_reply(c, parts, mb.nops, 0);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "protocol/atom.h"
 #include "protocol/ctx.h"
 #include "protocol/keys.h"
 #include "protocol/query.h"
@@ -137,6 +138,14 @@ static const char *entity_url(struct req_ctx *c, const struct table_info *t,
 static void write_single(struct req_ctx *c, const struct table_info *t, const struct entity *e,
                          const struct query_opts *q)
 {
+    if (c->atom) {
+        struct atom_ctx ac = {.base = c->base, .account = c->account->name, .table = t->name,
+                              .select = q ? q->select : NULL, .nselect = q ? q->nselect : 0};
+        atom_ctx_now(c->a, &ac);
+        reply_atom_content_type(c);
+        atom_write_entity(&c->resp->body, e, &ac, 1);
+        return;
+    }
     const char *md = q && q->select_text
                          ? arena_sprintf(c->a, "%s/@Element&$select=%s", t->name, q->select_text)
                          : arena_sprintf(c->a, "%s/@Element", t->name);

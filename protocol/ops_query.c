@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "core/log.h"
+#include "protocol/atom.h"
 #include "protocol/ctx.h"
 #include "protocol/keys.h"
 #include "protocol/filter.h"
@@ -70,6 +71,7 @@ struct page {
     struct req_ctx *c;
     const struct query_opts *q;
     struct entity_json_ctx jc;
+    struct atom_ctx ac;        /* c->atom: the feed's entries */
     int limit, count, ranged, done;
     long examined, budget;
     int64_t deadline;
@@ -122,9 +124,14 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
             pg->done = 1;
             break;
         }
-        if (pg->count++)
-            buf_putc(b, ',');
-        entity_json_write(b, &e, &pg->jc);
+        if (c->atom) {
+            pg->count++;
+            atom_write_entity(b, &e, &pg->ac, 0);
+        } else {
+            if (pg->count++)
+                buf_putc(b, ',');
+            entity_json_write(b, &e, &pg->jc);
+        }
         service_query_entity(c, e.pk, e.pk_len);  /* one token per entity */
     }
     svc->ops->iter_close(it);
@@ -165,22 +172,30 @@ void op_query_entities(struct req_ctx *c)
     }
     struct response *r = c->resp;
     struct buf *b = &r->body;
-    buf_putc(b, '{');
-    if (c->level != ODATA_NOMETADATA) {
-        const char *md = q.select_text
-                             ? arena_sprintf(c->a, "%s&$select=%s", t->name, q.select_text)
-                             : t->name;
-        md = reply_metadata_url(c, md);
-        buf_puts(b, "\"odata.metadata\":");
-        json_put_string(b, md, strlen(md));
-        buf_putc(b, ',');
+    struct atom_ctx ac = {.base = c->base, .account = c->account->name, .table = t->name,
+                          .select = q.select, .nselect = q.nselect};
+    if (c->atom) {
+        atom_ctx_now(c->a, &ac);
+        atom_feed_open(b, &ac, t->name);
+    } else {
+        buf_putc(b, '{');
+        if (c->level != ODATA_NOMETADATA) {
+            const char *md = q.select_text
+                                 ? arena_sprintf(c->a, "%s&$select=%s", t->name, q.select_text)
+                                 : t->name;
+            md = reply_metadata_url(c, md);
+            buf_puts(b, "\"odata.metadata\":");
+            json_put_string(b, md, strlen(md));
+            buf_putc(b, ',');
+        }
+        buf_puts(b, "\"value\":[");
     }
-    buf_puts(b, "\"value\":[");
     struct page pg = {
         .c = c,
         .q = &q,
         .jc = {.level = c->level, .base = c->base, .account = c->account->name,
                .table = t->name, .metadata = NULL, .select = q.select, .nselect = q.nselect},
+        .ac = ac,
         .limit = q.top ? q.top : PAGE_MAX,
         /* A shorter page (still with its continuation) while the server
          * holds much unsent output (core/conn.c, backpressure). */
@@ -223,7 +238,12 @@ void op_query_entities(struct req_ctx *c)
         reply_error(c, TERR_InternalError);
         return;
     }
-    buf_puts(b, "]}");
     r->status = 200;
+    if (c->atom) {
+        atom_feed_close(b);
+        reply_atom_content_type(c);
+        return;
+    }
+    buf_puts(b, "]}");
     reply_json_content_type(c);
 }

@@ -8,6 +8,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/log.h"
+#include "protocol/atom.h"
 #include "protocol/ctx.h"
 #include "protocol/keys.h"
 #include "protocol/purge.h"
@@ -62,6 +63,14 @@ static void write_table_entry(struct req_ctx *c, struct buf *b, const char *name
     buf_puts(b, "\"TableName\":");
     json_put_string(b, name, n);
     buf_putc(b, '}');
+}
+
+/* One table as a top-level Atom entry. */
+static void write_atom_table(struct req_ctx *c, struct buf *b, const char *name, size_t n)
+{
+    struct atom_ctx ac = {.base = c->base, .account = c->account->name};
+    atom_ctx_now(c->a, &ac);
+    atom_write_table(b, name, n, &ac, 1);
 }
 
 /* TableName of a Create Table body, or an error. */
@@ -133,11 +142,17 @@ void op_create_table(struct req_ctx *c)
         return;
     }
     r->status = 201;
-    reply_json_content_type(c);
+    if (c->atom)
+        reply_atom_content_type(c);
+    else
+        reply_json_content_type(c);
     response_header(r, "Location", url);
     if (c->prefer)
         response_header(r, "Preference-Applied", c->prefer);
-    write_table_entry(c, &r->body, name, n, reply_metadata_url(c, "Tables/@Element"));
+    if (c->atom)
+        write_atom_table(c, &r->body, name, n);
+    else
+        write_table_entry(c, &r->body, name, n, reply_metadata_url(c, "Tables/@Element"));
 }
 
 /* Deletes the table row and, in the same atomic apply(), records that the
@@ -186,6 +201,11 @@ void op_get_table(struct req_ctx *c)
         return;
     }
     c->resp->status = 200;
+    if (c->atom) {
+        reply_atom_content_type(c);
+        write_atom_table(c, &c->resp->body, t->name, t->name_len);
+        return;
+    }
     reply_json_content_type(c);
     write_table_entry(c, &c->resp->body, t->name, t->name_len,
                       reply_metadata_url(c, "Tables/@Element"));
@@ -232,14 +252,20 @@ void op_query_tables(struct req_ctx *c)
     }
     struct response *r = c->resp;
     struct buf *b = &r->body;
-    buf_putc(b, '{');
-    if (c->level != ODATA_NOMETADATA) {
-        buf_puts(b, "\"odata.metadata\":");
-        const char *md = reply_metadata_url(c, "Tables");
-        json_put_string(b, md, strlen(md));
-        buf_putc(b, ',');
+    struct atom_ctx ac = {.base = c->base, .account = c->account->name};
+    if (c->atom) {
+        atom_ctx_now(c->a, &ac);
+        atom_feed_open(b, &ac, "Tables");
+    } else {
+        buf_putc(b, '{');
+        if (c->level != ODATA_NOMETADATA) {
+            buf_puts(b, "\"odata.metadata\":");
+            const char *md = reply_metadata_url(c, "Tables");
+            json_put_string(b, md, strlen(md));
+            buf_putc(b, ',');
+        }
+        buf_puts(b, "\"value\":[");
     }
-    buf_puts(b, "\"value\":[");
     int limit = q.top ? q.top : TABLE_PAGE_MAX, count = 0;
     const char *next_name = NULL;
     size_t next_len = 0;
@@ -259,14 +285,24 @@ void op_query_tables(struct req_ctx *c)
             next_len = nl;
             break;
         }
+        if (c->atom) {
+            count++;
+            atom_write_table(b, name, nl, &ac, 0);
+            continue;
+        }
         if (count++)
             buf_putc(b, ',');
         write_table_entry(c, b, name, nl, NULL);
     }
     svc->ops->iter_close(it);
-    buf_puts(b, "]}");
     r->status = 200;
-    reply_json_content_type(c);
+    if (c->atom) {
+        atom_feed_close(b);
+        reply_atom_content_type(c);
+    } else {
+        buf_puts(b, "]}");
+        reply_json_content_type(c);
+    }
     if (next_name) {
         char *low = arena_strndup(c->a, next_name, next_len);
         for (size_t i = 0; i < next_len; i++)

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "protocol/atom.h"
 #include "protocol/ctx.h"
 #include "protocol/edm.h"
 
@@ -35,6 +36,31 @@ static void xml_escape(struct buf *b, const char *s)
         default: buf_putc(b, *s);
         }
     }
+}
+
+/* Whether an error of c is answered in Atom's XML: Atom was negotiated,
+ * or negotiation was not reached and would pick Atom (the version has no
+ * JSON, or the request's Accept asks for Atom or nothing). */
+static int reply_atom(struct req_ctx *c)
+{
+    if (c->atom)
+        return 1;
+    if (!odata_atom_allowed(c))
+        return 0;
+    if (strcmp(c->version, "2013-08-15") < 0)
+        return 1;
+    if (c->negotiated)
+        return 0;
+    struct req_ctx tmp = *c;
+    odata_negotiate(&tmp, 1);
+    return tmp.atom;
+}
+
+void reply_atom_content_type(struct req_ctx *c)
+{
+    response_header(c->resp, "Content-Type", ATOM_CONTENT_TYPE);
+    response_header(c->resp, "DataServiceVersion",
+                    url_query_get(c->qp, c->nqp, "$select") ? "2.0;" : "1.0;");
 }
 
 /* Message text followed by the RequestId and Time lines (SPEC 9.1). */
@@ -69,6 +95,11 @@ void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
         buf_puts(&r->body, "</code><message xml:lang=\"en-US\">");
         xml_escape(&r->body, msg);
         buf_puts(&r->body, "</message></error>");
+    } else if (c->odata && reply_atom(c)) {
+        /* Atom requests get the OData XML error (SPEC 9.1.2). */
+        response_header(r, "Content-Type", "application/xml;charset=utf-8");
+        response_header(r, "x-ms-error-code", info->code);
+        atom_write_error(&r->body, info->code, msg);
     } else if (c->odata) {
         reply_json_content_type(c);
         buf_puts(&r->body, "{\"odata.error\":{\"code\":\"");

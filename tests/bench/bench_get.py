@@ -18,7 +18,11 @@ requests/s of --rounds rounds is printed with min, max, wrk's p50/p99
 latency of the median round and the server's resident memory after it.
 
   bench_get.py [--seconds S] [--conns C] [--rounds R] [--value BYTES]
-               [--no-azurite] [--backend NAME]
+               [--no-azurite] [--backend NAME] [--atom]
+
+--atom adds tabled-atom: the same signed GET with x-ms-version 2013-08-15
+and Accept: application/atom+xml (an AtomPub entry instead of JSON), and
+prints its throughput relative to tabled-auth's JSON.
 
 TABLED names the binary (default ./tabled of the build tree).
 """
@@ -54,15 +58,16 @@ def rfc1123():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%a, %d %b %Y %H:%M:%S GMT")
 
 
-def signed_headers(method, path, content_type=""):
-    """SharedKey headers (SPEC 10.2) for METHOD /ACCOUNT+path."""
+def signed_headers(method, path, content_type="", atom=False):
+    """SharedKey headers (SPEC 10.2) for METHOD /ACCOUNT+path; atom: ask
+    for AtomPub XML at a version that serves it."""
     date = rfc1123()
     resource = "/%s/%s%s" % (ACCOUNT, ACCOUNT, path)
     sts = "\n".join([method, "", content_type, date, resource])
     sig = base64.b64encode(hmac.new(base64.b64decode(KEY), sts.encode(),
                                     hashlib.sha256).digest()).decode()
-    return {"x-ms-date": date, "x-ms-version": VERSION,
-            "Accept": "application/json;odata=nometadata",
+    return {"x-ms-date": date, "x-ms-version": "2013-08-15" if atom else VERSION,
+            "Accept": "application/atom+xml" if atom else "application/json;odata=nometadata",
             "DataServiceVersion": "3.0", "MaxDataServiceVersion": "3.0",
             "Authorization": "SharedKey %s:%s" % (ACCOUNT, sig)}
 
@@ -144,13 +149,13 @@ class Proc:
             self.p.wait(5)
 
 
-def tabled_proc(auth, backend, tmp):
+def tabled_proc(auth, backend, tmp, name=None):
     port = free_port()
     argv = [TABLED, "--port", str(port), "--backend", backend, "--durability", "none",
             "--access-log", "off", "--log-level", "warn", "--data", os.path.join(tmp, "data")]
     if not auth:
         argv += ["--auth", "off"]
-    return Proc("tabled-auth" if auth else "tabled-noauth", argv, port)
+    return Proc(name or ("tabled-auth" if auth else "tabled-noauth"), argv, port)
 
 
 def azurite_bin():
@@ -180,9 +185,9 @@ def azurite_proc(exe, tmp):
     return Proc("azurite", argv, port, cwd=loc)
 
 
-def wrk(port, seconds, conns):
+def wrk(port, seconds, conns, atom=False):
     """One wrk run of the signed point GET; returns (req/s, p50, p99, non-2xx)."""
-    hdrs = signed_headers("GET", ENTITY_PATH)
+    hdrs = signed_headers("GET", ENTITY_PATH, atom=atom)
     argv = ["wrk", "-t1", "-c%d" % conns, "-d%ds" % seconds, "--latency"]
     for k, v in hdrs.items():
         argv += ["-H", "%s: %s" % (k, v)]
@@ -205,11 +210,14 @@ def main():
     ap.add_argument("--value", type=int, default=1000, help="bytes of the Data property")
     ap.add_argument("--backend", default="memory")
     ap.add_argument("--no-azurite", action="store_true")
+    ap.add_argument("--atom", action="store_true", help="also the GET in AtomPub XML")
     a = ap.parse_args()
     if not shutil.which("wrk"):
         sys.exit("bench_get.py: wrk not found (apt-get install wrk)")
     tmp = tempfile.mkdtemp(prefix="tabled-bench-")
     configs = [lambda: tabled_proc(False, a.backend, tmp), lambda: tabled_proc(True, a.backend, tmp)]
+    if a.atom:
+        configs.append(lambda: tabled_proc(True, a.backend, tmp, "tabled-atom"))
     if a.no_azurite:
         print("azurite: skipped (--no-azurite)")
     else:
@@ -230,7 +238,8 @@ def main():
                           call(srv.port, "GET", ENTITY_PATH))
                     if st[2] != 200:
                         raise RuntimeError("%s: setup answered %s" % (srv.name, st))
-                    rps, p50, p99, bad = wrk(srv.port, a.seconds, a.conns)
+                    rps, p50, p99, bad = wrk(srv.port, a.seconds, a.conns,
+                                             srv.name == "tabled-atom")
                     if bad:
                         raise RuntimeError("%s: %d non-2xx answers under load" % (srv.name, bad))
                     results.setdefault(srv.name, []).append((rps, p50, p99, rss_kib(srv.p.pid)))
@@ -251,6 +260,10 @@ def main():
         on = statistics.median(r[0] for r in results["tabled-auth"])
         off = statistics.median(r[0] for r in results["tabled-noauth"])
         print("SharedKey verification costs %.1f%% of point-GET throughput" % (100 * (1 - on / off)))
+    if "tabled-atom" in results and "tabled-auth" in results:
+        at = statistics.median(r[0] for r in results["tabled-atom"])
+        on = statistics.median(r[0] for r in results["tabled-auth"])
+        print("an Atom point GET runs at %.2fx the JSON one's req/s" % (at / on))
     if "azurite" in results and "tabled-auth" in results:
         az = statistics.median(r[0] for r in results["azurite"])
         on = statistics.median(r[0] for r in results["tabled-auth"])
