@@ -423,6 +423,21 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
             cfg->access_log = b;
         return 0;
     }
+    if (strcmp(name, "path-style-only") == 0) {
+        if (parse_bool(v, &cfg->path_style_only) < 0) {
+            set_err(err, errlen, "--path-style-only expects on|off, got '%s'", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (strcmp(name, "oauth") == 0) {
+        if (strcasecmp(v, "basic") == 0 || strcasecmp(v, "off") == 0) {
+            cfg->oauth_basic = strcasecmp(v, "basic") == 0;
+            return 0;
+        }
+        set_err(err, errlen, "--oauth expects basic|off, got '%s'", v);
+        return -1;
+    }
     if (strcmp(name, "host-suffix") == 0)
         return copy_field(cfg->host_suffix, sizeof cfg->host_suffix, v, "--host-suffix", err,
                           errlen);
@@ -768,6 +783,8 @@ static const char usage_text[] =
     "  --access-log on|off     one line per request on stdout (default on)\n"
     "  --auth on|off           verify request signatures (default on)\n"
     "  --host-suffix S         host-style suffix after ACCOUNT.table. (default localhost)\n"
+    "  --path-style-only on|off  account always from the URL path (default off)\n"
+    "  --oauth basic|off       accept bearer tokens by their claims, over HTTPS (default off)\n"
     "  --account NAME:KEY1[:KEY2]  add an account (base64 keys; repeatable)\n"
     "  --tls-port N            HTTPS port (default 0 = off)\n"
     "  --tls-cert FILE         PEM certificate (chain) for HTTPS\n"

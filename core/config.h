@@ -48,6 +48,9 @@ struct config {
     enum durability durability;/* default DURABILITY_BATCH */
     char host_suffix[256];     /* host-style suffix after ACCOUNT.table., default "localhost" */
     int auth;                  /* 1 = verify requests (default), 0 = --auth off */
+    int path_style_only;       /* account always from the path (Azurite's
+                                  --disableProductStyleUrl) */
+    int oauth_basic;           /* --oauth basic: Azurite-style bearer check */
 
     /* limits checked by core/ as bytes arrive */
     size_t max_header_bytes;   /* default 64 KiB (whole header block) */

@@ -84,6 +84,7 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
     svc->auth.accounts = cfg->accounts;
     svc->auth.naccounts = cfg->naccounts;
     svc->auth.disabled = !cfg->auth;
+    svc->auth.bearer_basic = cfg->oauth_basic;
     svc->auth.version_known = version_known;
     svc->auth.policy_lookup = acl_policy_lookup;
     svc->auth.policy_arg = svc;
