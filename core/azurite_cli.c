@@ -17,6 +17,8 @@
  *   --oauth basic              --oauth basic (needs --cert, as in Azurite)
  *   --disableTelemetry         accepted: tabled sends no telemetry
  *   --tableKeepAliveTimeout S  --idle-timeout-ms S*1000
+ *   --blobHost, --blobPort, --queueHost, --queuePort and the other
+ *   services' settings: skipped with a note (tabled serves tables only)
  *   AZURITE_ACCOUNTS           --account NAME:KEY1[:KEY2] for each, and
  *                              devstoreaccount1 dropped unless listed */
 #include "core/azurite_cli.h"
@@ -55,6 +57,7 @@ const char azurite_cli_usage[] =
     "  --oauth basic                 accept bearer tokens (HTTPS only)\n"
     "  --disableTelemetry            accepted (tabled sends no telemetry)\n"
     "  --tableKeepAliveTimeout S     keep-alive idle close in seconds\n"
+    "  --blobHost, --blobPort, --queueHost, --queuePort  skipped (tables only)\n"
     "  -h, --help, -v, --version\n"
     "Accounts: AZURITE_ACCOUNTS=\"name:key1[:key2];name2:key1\" (base64 keys).\n"
     "See tabled(1), section AZURITE-TABLE.\n";
@@ -205,11 +208,15 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
                           strcmp(name, "pwd") == 0 || strcmp(name, "oauth") == 0 ||
                           strcmp(name, "tableKeepAliveTimeout") == 0;
         if (az_other_service(name)) {
-            az_err(err, errlen,
-                   "--%s: azurite-table serves the Table service only (tabled has no blob or "
-                   "queue service); drop the flag",
-                   name);
-            return -1;
+            /* The combined azurite command line (the container image's
+             * default) also names the blob and queue services: their
+             * addresses are noted and skipped, since nothing will ask them
+             * of tabled. */
+            if (!val && i + 1 < argc)
+                i++;
+            size_t u = strlen(az->ignored);
+            snprintf(az->ignored + u, sizeof az->ignored - u, "%s--%s", u ? ", " : "", name);
+            continue;
         }
         if (!is_switch && !takes_value) {
             az_err(err, errlen, "unknown option '%s' (see azurite-table --help)", a);

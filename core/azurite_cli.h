@@ -26,6 +26,7 @@ struct azurite_cli {
     int port;                        /* --tablePort (default 10002) */
     char debug_log[1024];            /* -d FILE, or "" */
     char cert[1024], key[1024], pwd[256]; /* --cert, --key, --pwd as given */
+    char ignored[256];               /* other services' flags, skipped */
     int custom_accounts;             /* AZURITE_ACCOUNTS was set */
     char accounts[CONFIG_MAX_ACCOUNTS][32]; /* its account names, lower-case */
     size_t naccounts;

@@ -207,6 +207,9 @@ int main(int argc, char **argv)
                 printf("tabled %s (azurite-table)\n", TABLED_VERSION);
             return 0;
         }
+        if (az.ignored[0])
+            fprintf(stderr, "azurite-table: ignoring %s (tabled serves the Table service only)\n",
+                    az.ignored);
         argc = az.argc;
         argv = az.argv;
     }
