@@ -11,6 +11,7 @@
 #include "core/dump.h"
 #include "core/dump_int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,12 +295,29 @@ int dump_batch_put(struct dump *d, struct dump_batch *bt, const void *k, size_t 
 
 /* The table of that name, created (with its ACL when given) when missing;
  * an existing table gets the ACL of the file. NULL on error. */
+/* Whether s is 3..max letters and digits (a table: starting with a
+ * letter), as the service requires of account and table names. */
+static int dump_name_ok(const char *s, size_t max, int letter_first)
+{
+    size_t n = strlen(s);
+    if (n < 3 || n > max || (letter_first && !isalpha((unsigned char)s[0])))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
 const struct table_info *dump_ensure_table(struct dump *d, struct dump_batch *bt,
-                                             const char *account, const char *name,
-                                             const unsigned char *acl, size_t acl_len,
-                                             int set_acl, char *err, size_t errlen)
+                                           const char *account, const char *name,
+                                           const unsigned char *acl, size_t acl_len,
+                                           int set_acl, char *err, size_t errlen)
 {
     size_t nl = strlen(name);
+    if (!dump_name_ok(account, 24, 0) || !dump_name_ok(name, 63, 1)) {
+        snprintf(err, errlen, "invalid account or table name '%.64s/%.64s'", account, name);
+        return NULL;
+    }
     const struct table_info *t = tables_find(d->tc, account, name, nl);
     if (t && !set_acl)
         return t;
