@@ -113,6 +113,7 @@ def main():
             tap.diag(p.stderr.decode()[-3000:])
         want = {dirs["bindir"] + "/tabled", dirs["bindir"] + "/azurite-table",
                 dirs["man1dir"] + "/tabled.1", dirs["man5dir"] + "/tabled.conf.5",
+                dirs["man1dir"] + "/azurite-table.1",
                 dirs["tabledconfdir"] + "/tabled.conf",
                 dirs["tabledincludedir"] + "/backends/backend.h",
                 dirs["pkgconfigdir"] + "/tabled-backend.pc"}
