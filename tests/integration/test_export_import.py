@@ -134,6 +134,11 @@ def test_sdk(tap, tmp):
     for _ in range(2):
         p = tabled("import", "--backend", "flatfile", "--data", d2, e1)
     tap.ok(b"5 entities" in p.stderr, "sdk: import reports its count", p.stderr.decode())
+    d3 = os.path.join(tmp, "sdk-stdin")
+    p = subprocess.run([h.tabled_path(), "import", "--backend", "flatfile", "--data", d3, "-"],
+                       stdin=open(e1, "rb"), capture_output=True, timeout=60)
+    tap.ok(p.returncode == 0 and b"2 tables, 5 entities" in p.stderr,
+           "sdk: import - reads standard input", p.stderr.decode()[-300:])
     tabled("export", "--backend", "flatfile", "--data", d2, "-o", e2)
     tap.ok(open(e1, "rb").read() == open(e2, "rb").read(),
            "sdk: export of the copy (imported twice) is byte-identical")

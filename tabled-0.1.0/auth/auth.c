@@ -1,0 +1,123 @@
+/* auth.c - auth_check(): picks the scheme of a request (SPEC 10.1:
+ * Authorization header, else SAS, else anonymous), runs its verification
+ * and then authorizes the operation. */
+#include <string.h>
+#include <strings.h>
+
+#include "auth/auth_int.h"
+
+/* The 401 answer whose WWW-Authenticate header lets SDKs discover the
+ * tenant (SPEC 10.10). */
+enum terr auth_challenge(const struct auth_ctx *ctx, const struct request *req,
+                         struct auth_result *out, const char *error_description)
+{
+    const char *tenant = ctx->tenant_id ? ctx->tenant_id : AUTH_DEFAULT_TENANT;
+    out->http_status = 401;
+    out->message = "Server failed to authenticate the request. Please refer to the information in "
+                   "the www-authenticate header.";
+    if (error_description) {
+        out->www_authenticate =
+            arena_sprintf(req->arena,
+                          "Bearer authorization_uri=https://login.microsoftonline.com/%s/oauth2/"
+                          "authorize resource_id=https://storage.azure.com error=\"invalid_token\" "
+                          "error_description=\"%s\"",
+                          tenant, error_description);
+        out->detail = error_description;
+    } else {
+        out->www_authenticate =
+            arena_sprintf(req->arena,
+                          "Bearer authorization_uri=https://login.microsoftonline.com/%s/oauth2/"
+                          "authorize resource_id=https://storage.azure.com",
+                          tenant);
+    }
+    return TERR_InvalidAuthenticationInfo;
+}
+
+/* No credentials at all: 401 + challenge from 2020-12-06 on (also when no
+ * version is sent: the newest applies), 403 before (SPEC 10.10, 16 row 29). */
+static enum terr anonymous(const struct auth_ctx *ctx, const struct request *req,
+                           const struct authq *params, size_t nparams, struct auth_result *out)
+{
+    const char *v = auth_header(req, "x-ms-version", NULL);
+    if (!v) {
+        const struct authq *q = authq_find(params, nparams, "api-version", NULL);
+        v = q ? q->value : NULL;
+    }
+    if (v && auth_version_shape(v) && strcmp(v, AUTH_CHALLENGE_VERSION) < 0) {
+        out->detail = "No credentials were supplied.";
+        return TERR_AuthenticationFailed;
+    }
+    return auth_challenge(ctx, req, out, NULL);
+}
+
+/* Splits "SCHEME credentials" and runs the scheme. Anything that is not
+ * one well-formed header of a known scheme is InvalidAuthenticationInfo. */
+static enum terr from_header(const struct auth_ctx *ctx, const struct request *req,
+                             const char *account, const struct auth_op *op, const char *value,
+                             size_t len, struct auth_result *out)
+{
+    if (request_header_count(req, "Authorization") != 1 || strlen(value) != len)
+        return TERR_InvalidAuthenticationInfo;
+    size_t i = 0;
+    while (i < len && (value[i] == ' ' || value[i] == '\t'))
+        i++;
+    size_t scheme_start = i;
+    while (i < len && value[i] != ' ' && value[i] != '\t')
+        i++;
+    size_t scheme_len = i - scheme_start;
+    const char *scheme = value + scheme_start;
+    while (i < len && (value[i] == ' ' || value[i] == '\t'))
+        i++;
+    size_t end = len;
+    while (end > i && (value[end - 1] == ' ' || value[end - 1] == '\t'))
+        end--;
+    const char *cred = value + i;
+    size_t cred_len = end - i;
+    if (cred_len == 0)
+        return TERR_InvalidAuthenticationInfo;
+
+    if (scheme_len == 9 && strncasecmp(scheme, "SharedKey", 9) == 0)
+        return auth_sharedkey_verify(ctx, req, account, op, 0, cred, cred_len, out);
+    if (scheme_len == 13 && strncasecmp(scheme, "SharedKeyLite", 13) == 0)
+        return auth_sharedkey_verify(ctx, req, account, op, 1, cred, cred_len, out);
+    if (scheme_len == 6 && strncasecmp(scheme, "Bearer", 6) == 0)
+        return auth_bearer_verify(ctx, req, account, cred, cred_len, out);
+    return TERR_InvalidAuthenticationInfo;
+}
+
+enum terr auth_check(const struct auth_ctx *ctx, const struct request *req, const char *account,
+                     const struct auth_op *op, struct auth_result *out)
+{
+    memset(out, 0, sizeof *out);
+    if (op->kind == AUTH_OP_PREFLIGHT) {
+        out->scheme = AUTH_SCHEME_ANONYMOUS;
+        return TERR_NONE;
+    }
+    if (ctx->disabled) {
+        out->scheme = AUTH_SCHEME_NONE;
+        out->perms = AUTH_P_ALL;
+        out->rtypes = AUTH_RT_ALL;
+        return auth_authorize(out, op);
+    }
+    if (!account)
+        account = "";
+
+    enum terr rc;
+    size_t len = 0;
+    const char *authz = auth_header(req, "Authorization", &len);
+    if (authz) {
+        rc = from_header(ctx, req, account, op, authz, len, out);
+    } else {
+        struct authq *params;
+        size_t nparams;
+        authq_parse(req->arena, req->query ? req->query : "", req->query ? req->query_len : 0,
+                    &params, &nparams);
+        if (authq_find(params, nparams, "sig", NULL))
+            rc = auth_sas_verify(ctx, req, account, op, params, nparams, out);
+        else
+            return anonymous(ctx, req, params, nparams, out);
+    }
+    if (rc != TERR_NONE)
+        return rc;
+    return auth_authorize(out, op);
+}

@@ -1,0 +1,242 @@
+/* auth.h - who is calling, and may they do this? (SPEC 10)
+ *
+ * The auth module is a set of pure functions over a parsed request: it never
+ * touches a socket, a backend or the clock directly (time comes from
+ * auth_ctx.now_ticks, stored access policies from auth_ctx.policy_lookup).
+ *
+ * How the protocol layer uses it:
+ *
+ *   1. Route the request, fill a struct auth_op (operation kind, addressed
+ *      table, keys when the URL names them, secondary endpoint or not).
+ *   2. Call auth_check(). It picks the scheme (Authorization header first;
+ *      otherwise a SAS when the query has `sig`; otherwise anonymous),
+ *      authenticates (signature, date, SAS time window, IP, protocol) and
+ *      authorizes the operation (permissions, resource types, table name,
+ *      key range when op->pk/rk are known, writes on the secondary).
+ *      TERR_NONE means go on; anything else is the error to answer with,
+ *      using auth_result.http_status / .message / .detail /
+ *      .www_authenticate when they are set.
+ *   3. When keys are only known later (Insert Entity: from the body), or for
+ *      every sub-operation of a $batch, call auth_authorize() with a filled
+ *      auth_op and the auth_result of step 2.
+ *   4. Queries under a table SAS with a key range: return only entities for
+ *      which auth_range_contains() is true (the range is in result->range).
+ *
+ * Ownership: strings an auth_result points to live in req->arena (or are
+ * static); nothing needs freeing. */
+#ifndef TABLED_AUTH_H
+#define TABLED_AUTH_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/http.h"
+#include "protocol/errors.h"
+
+/* Largest clock skew of a SharedKey/SharedKeyLite/Bearer date (SPEC 10.5). */
+#define AUTH_MAX_SKEW_SECONDS (15 * 60)
+/* Version from which an anonymous request gets the 401 Bearer challenge
+ * instead of 403 AuthenticationFailed (SPEC 10.10, 16 row 29). */
+#define AUTH_CHALLENGE_VERSION "2020-12-06"
+/* Tenant named in the WWW-Authenticate challenge when ctx->tenant_id is NULL. */
+#define AUTH_DEFAULT_TENANT "common"
+
+/* What the request does. The protocol layer maps its routed operation to
+ * one of these; batch sub-operations use the entity kinds. */
+enum auth_op_kind {
+    AUTH_OP_PREFLIGHT = 0,        /* OPTIONS: never authenticated */
+    AUTH_OP_QUERY_TABLES,         /* GET /Tables, and GET /Tables('T') */
+    AUTH_OP_CREATE_TABLE,         /* POST /Tables */
+    AUTH_OP_DELETE_TABLE,         /* DELETE /Tables('T') */
+    AUTH_OP_QUERY_ENTITIES,       /* GET /T, /T() (collection query) */
+    AUTH_OP_GET_ENTITY,           /* GET /T(PK,RK) (point query) */
+    AUTH_OP_INSERT_ENTITY,        /* POST /T */
+    AUTH_OP_UPDATE_ENTITY,        /* PUT /T(PK,RK) with If-Match */
+    AUTH_OP_MERGE_ENTITY,         /* MERGE/PATCH /T(PK,RK) with If-Match */
+    AUTH_OP_INSERT_OR_REPLACE,    /* PUT /T(PK,RK) without If-Match */
+    AUTH_OP_INSERT_OR_MERGE,      /* MERGE/PATCH /T(PK,RK) without If-Match */
+    AUTH_OP_DELETE_ENTITY,        /* DELETE /T(PK,RK) */
+    AUTH_OP_BATCH,                /* POST /$batch (envelope; sub-ops separately) */
+    AUTH_OP_GET_ACL,              /* GET /T?comp=acl */
+    AUTH_OP_SET_ACL,              /* PUT /T?comp=acl */
+    AUTH_OP_GET_SERVICE_PROPERTIES,
+    AUTH_OP_SET_SERVICE_PROPERTIES,
+    AUTH_OP_GET_SERVICE_STATS,
+    AUTH_OP__COUNT
+};
+
+/* The operation descriptor the protocol layer fills. */
+struct auth_op {
+    enum auth_op_kind kind;
+    /* Addressed table name, percent-decoded, as in the URL (any case), or
+     * NULL when the operation names none (service operations, Query Tables,
+     * Create Table, the $batch envelope). For Delete Table: the T of
+     * /Tables('T'). Used to check a table SAS's tn. */
+    const char *table;
+    /* Entity keys (decoded) when known: from the URL for point operations,
+     * from the body for inserts and batch sub-operations. pk == NULL means
+     * "not known yet": the key-range check is then skipped and the caller
+     * must call auth_authorize() again once they are known. */
+    const char *pk;
+    size_t pk_len;
+    const char *rk;               /* may be NULL only when pk is NULL */
+    size_t rk_len;
+    int secondary;                /* request came to ACCOUNT-secondary */
+};
+
+/* How the request was authenticated. */
+enum auth_scheme {
+    AUTH_SCHEME_NONE = 0,         /* verification off (--auth off): full access */
+    AUTH_SCHEME_ANONYMOUS,        /* preflight only */
+    AUTH_SCHEME_SHAREDKEY,
+    AUTH_SCHEME_SHAREDKEYLITE,
+    AUTH_SCHEME_BEARER,
+    AUTH_SCHEME_ACCOUNT_SAS,
+    AUTH_SCHEME_TABLE_SAS,
+};
+
+/* SAS permission letters (bits of auth_result.perms). */
+#define AUTH_P_READ    0x01u      /* r */
+#define AUTH_P_ADD     0x02u      /* a */
+#define AUTH_P_UPDATE  0x04u      /* u */
+#define AUTH_P_DELETE  0x08u      /* d */
+#define AUTH_P_LIST    0x10u      /* l (account SAS) */
+#define AUTH_P_WRITE   0x20u      /* w (account SAS) */
+#define AUTH_P_CREATE  0x40u      /* c (account SAS) */
+#define AUTH_P_PROCESS 0x80u      /* p (account SAS; unused by tables) */
+#define AUTH_P_ALL     0xFFu
+
+/* Account SAS resource types (bits of auth_result.rtypes). */
+#define AUTH_RT_SERVICE   0x1u    /* s */
+#define AUTH_RT_CONTAINER 0x2u    /* c: tables */
+#define AUTH_RT_OBJECT    0x4u    /* o: entities */
+#define AUTH_RT_ALL       0x7u
+
+/* A table SAS key range (SPEC 10.8). Absent bounds are NULL (open). */
+struct auth_range {
+    const char *spk, *srk;        /* start PartitionKey / RowKey (inclusive) */
+    size_t spk_len, srk_len;
+    const char *epk, *erk;        /* end PartitionKey / RowKey (inclusive) */
+    size_t epk_len, erk_len;
+};
+
+/* What auth_check() learned. Filled on success and on failure. */
+struct auth_result {
+    enum auth_scheme scheme;
+    /* Granted rights. Owner schemes (NONE, SHAREDKEY*, BEARER) get
+     * AUTH_P_ALL / AUTH_RT_ALL; SAS schemes get what the SAS (or its stored
+     * policy) grants. */
+    unsigned perms;
+    unsigned rtypes;
+    /* Table SAS: the table it is scoped to (tn as sent, else the addressed
+     * table), arena memory; NULL otherwise. */
+    const char *sas_table;
+    /* Table SAS key range (all NULL when unrestricted). */
+    struct auth_range range;
+    /* SAS: the signed version sv (for SPEC 12.1: the effective version
+     * when neither x-ms-version nor api-version is sent); else NULL. */
+    const char *sas_version;
+    /* Error decoration, set only on failure:
+     *  http_status: 0 = the status of terr_info(code); 401 for the Bearer
+     *               challenge (code TERR_InvalidAuthenticationInfo).
+     *  www_authenticate: value of a WWW-Authenticate header to send, or NULL.
+     *  message: replacement for terr_info(code)->message when the service
+     *           quotes data in it (the source IP), or NULL.
+     *  detail:  the AuthenticationErrorDetail text of the XML error body
+     *           (string to sign, time window, date problem), or NULL.
+     * All are plain text; the caller escapes them for XML/JSON. */
+    int http_status;
+    const char *www_authenticate;
+    const char *message;
+    const char *detail;
+};
+
+/* A stored access policy (SPEC 11.3) as the policy_lookup callback returns
+ * it. Absent fields have has_* = 0. */
+struct auth_policy {
+    int has_start;
+    int64_t start_ticks;          /* 100 ns ticks since 0001-01-01 (edm.h) */
+    int has_expiry;
+    int64_t expiry_ticks;
+    int has_perm;
+    char perm[8];                 /* NUL-terminated subset of "raud" */
+};
+
+/* Configuration of the checks; one per server, read-only while requests
+ * run. Zero-initialise, then set accounts (everything else has defaults). */
+struct auth_ctx {
+    const struct account_cfg *accounts;  /* the configured accounts */
+    size_t naccounts;
+    int disabled;                 /* 1: --auth off; everything is allowed */
+    int no_skew_check;            /* 1: skip the 15-minute date check */
+    int bearer_basic;             /* 1: accept unsigned JWTs whose aud, iss,
+                                   * nbf, exp look right (HTTPS only); 0:
+                                   * refuse every Bearer token (default) */
+    const char *tenant_id;        /* for the challenge; NULL: AUTH_DEFAULT_TENANT */
+    /* Current time in 100 ns ticks since 0001-01-01 (edm.h); NULL:
+     * edm_now_ticks(). */
+    int64_t (*now_ticks)(void *arg);
+    void *now_arg;
+    /* Stored access policy `id` of `table` (as the SAS names it, any case)
+     * in `account`: fill *out and return 1, or return 0 when there is no
+     * such table or policy. NULL: every `si` is unknown. */
+    int (*policy_lookup)(void *arg, const char *account, const char *table, const char *id,
+                         struct auth_policy *out);
+    void *policy_arg;
+    /* 1 when v (NUL-terminated) is a service version the server knows
+     * (SPEC 12.1); NULL: any well-formed YYYY-MM-DD is accepted. */
+    int (*version_known)(const char *v);
+};
+
+/* Authenticates req for `account` (the primary account name, after the
+ * router stripped any "-secondary" suffix) and authorizes op. Fills *out
+ * (always) and returns TERR_NONE or the error code:
+ *   TERR_AuthenticationFailed        bad/unknown signature or account,
+ *                                    missing/bad/skewed date, bad SAS field,
+ *                                    SAS outside its time window, unknown si
+ *   TERR_InvalidAuthenticationInfo   malformed Authorization header (400), or
+ *                                    the Bearer challenge (http_status 401)
+ *   TERR_AuthorizationFailure        table SAS on another table, on a table/
+ *                                    ACL/service operation, key outside range
+ *   TERR_AuthorizationPermissionMismatch / ResourceTypeMismatch /
+ *   ServiceMismatch / ProtocolMismatch / SourceIPMismatch   (SPEC 10.7-10.9)
+ *   TERR_InsufficientAccountPermissions  write on the secondary endpoint
+ * SharedKey signs req->path exactly as received (SPEC 10.2); the same path
+ * with its percent-encoding normalised is tried too. req->arena must be set:
+ * scratch strings and the result's strings are allocated there. */
+enum terr auth_check(const struct auth_ctx *ctx, const struct request *req, const char *account,
+                     const struct auth_op *op, struct auth_result *out);
+
+/* Authorizes one more operation under an already authenticated result (a
+ * batch sub-operation, or an insert once its keys are known). Same codes as
+ * the authorization part of auth_check(). */
+enum terr auth_authorize(const struct auth_result *res, const struct auth_op *op);
+
+/* 1 when (pk, rk) lies inside r (ordinal UTF-16 order, SPEC 10.8), else 0.
+ * An all-NULL range contains everything. */
+int auth_range_contains(const struct auth_range *r, const char *pk, size_t pk_len, const char *rk,
+                        size_t rk_len);
+/* 1 when r restricts anything. */
+int auth_range_active(const struct auth_range *r);
+/* Ordinal comparison of two UTF-8 keys in UTF-16 code-unit order: <0, 0, >0. */
+int auth_key_compare(const char *a, size_t a_len, const char *b, size_t b_len);
+
+/* 1 for operations that change state (refused on the secondary endpoint). */
+int auth_op_is_write(enum auth_op_kind kind);
+/* "QueryEntities", ... for logs and tests. */
+const char *auth_op_name(enum auth_op_kind kind);
+
+/* Lower-level pieces, exposed for the protocol layer's error details and
+ * for tests. */
+
+/* Appends the SharedKey (lite = 0) or SharedKeyLite (lite = 1) string to
+ * sign of req for account name `account` and canonical path `path`
+ * (normally req->path) to b (SPEC 10.2, 10.3). */
+void auth_sharedkey_string_to_sign(struct buf *b, const struct request *req, const char *account,
+                                   const char *path, size_t path_len, int lite);
+/* Base64(HMAC-SHA256(key, msg)) into out (>= 45 bytes, NUL-terminated). */
+void auth_hmac_b64(const unsigned char *key, size_t key_len, const char *msg, size_t msg_len,
+                   char out[45]);
+
+#endif

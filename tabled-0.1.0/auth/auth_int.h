@@ -1,0 +1,69 @@
+/* auth_int.h - helpers shared by the files of auth/ (not a public API). */
+#ifndef TABLED_AUTH_INT_H
+#define TABLED_AUTH_INT_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth/auth.h"
+
+/* One query parameter, percent-decoded ('+' kept as '+', as Azurite and the
+ * SDKs' %2B encoding expect). value is NULL when the raw text had a bad
+ * %-escape or decoded to a NUL byte. */
+struct authq {
+    const char *name;
+    const char *value;
+    size_t value_len;
+};
+
+/* Splits req's raw query on '&' and decodes every name and value into
+ * arena memory. Never fails; bad pieces get value == NULL. */
+void authq_parse(struct arena *a, const char *q, size_t n, struct authq **out, size_t *count);
+/* The parameter named name (exact match) or NULL; *dups is set to the
+ * number of further parameters with the same name. */
+const struct authq *authq_find(const struct authq *p, size_t n, const char *name, int *dups);
+/* Value of a hex digit, or -1. */
+int auth_hexval(unsigned char c);
+/* Percent-decodes s (no '+' rewriting) into arena memory; NULL on a bad
+ * escape or a decoded NUL. */
+char *auth_pct_decode(struct arena *a, const char *s, size_t n, size_t *outlen);
+
+/* Constant-time check that given[0..given_len) equals the 44-character
+ * base64 MAC computed (lengths are not secret). */
+int auth_mac_equal(const char computed[45], const char *given, size_t given_len);
+
+/* Current time in ticks (ctx->now_ticks or edm_now_ticks()). */
+int64_t auth_now(const struct auth_ctx *ctx);
+
+/* The account called name, or NULL. */
+const struct account_cfg *auth_find_account(const struct auth_ctx *ctx, const char *name);
+
+/* First header called name: its value and length (the value may hold a
+ * NUL before value_len, which callers reject), or NULL. */
+const char *auth_header(const struct request *req, const char *name, size_t *len);
+
+/* 1 when v is "YYYY-MM-DD" (digits and dashes). */
+int auth_version_shape(const char *v);
+
+/* Checks the x-ms-date/Date of a SharedKey/SharedKeyLite/Bearer request
+ * (SPEC 10.5); on failure sets out->detail and returns
+ * TERR_AuthenticationFailed. */
+enum terr auth_check_date(const struct auth_ctx *ctx, const struct request *req,
+                          struct auth_result *out);
+
+/* The schemes, each filling out (scheme, rights, details). */
+enum terr auth_sharedkey_verify(const struct auth_ctx *ctx, const struct request *req,
+                                const char *account, const struct auth_op *op, int lite,
+                                const char *cred, size_t cred_len, struct auth_result *out);
+enum terr auth_sas_verify(const struct auth_ctx *ctx, const struct request *req,
+                          const char *account, const struct auth_op *op,
+                          const struct authq *params, size_t nparams, struct auth_result *out);
+enum terr auth_bearer_verify(const struct auth_ctx *ctx, const struct request *req,
+                             const char *account, const char *token, size_t token_len,
+                             struct auth_result *out);
+
+/* Sets out up for the 401 Bearer challenge; returns
+ * TERR_InvalidAuthenticationInfo. error_description may be NULL. */
+enum terr auth_challenge(const struct auth_ctx *ctx, const struct request *req,
+                         struct auth_result *out, const char *error_description);
+
+#endif

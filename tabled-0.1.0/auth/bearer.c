@@ -1,0 +1,175 @@
+/* bearer.c - Microsoft Entra ID bearer tokens (SPEC 10.10). By default
+ * every token is refused with the service's 401 challenge; with
+ * ctx->bearer_basic an emulator-style check accepts a JWT whose claims look
+ * right (aud, iss, nbf, exp) without verifying its signature, over HTTPS
+ * only, as Azurite's "basic" OAuth mode does. */
+#include <string.h>
+#include <strings.h>
+#include <yajl/yajl_tree.h>
+
+#include "auth/auth_int.h"
+#include "protocol/edm.h"
+
+/* Longest token payload we look at. */
+#define BEARER_MAX_PAYLOAD 16384
+
+static int b64url_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '-' || c == '+')
+        return 62;
+    if (c == '_' || c == '/')
+        return 63;
+    return -1;
+}
+
+/* Decodes base64url (padding optional) into arena memory, NUL-terminated.
+ * NULL when malformed. */
+static char *b64url_decode(struct arena *a, const char *s, size_t n, size_t *outlen)
+{
+    while (n > 0 && s[n - 1] == '=')
+        n--;
+    if (n % 4 == 1)
+        return NULL;
+    char *out = arena_alloc(a, n * 3 / 4 + 4);
+    size_t o = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64url_value((unsigned char)s[i]);
+        if (v < 0)
+            return NULL;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (char)((acc >> bits) & 0xFF);
+        }
+    }
+    out[o] = 0;
+    *outlen = o;
+    return out;
+}
+
+/* The token's payload claim `name` as a string, or NULL. */
+static const char *claim_str(yajl_val root, const char *name)
+{
+    const char *path[] = {name, NULL};
+    yajl_val v = yajl_tree_get(root, path, yajl_t_string);
+    return v ? YAJL_GET_STRING(v) : NULL;
+}
+
+/* The claim as a number of seconds; 0 when absent or not a number. */
+static int claim_num(yajl_val root, const char *name, double *out)
+{
+    const char *path[] = {name, NULL};
+    yajl_val v = yajl_tree_get(root, path, yajl_t_number);
+    if (!v)
+        return 0;
+    *out = YAJL_IS_INTEGER(v) ? (double)YAJL_GET_INTEGER(v) : YAJL_GET_DOUBLE(v);
+    return 1;
+}
+
+/* Issuers of Entra ID tokens (prefix match; the tenant is not checked). */
+static int issuer_ok(const char *iss)
+{
+    static const char *const prefixes[] = {
+        "https://sts.windows.net/",      "https://login.microsoftonline.com/",
+        "https://sts.microsoftonline.de/", "https://sts.chinacloudapi.cn/",
+        "https://sts.windows-ppe.net",
+    };
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(iss, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+/* Audiences of Azure Storage: the generic resource (URL or app id) or
+ * https://ACCOUNT.table.<any suffix>[/] for this account. */
+static int audience_ok(const char *aud, const char *account)
+{
+    if (strcmp(aud, "https://storage.azure.com") == 0 ||
+        strcmp(aud, "https://storage.azure.com/") == 0 ||
+        strcmp(aud, "e406a681-f3d4-42a8-90b6-c2b029497af1") == 0)
+        return 1;
+    size_t alen = strlen(account);
+    if (strncmp(aud, "https://", 8) != 0 || strncmp(aud + 8, account, alen) != 0 ||
+        strncmp(aud + 8 + alen, ".table.", 7) != 0)
+        return 0;
+    const char *host = aud + 8 + alen + 7;
+    size_t hlen = strlen(host);
+    if (hlen > 0 && host[hlen - 1] == '/')
+        hlen--;
+    return hlen > 0 && memchr(host, '/', hlen) == NULL;
+}
+
+/* Basic claim checks of a JWT "header.payload.signature". NULL when good,
+ * else the reason. */
+static const char *check_token(const struct auth_ctx *ctx, const struct request *req,
+                               const char *account, const char *token, size_t len)
+{
+    const char *dot1 = memchr(token, '.', len);
+    const char *dot2 = dot1 ? memchr(dot1 + 1, '.', (size_t)(token + len - dot1 - 1)) : NULL;
+    if (!dot1 || !dot2 || memchr(dot2 + 1, '.', (size_t)(token + len - dot2 - 1)))
+        return "The token is not a JWT.";
+    size_t plen = (size_t)(dot2 - dot1 - 1);
+    if (plen == 0 || plen > BEARER_MAX_PAYLOAD)
+        return "The token is not a JWT.";
+    size_t jlen;
+    char *json = b64url_decode(req->arena, dot1 + 1, plen, &jlen);
+    if (!json || strlen(json) != jlen)
+        return "The token is not a JWT.";
+    char err[128];
+    yajl_val root = yajl_tree_parse(json, err, sizeof err);
+    if (!root || !YAJL_IS_OBJECT(root)) {
+        yajl_tree_free(root);
+        return "The token is not a JWT.";
+    }
+    const char *why = NULL;
+    double nbf, exp;
+    const char *iss = claim_str(root, "iss"), *aud = claim_str(root, "aud");
+    double now = (double)((auth_now(ctx) - EDM_UNIX_EPOCH_TICKS) / EDM_TICKS_PER_SECOND);
+    if (!claim_num(root, "nbf", &nbf) || !claim_num(root, "exp", &exp) || !iss || !aud)
+        why = "The token lacks a required claim.";
+    else if (now < nbf)
+        why = "Lifetime validation failed. The token is not yet valid.";
+    else if (now > exp)
+        why = "Lifetime validation failed. The token is expired.";
+    else if (!issuer_ok(iss))
+        why = "Invalid token issuer.";
+    else if (!audience_ok(aud, account))
+        why = "Invalid token audience.";
+    yajl_tree_free(root);
+    return why;
+}
+
+enum terr auth_bearer_verify(const struct auth_ctx *ctx, const struct request *req,
+                             const char *account, const char *token, size_t token_len,
+                             struct auth_result *out)
+{
+    if (!req->tls) {
+        out->detail = "Authentication scheme Bearer is not allowed with HTTP.";
+        return TERR_AuthenticationFailed;
+    }
+    if (!ctx->bearer_basic)
+        return auth_challenge(ctx, req, out, "This server does not accept bearer tokens.");
+    enum terr rc = auth_check_date(ctx, req, out);
+    if (rc != TERR_NONE)
+        return rc;
+    if (!auth_find_account(ctx, account)) {
+        out->detail = "The account of the request does not exist.";
+        return TERR_AuthenticationFailed;
+    }
+    const char *why = check_token(ctx, req, account, token, token_len);
+    if (why)
+        return auth_challenge(ctx, req, out, why);
+    out->scheme = AUTH_SCHEME_BEARER;
+    out->perms = AUTH_P_ALL;
+    out->rtypes = AUTH_RT_ALL;
+    return TERR_NONE;
+}

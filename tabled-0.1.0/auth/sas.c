@@ -1,0 +1,436 @@
+/* sas.c - shared access signatures: account SAS (SPEC 10.7) and table
+ * (service) SAS (SPEC 10.8), validated per SPEC 10.9: signature first, then
+ * stored policy, time window, source IP, protocol, services. What the SAS
+ * grants goes to auth_result; perm.c decides per operation. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+#include "auth/auth_int.h"
+#include "protocol/edm.h"
+
+/* The SAS query parameters, decoded; NULL when absent. */
+struct sas {
+    const char *sv, *ss, *srt, *sp, *st, *se, *sip, *spr, *ses, *sig;
+    const char *tn, *spk, *srk, *epk, *erk, *si;
+    size_t sig_len, spk_len, srk_len, epk_len, erk_len;
+};
+
+/* Looks a field up: 0 ok (present or absent), -1 when it is duplicated or
+ * its escapes are malformed (the request then fails authentication). */
+static int field(const struct authq *p, size_t n, const char *name, const char **v, size_t *len)
+{
+    int dups;
+    const struct authq *q = authq_find(p, n, name, &dups);
+    *v = NULL;
+    if (len)
+        *len = 0;
+    if (!q)
+        return 0;
+    if (dups || !q->value)
+        return -1;
+    *v = q->value;
+    if (len)
+        *len = q->value_len;
+    return 0;
+}
+
+static int gather(const struct authq *p, size_t n, struct sas *s)
+{
+    memset(s, 0, sizeof *s);
+    return field(p, n, "sv", &s->sv, NULL) | field(p, n, "ss", &s->ss, NULL) |
+           field(p, n, "srt", &s->srt, NULL) | field(p, n, "sp", &s->sp, NULL) |
+           field(p, n, "st", &s->st, NULL) | field(p, n, "se", &s->se, NULL) |
+           field(p, n, "sip", &s->sip, NULL) | field(p, n, "spr", &s->spr, NULL) |
+           field(p, n, "ses", &s->ses, NULL) | field(p, n, "sig", &s->sig, &s->sig_len) |
+           field(p, n, "tn", &s->tn, NULL) | field(p, n, "spk", &s->spk, &s->spk_len) |
+           field(p, n, "srk", &s->srk, &s->srk_len) | field(p, n, "epk", &s->epk, &s->epk_len) |
+           field(p, n, "erk", &s->erk, &s->erk_len) | field(p, n, "si", &s->si, NULL);
+}
+
+/* Appends v (or nothing when absent) and, when nl, a newline. */
+static void put(struct buf *b, const char *v, int nl)
+{
+    if (v)
+        buf_puts(b, v);
+    if (nl)
+        buf_putc(b, '\n');
+}
+
+/* SPEC 10.7: account SAS string-to-sign; ses joins from 2020-12-06. */
+static void account_sts(struct buf *b, const char *account, const struct sas *s)
+{
+    put(b, account, 1);
+    put(b, s->sp, 1);
+    put(b, s->ss, 1);
+    put(b, s->srt, 1);
+    put(b, s->st, 1);
+    put(b, s->se, 1);
+    put(b, s->sip, 1);
+    put(b, s->spr, 1);
+    put(b, s->sv, 1);
+    if (strcmp(s->sv, "2020-12-06") >= 0)
+        put(b, s->ses, 1);
+}
+
+/* SPEC 10.8: table SAS string-to-sign for its three version eras. */
+static void table_sts(struct buf *b, const char *account, const char *table, const struct sas *s)
+{
+    put(b, s->sp, 1);
+    put(b, s->st, 1);
+    put(b, s->se, 1);
+    buf_puts(b, strcmp(s->sv, "2015-02-21") >= 0 ? "/table/" : "/");
+    buf_puts(b, account);
+    buf_putc(b, '/');
+    for (const char *t = table; *t; t++)
+        buf_putc(b, (char)tolower((unsigned char)*t));
+    buf_putc(b, '\n');
+    put(b, s->si, 1);
+    if (strcmp(s->sv, "2015-04-05") >= 0) {
+        put(b, s->sip, 1);
+        put(b, s->spr, 1);
+    }
+    put(b, s->sv, 1);
+    put(b, s->spk, 1);
+    put(b, s->srk, 1);
+    put(b, s->epk, 1);
+    put(b, s->erk, 0);
+}
+
+/* Parses a SAS time: YYYY-MM-DD or the ISO forms edm_datetime_parse takes
+ * (SPEC 10.9). 0 or -1. */
+static int sas_time(const char *v, int64_t *ticks)
+{
+    size_t n = strlen(v);
+    if (n == 10) {
+        char tmp[24];
+        memcpy(tmp, v, 10);
+        memcpy(tmp + 10, "T00:00Z", 8);
+        return edm_datetime_parse(tmp, 17, ticks) == 0 ? 0 : -1;
+    }
+    return edm_datetime_parse(v, n, ticks) == 0 ? 0 : -1;
+}
+
+/* Maps permission letters to AUTH_P_* bits; letters outside `allowed` (and
+ * not merely ignorable blob letters in `ignored`) make it -1. */
+static int perm_bits(const char *v, const char *allowed, const char *ignored, unsigned *out)
+{
+    static const char letters[] = "raudlwcp";
+    unsigned bits = 0;
+    for (const char *c = v; *c; c++) {
+        const char *pos = strchr(letters, *c);
+        if (pos && strchr(allowed, *c))
+            bits |= 1u << (pos - letters);
+        else if (!strchr(ignored, *c))
+            return -1;
+    }
+    *out = bits;
+    return 0;
+}
+
+/* Resource types "sco" -> AUTH_RT_* bits, -1 on another letter. */
+static int rtype_bits(const char *v, unsigned *out)
+{
+    unsigned bits = 0;
+    for (const char *c = v; *c; c++) {
+        if (*c == 's')
+            bits |= AUTH_RT_SERVICE;
+        else if (*c == 'c')
+            bits |= AUTH_RT_CONTAINER;
+        else if (*c == 'o')
+            bits |= AUTH_RT_OBJECT;
+        else
+            return -1;
+    }
+    *out = bits;
+    return 0;
+}
+
+/* An address as 16 bytes (IPv4 as ::ffff:a.b.c.d); brackets and a zone
+ * suffix are ignored. 0 or -1. */
+static int ip_parse(const char *s, size_t n, unsigned char out[16])
+{
+    char tmp[64];
+    if (n > 0 && s[0] == '[') {
+        s++;
+        n--;
+        const char *rb = memchr(s, ']', n);
+        if (rb)
+            n = (size_t)(rb - s);
+    }
+    const char *pct = memchr(s, '%', n);
+    if (pct)
+        n = (size_t)(pct - s);
+    if (n == 0 || n >= sizeof tmp)
+        return -1;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    unsigned char v4[4];
+    if (inet_pton(AF_INET, tmp, v4) == 1) {
+        memset(out, 0, 10);
+        out[10] = out[11] = 0xff;
+        memcpy(out + 12, v4, 4);
+        return 0;
+    }
+    return inet_pton(AF_INET6, tmp, out) == 1 ? 0 : -1;
+}
+
+/* sip check: 1 inside, 0 outside, -1 when sip is malformed. */
+static int ip_allowed(const char *sip, const char *peer)
+{
+    unsigned char lo[16], hi[16], ip[16];
+    const char *dash = strchr(sip, '-');
+    if (dash) {
+        if (ip_parse(sip, (size_t)(dash - sip), lo) || ip_parse(dash + 1, strlen(dash + 1), hi))
+            return -1;
+    } else {
+        if (ip_parse(sip, strlen(sip), lo))
+            return -1;
+        memcpy(hi, lo, 16);
+    }
+    if (!peer || ip_parse(peer, strlen(peer), ip))
+        return 0;
+    return memcmp(lo, ip, 16) <= 0 && memcmp(ip, hi, 16) <= 0;
+}
+
+/* RFC 1123 text of ticks, for the time-window message. */
+static const char *rfc1123(struct arena *a, int64_t ticks)
+{
+    char tmp[32];
+    int64_t t = ticks - EDM_UNIX_EPOCH_TICKS;
+    int64_t secs = t / EDM_TICKS_PER_SECOND;
+    if (t < 0 && t % EDM_TICKS_PER_SECOND)
+        secs--; /* floor */
+    edm_rfc1123_format(secs, tmp);
+    return arena_strdup(a, tmp);
+}
+
+/* Signature check with both keys; sets the detail on mismatch. */
+static enum terr check_sig(const struct account_cfg *acct, const struct request *req,
+                           const struct buf *sts, const struct sas *s, struct auth_result *out)
+{
+    const unsigned char *keys[2] = {acct->key1, acct->key2};
+    size_t key_lens[2] = {acct->key1_len, acct->key2_len};
+    for (int k = 0; k < 2; k++) {
+        char mac[45];
+        if (key_lens[k] == 0)
+            continue;
+        auth_hmac_b64(keys[k], key_lens[k], sts->data, sts->len, mac);
+        if (auth_mac_equal(mac, s->sig, s->sig_len))
+            return TERR_NONE;
+    }
+    out->detail = arena_sprintf(req->arena, "Signature did not match. String to sign used was %s",
+                                sts->data);
+    return TERR_AuthenticationFailed;
+}
+
+/* The checks both kinds share after the signature: time window, source
+ * IP, protocol (SPEC 10.9). */
+static enum terr check_window(const struct auth_ctx *ctx, const struct request *req,
+                              int has_start, int64_t start, int64_t expiry, const char *sip,
+                              const char *spr, struct auth_result *out)
+{
+    int64_t now = auth_now(ctx);
+    if ((has_start && now < start) || now >= expiry) {
+        out->detail = arena_sprintf(req->arena,
+                                    "Signature not valid in the specified time frame: Start [%s] - "
+                                    "Expiry [%s] - Current [%s]",
+                                    has_start ? rfc1123(req->arena, start) : "",
+                                    rfc1123(req->arena, expiry), rfc1123(req->arena, now));
+        return TERR_AuthenticationFailed;
+    }
+    if (sip) {
+        int ok = ip_allowed(sip, req->peer_ip);
+        if (ok < 0) {
+            out->detail = "The sip parameter is not a valid IP address or range.";
+            return TERR_AuthenticationFailed;
+        }
+        if (!ok) {
+            out->message = arena_sprintf(req->arena,
+                                         "This request is not authorized to perform this "
+                                         "operation using this source IP %s.",
+                                         req->peer_ip);
+            return TERR_AuthorizationSourceIPMismatch;
+        }
+    }
+    if (spr) {
+        if (strcmp(spr, "https") == 0) {
+            if (!req->tls)
+                return TERR_AuthorizationProtocolMismatch;
+        } else if (strcmp(spr, "https,http") != 0 && strcmp(spr, "http,https") != 0) {
+            out->detail = "The spr parameter must be https or https,http.";
+            return TERR_AuthenticationFailed;
+        }
+    }
+    return TERR_NONE;
+}
+
+/* sv must look like a version, be known, and be new enough for the kind. */
+static int version_ok(const struct auth_ctx *ctx, const char *sv, const char *min)
+{
+    if (!auth_version_shape(sv) || strcmp(sv, min) < 0)
+        return 0;
+    return ctx->version_known ? ctx->version_known(sv) : 1;
+}
+
+/* Account SAS: SPEC 10.7. */
+static enum terr verify_account(const struct auth_ctx *ctx, const struct request *req,
+                                const char *account, const struct account_cfg *acct,
+                                const struct sas *s, struct auth_result *out)
+{
+    if (!s->sv || !s->ss || !s->srt || !s->sp || !s->se || !s->sig) {
+        out->detail = "A mandatory account SAS parameter (sv, ss, srt, sp, se, sig) is missing.";
+        return TERR_AuthenticationFailed;
+    }
+    if (!version_ok(ctx, s->sv, "2015-04-05")) {
+        out->detail = "The signed version (sv) is not supported.";
+        return TERR_AuthenticationFailed;
+    }
+    struct buf sts;
+    buf_init(&sts);
+    account_sts(&sts, account, s);
+    enum terr rc = check_sig(acct, req, &sts, s, out);
+    buf_free(&sts);
+    if (rc != TERR_NONE)
+        return rc;
+
+    unsigned perms, rtypes;
+    int64_t start = 0, expiry;
+    if (perm_bits(s->sp, "rwdlacup", "xytfi", &perms) || rtype_bits(s->srt, &rtypes) ||
+        strspn(s->ss, "bqtf") != strlen(s->ss) || (s->st && sas_time(s->st, &start)) ||
+        sas_time(s->se, &expiry)) {
+        out->detail = "A SAS parameter is not in the correct format.";
+        return TERR_AuthenticationFailed;
+    }
+    rc = check_window(ctx, req, s->st != NULL, start, expiry, s->sip, s->spr, out);
+    if (rc != TERR_NONE)
+        return rc;
+    if (!strchr(s->ss, 't'))
+        return TERR_AuthorizationServiceMismatch;
+    out->scheme = AUTH_SCHEME_ACCOUNT_SAS;
+    out->perms = perms;
+    out->rtypes = rtypes;
+    out->sas_version = s->sv;
+    return TERR_NONE;
+}
+
+/* Table SAS: SPEC 10.8, with the stored access policy of `si` (SPEC 11.3)
+ * supplying what the URL leaves out. */
+static enum terr verify_table(const struct auth_ctx *ctx, const struct request *req,
+                              const char *account, const struct account_cfg *acct,
+                              const struct auth_op *op, const struct sas *s,
+                              struct auth_result *out)
+{
+    const char *table = s->tn ? s->tn : (op ? op->table : NULL);
+    if (!s->sv || !s->sig || !table || !*table) {
+        out->detail = "A mandatory table SAS parameter (sv, tn, sig) is missing.";
+        return TERR_AuthenticationFailed;
+    }
+    if (!version_ok(ctx, s->sv, "2012-02-12")) {
+        out->detail = "The signed version (sv) is not supported.";
+        return TERR_AuthenticationFailed;
+    }
+    if ((s->srk && !s->spk) || (s->erk && !s->epk)) {
+        out->detail = "srk requires spk and erk requires epk.";
+        return TERR_AuthenticationFailed;
+    }
+    struct buf sts;
+    buf_init(&sts);
+    table_sts(&sts, account, table, s);
+    enum terr rc = check_sig(acct, req, &sts, s, out);
+    buf_free(&sts);
+    if (rc != TERR_NONE)
+        return rc;
+
+    /* Merge with the stored access policy. */
+    const char *sp = s->sp;
+    int has_start = 0, has_expiry = 0;
+    int64_t start = 0, expiry = 0;
+    struct auth_policy pol;
+    memset(&pol, 0, sizeof pol);
+    if (s->si) {
+        if (!ctx->policy_lookup || !ctx->policy_lookup(ctx->policy_arg, account, table, s->si, &pol)) {
+            out->detail = "The signed identifier (si) does not name a stored access policy of "
+                          "the table.";
+            return TERR_AuthenticationFailed;
+        }
+        if ((pol.has_perm && s->sp) || (pol.has_start && s->st) || (pol.has_expiry && s->se)) {
+            out->detail = "A field is given both in the SAS and in its stored access policy.";
+            return TERR_AuthenticationFailed;
+        }
+        if (pol.has_perm) {
+            pol.perm[sizeof pol.perm - 1] = 0;
+            sp = pol.perm;
+        }
+        if (pol.has_start) {
+            has_start = 1;
+            start = pol.start_ticks;
+        }
+        if (pol.has_expiry) {
+            has_expiry = 1;
+            expiry = pol.expiry_ticks;
+        }
+    }
+    if (s->st) {
+        if (sas_time(s->st, &start)) {
+            out->detail = "The signed start (st) is not in the correct format.";
+            return TERR_AuthenticationFailed;
+        }
+        has_start = 1;
+    }
+    if (s->se) {
+        if (sas_time(s->se, &expiry)) {
+            out->detail = "The signed expiry (se) is not in the correct format.";
+            return TERR_AuthenticationFailed;
+        }
+        has_expiry = 1;
+    }
+    unsigned perms;
+    if (!sp || !has_expiry || perm_bits(sp, "raud", "", &perms)) {
+        out->detail = "The SAS (with its stored access policy) lacks a valid sp or se.";
+        return TERR_AuthenticationFailed;
+    }
+    /* Before 2015-04-05 sip and spr are not signed, so they mean nothing. */
+    int signed_net = strcmp(s->sv, "2015-04-05") >= 0;
+    rc = check_window(ctx, req, has_start, start, expiry, signed_net ? s->sip : NULL,
+                      signed_net ? s->spr : NULL, out);
+    if (rc != TERR_NONE)
+        return rc;
+
+    out->scheme = AUTH_SCHEME_TABLE_SAS;
+    out->perms = perms;
+    out->rtypes = 0;
+    out->sas_table = table;
+    out->range.spk = s->spk;
+    out->range.spk_len = s->spk_len;
+    out->range.srk = s->srk;
+    out->range.srk_len = s->srk_len;
+    out->range.epk = s->epk;
+    out->range.epk_len = s->epk_len;
+    out->range.erk = s->erk;
+    out->range.erk_len = s->erk_len;
+    out->sas_version = s->sv;
+    return TERR_NONE;
+}
+
+/* Entry from auth_check(): a query with `sig`. An `ss` or `srt` makes it an
+ * account SAS, anything else a table SAS. */
+enum terr auth_sas_verify(const struct auth_ctx *ctx, const struct request *req,
+                          const char *account, const struct auth_op *op,
+                          const struct authq *params, size_t nparams, struct auth_result *out)
+{
+    struct sas s;
+    if (gather(params, nparams, &s) != 0) {
+        out->detail = "A SAS parameter is repeated or badly percent-encoded.";
+        return TERR_AuthenticationFailed;
+    }
+    const struct account_cfg *acct = auth_find_account(ctx, account);
+    if (!acct) {
+        out->detail = "The account of the request does not exist.";
+        return TERR_AuthenticationFailed;
+    }
+    if (s.ss || s.srt)
+        return verify_account(ctx, req, account, acct, &s, out);
+    return verify_table(ctx, req, account, acct, op, &s, out);
+}

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs the Debian packages tabled needs (when run as root; otherwise prints
+# the exact apt-get line) and generates the configure script.
+set -e
+cd "$(dirname "$0")"
+
+PKGS="libevent-dev libssl-dev libyajl-dev libleveldb-dev node-llhttp autoconf automake libtool pkg-config make gcc python3-azure"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+# The JavaScript SDK tests need Node.js and npm; any installed ones will do.
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "autogen.sh: installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq $missing
+  else
+    echo "autogen.sh: missing packages. Run:"
+    echo "  sudo apt-get install -y$missing"
+    exit 1
+  fi
+fi
+autoreconf -fi

@@ -1,0 +1,173 @@
+/* bfs.c - file-system helpers of the durable backends (see bfs.h). */
+#include "backends/bfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+
+int bfs_pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (w == 0)
+            return -EIO;
+        p += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+int bfs_pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    char *p = buf;
+    while (n) {
+        ssize_t r = pread(fd, p, n, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            return -EIO;
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return 0;
+}
+
+int bfs_mkdir_p(const char *path)
+{
+    size_t len = strlen(path);
+    if (len == 0)
+        return -EINVAL;
+    char *tmp = malloc(len + 1);
+    if (!tmp)
+        return -ENOMEM;
+    memcpy(tmp, path, len + 1);
+    int rc = 0;
+    for (size_t i = 1; i <= len && rc == 0; i++) {
+        if (tmp[i] != '/' && tmp[i] != '\0')
+            continue;
+        char saved = tmp[i];
+        tmp[i] = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            rc = -errno;
+        tmp[i] = saved;
+    }
+    if (rc == 0) {
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            rc = -errno;
+        else if (!S_ISDIR(sb.st_mode))
+            rc = -ENOTDIR;
+    }
+    free(tmp);
+    return rc;
+}
+
+int bfs_fsync_dir(int dirfd)
+{
+    while (fsync(dirfd) != 0) {
+        if (errno != EINTR)
+            return -errno;
+    }
+    return 0;
+}
+
+int bfs_lock(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+int bfs_status(int e)
+{
+    if (e < 0)
+        e = -e;
+    return e == ENOSPC || e == EDQUOT ? BACKEND_FULL : BACKEND_IOERR;
+}
+
+/* The value of "name=value" in params, or NULL. */
+static const char *bfs_param(const char *const *params, const char *name)
+{
+    size_t n = strlen(name);
+    const char *found = NULL;
+    for (; params && *params; params++)
+        if (strncmp(*params, name, n) == 0 && (*params)[n] == '=')
+            found = *params + n + 1;        /* the last one wins */
+    return found;
+}
+
+int bfs_param_size(const char *const *params, const char *name, uint64_t min, uint64_t max,
+                   uint64_t *out)
+{
+    const char *v = bfs_param(params, name);
+    if (!v)
+        return 0;
+    if (*v < '0' || *v > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno)
+        return -1;
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K')
+        shift = 10;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30;
+    if (shift) {
+        end++;
+        if (*end == 'i' || *end == 'B' || *end == 'b')
+            end += (*end == 'i' && (end[1] == 'B' || end[1] == 'b')) ? 2 : 1;
+        if (x > (UINT64_MAX >> shift))
+            return -1;
+        x <<= shift;
+    }
+    if (*end || x < min || x > max)
+        return -1;
+    *out = x;
+    return 1;
+}
+
+int bfs_param_bool(const char *const *params, const char *name, int *out)
+{
+    const char *v = bfs_param(params, name);
+    if (!v)
+        return 0;
+    if (!strcasecmp(v, "on") || !strcasecmp(v, "1") || !strcasecmp(v, "yes") ||
+        !strcasecmp(v, "true")) {
+        *out = 1;
+        return 1;
+    }
+    if (!strcasecmp(v, "off") || !strcasecmp(v, "0") || !strcasecmp(v, "no") ||
+        !strcasecmp(v, "false")) {
+        *out = 0;
+        return 1;
+    }
+    return -1;
+}

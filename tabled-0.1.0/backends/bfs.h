@@ -1,0 +1,35 @@
+/* bfs.h - small file-system helpers shared by the durable backends: full
+ * reads and writes at an offset, mkdir -p, directory fsync, the data
+ * directory lock, "name=value" options and errno-to-status mapping. */
+#ifndef TABLED_BFS_H
+#define TABLED_BFS_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Writes all n bytes at off (retrying short writes and EINTR). Returns 0
+ * or -errno; after a failure some prefix may have been written. */
+int bfs_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
+/* Reads exactly n bytes at off. Returns 0, -errno, or -EIO at end of file. */
+int bfs_pread_all(int fd, void *buf, size_t n, uint64_t off);
+/* Creates path and its missing parents (mode 0755). 0 or -errno. */
+int bfs_mkdir_p(const char *path);
+/* fsync() of a directory, so that created, renamed and removed names in it
+ * are durable. 0 or -errno. */
+int bfs_fsync_dir(int dirfd);
+/* Opens (creating) dir/name and takes an exclusive flock on it, so that two
+ * processes never open one data directory. Returns the fd, or -errno
+ * (-EWOULDBLOCK when another process holds it). */
+int bfs_lock(int dirfd, const char *name);
+/* BACKEND_FULL for ENOSPC/EDQUOT, else BACKEND_IOERR (e is a positive or
+ * negative errno). */
+int bfs_status(int e);
+/* Finds "name=value" in a NULL-terminated params array and parses value as
+ * a size with an optional K, M or G suffix (powers of 1024). Returns 0 and
+ * leaves *out alone when the name is absent, 1 when set, -1 when the value
+ * is malformed or outside [min, max]. */
+int bfs_param_size(const char *const *params, const char *name, uint64_t min, uint64_t max,
+                   uint64_t *out);
+/* Like bfs_param_size for on/off (also 1/0, yes/no, true/false). */
+int bfs_param_bool(const char *const *params, const char *name, int *out);
+
+#endif

@@ -1,0 +1,1069 @@
+/* flatfile.c - the flat-file backend: one append-only log of framed
+ * records plus an in-memory ordered index of where each live value lies.
+ *
+ * Files in the data directory:
+ *   flatfile.log           the log
+ *   flatfile.log.compact   the next log while a compaction builds it
+ *   LOCK                   flock()ed while a process has the store open
+ *
+ * Log format (integers little-endian):
+ *   file header, 32 bytes: "TBLDFLAT", u32 version (1), u32 header size
+ *     (32), u64 random file id, u32 reserved (0), u32 CRC-32C of bytes 0-27
+ *   records, one per apply() (so a batch is one record):
+ *     u32 magic 0x46524254, u32 payload length, u32 CRC-32C of the length
+ *     field and the payload, then the payload:
+ *       u64 epoch, u32 write count, and per write
+ *       u8 op (1 put, 2 delete), u32 key length, [u32 value length,]
+ *       key, [value]
+ *
+ * Epochs tell a crash-torn tail from real damage. The epoch of a record is
+ * the number of fsyncs the store had completed when it was written, so a
+ * record followed by one with a higher epoch was made durable by an fsync.
+ * Start-up verifies every record's CRC. At the first bad record it looks
+ * for intact records after it: none means a torn tail, which is cut off
+ * (logged); intact records with a higher epoch than the first of them mean
+ * the bad record had been fsynced, so the log is damaged in the middle and
+ * open() fails with BACKEND_CORRUPT, naming the offset. (Intact records
+ * that all share one epoch can only be the unsynced writes of the last
+ * moment before a crash; they are cut with the torn record, and logged.)
+ *
+ * Durability: apply() writes its record with one pwrite(); in SYNC mode it
+ * fdatasync()s before returning, in BATCH mode sync() does (group commit),
+ * in NONE mode only close() does. A failed write is cut off again with
+ * ftruncate() so that nothing half-written stays in the log; a failed
+ * fdatasync() makes the store refuse writes until it is reopened (the state
+ * of the page cache after a failed fsync is unknown).
+ *
+ * Compaction: when the log is at least compact-min-bytes long and garbage
+ * (overwritten and deleted data) is at least compact-garbage-pct percent of
+ * it, a new log is built in flatfile.log.compact, a step at a time (about
+ * compact-step-bytes per apply()), so the event loop never stalls for the
+ * whole copy. A cursor walks the index in key order copying live values;
+ * meanwhile every apply() writes its record to both files. Each node has
+ * two locations, loc[parity] in the live file (used by every read) and
+ * loc[!parity] in the new one, valid when node->cgen equals the current
+ * compaction number. When the walk ends: fdatasync the new file, rename it
+ * over flatfile.log, fsync the directory, flip the parity. A crash at any
+ * point leaves either the complete old log (the .compact file is removed
+ * at start-up) or the complete new one: nothing is lost.
+ *
+ * Memory: the index holds keys and locations only (about 40 bytes plus the
+ * key per entry); values are read with pread() from the page cache. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "backends/bfs.h"
+#include "backends/crc32c.h"
+#include "backends/ffindex.h"
+
+#define FF_LOG_NAME "flatfile.log"
+#define FF_TMP_NAME "flatfile.log.compact"
+#define FF_LOCK_NAME "LOCK"
+
+#define FF_FILE_MAGIC "TBLDFLAT"
+#define FF_VERSION 1u
+#define FF_HDR_SIZE 32u
+#define FF_REC_MAGIC 0x46524254u
+#define FF_REC_HDR 12u              /* magic, length, crc */
+#define FF_PAYLOAD_HDR 12u          /* epoch, count */
+#define FF_OP_PUT 1u
+#define FF_OP_DELETE 2u
+#define FF_MAX_KEY (64u * 1024)
+#define FF_MAX_VAL (8u * 1024 * 1024)
+#define FF_MAX_PAYLOAD (1u << 31)   /* one apply() at most 2 GiB */
+#define FF_REC_KEEP (16u << 20)     /* encode buffers above this are freed */
+#define FF_RECOVER_UNMAP (64u << 20) /* start-up drops read pages this often */
+
+/* A compaction in progress. */
+struct ff_compaction {
+    int fd;                         /* flatfile.log.compact */
+    uint64_t end;                   /* its size */
+    uint64_t kicked;                /* bytes already handed to writeback */
+    uint64_t old_size;              /* live file size when it started */
+    struct ffidx_cursor cur;        /* the key-order walk */
+};
+
+struct backend_store {
+    char *dir;
+    int dirfd, lockfd, fd;
+    uint64_t end;                   /* log size: where the next record goes */
+    uint64_t epoch;                 /* fsyncs completed (see the top) */
+    enum backend_durability durability;
+    int dirty;                      /* records written since the last fsync */
+    int failed;                     /* a fsync failed: writes are refused */
+    int parity;                     /* nodes' loc[parity] is in the live file */
+    uint32_t cgen;                  /* number of the latest compaction */
+    struct ffidx ix;
+    struct ff_compaction *cmp;
+    uint8_t *rec;                   /* record encoding buffer */
+    size_t rec_cap;
+    struct ffidx_node **nodes;      /* scratch: nodes of one record */
+    size_t *voff;                   /* scratch: their value offsets in it */
+    size_t scratch_cap;             /* entries both arrays hold */
+    uint64_t compact_min, compact_step, compact_pct;
+    void (*log)(enum backend_log_level, const char *);
+};
+
+struct backend_iter {
+    struct backend_store *st;
+    struct ffidx_cursor cur;
+    uint8_t *buf;                   /* key then value of the last entry */
+    size_t cap;
+    int has_end;
+    size_t end_len;
+    uint8_t end[];
+};
+
+/* ---- small helpers ---- */
+
+/* Formats a detail message into the caller's buffer. */
+__attribute__((format(printf, 3, 4)))
+static void ff_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    int n = snprintf(err, errlen, "flatfile: ");
+    if (n < 0 || (size_t)n >= errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+/* Reports an event through the configured log hook, or on stderr. */
+__attribute__((format(printf, 3, 4)))
+static void ff_log(const struct backend_store *st, enum backend_log_level lvl, const char *fmt, ...)
+{
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg), "flatfile %s: ", st->dir);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(msg))
+        n = (int)sizeof(msg) - 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (st->log)
+        st->log(lvl, msg);
+    else
+        fprintf(stderr, "%s\n", msg);
+}
+
+static void ff_put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static void ff_put64(uint8_t *p, uint64_t v)
+{
+    ff_put32(p, (uint32_t)v);
+    ff_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint32_t ff_get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t ff_get64(const uint8_t *p)
+{
+    return (uint64_t)ff_get32(p) | (uint64_t)ff_get32(p + 4) << 32;
+}
+
+/* fdatasync() retried on EINTR; 0 or -errno. */
+static int ff_datasync(int fd)
+{
+    while (fdatasync(fd) != 0) {
+        if (errno != EINTR)
+            return -errno;
+    }
+    return 0;
+}
+
+/* Grows a byte buffer to at least need bytes. 0, or -1 when out of memory. */
+static int ff_reserve(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 4096;
+    while (c < need)
+        c = c > SIZE_MAX / 2 ? need : c * 2;
+    uint8_t *p = realloc(*buf, c);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = c;
+    return 0;
+}
+
+/* Makes room for n entries in the scratch arrays. 0, or -1 when out of
+ * memory. */
+static int ff_scratch(struct backend_store *st, size_t n)
+{
+    if (n <= st->scratch_cap)
+        return 0;
+    size_t cap = st->scratch_cap ? st->scratch_cap : 64;
+    while (cap < n)
+        cap *= 2;
+    struct ffidx_node **nodes = realloc(st->nodes, cap * sizeof(*nodes));
+    if (!nodes)
+        return -1;
+    st->nodes = nodes;
+    size_t *voff = realloc(st->voff, cap * sizeof(*voff));
+    if (!voff)
+        return -1;
+    st->voff = voff;
+    st->scratch_cap = cap;
+    return 0;
+}
+
+/* Seals a record whose payload is already at rec + FF_REC_HDR. */
+static void ff_seal(uint8_t *rec, uint32_t payload_len)
+{
+    ff_put32(rec, FF_REC_MAGIC);
+    ff_put32(rec + 4, payload_len);
+    uint32_t crc = crc32c_extend(0, rec + 4, 4);
+    crc = crc32c_extend(crc, rec + FF_REC_HDR, payload_len);
+    ff_put32(rec + 8, crc);
+}
+
+/* Creates dir/name holding just a file header (new file id) and returns
+ * its fd, or -errno. The caller decides about fsync and rename. */
+static int ff_create_file(struct backend_store *st, const char *name)
+{
+    if (unlinkat(st->dirfd, name, 0) != 0 && errno != ENOENT)
+        return -errno;
+    int fd = openat(st->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    uint8_t h[FF_HDR_SIZE] = {0};
+    uint64_t id;
+    if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+        id = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    memcpy(h, FF_FILE_MAGIC, 8);
+    ff_put32(h + 8, FF_VERSION);
+    ff_put32(h + 12, FF_HDR_SIZE);
+    ff_put64(h + 16, id);
+    ff_put32(h + 28, crc32c_extend(0, h, 28));
+    int rc = bfs_pwrite_all(fd, h, sizeof(h), 0);
+    if (rc < 0) {
+        close(fd);
+        unlinkat(st->dirfd, name, 0);
+        return rc;
+    }
+    return fd;
+}
+
+/* Reads a node's value from the live file into buf (vlen bytes). */
+static int ff_read_value(struct backend_store *st, const struct ffidx_node *n, void *buf)
+{
+    if (!n->vlen)
+        return 0;
+    return bfs_pread_all(st->fd, buf, n->vlen, n->loc[st->parity]);
+}
+
+/* ---- start-up: scanning and recovering the log ---- */
+
+/* 1 when a well-formed record (magic, length in bounds, CRC) starts at
+ * map[p], with its payload length in *len. */
+static int ff_record_ok(const uint8_t *map, uint64_t size, uint64_t p, uint32_t *len)
+{
+    if (size - p < FF_REC_HDR || ff_get32(map + p) != FF_REC_MAGIC)
+        return 0;
+    uint32_t l = ff_get32(map + p + 4);
+    if (l < FF_PAYLOAD_HDR || l > FF_MAX_PAYLOAD || l > size - p - FF_REC_HDR)
+        return 0;
+    uint32_t crc = crc32c_extend(0, map + p + 4, 4);
+    crc = crc32c_extend(crc, map + p + FF_REC_HDR, l);
+    if (crc != ff_get32(map + p + 8))
+        return 0;
+    *len = l;
+    return 1;
+}
+
+/* Offset of the first well-formed record at or after from, or size. */
+static uint64_t ff_find_record(const uint8_t *map, uint64_t size, uint64_t from)
+{
+    static const uint8_t magic[4] = {0x54, 0x42, 0x52, 0x46};   /* FF_REC_MAGIC, LE */
+    uint64_t p = from;
+    while (p + FF_REC_HDR <= size) {
+        const uint8_t *hit = memmem(map + p, size - p, magic, 4);
+        if (!hit)
+            break;
+        p = (uint64_t)(hit - map);
+        uint32_t len;
+        if (ff_record_ok(map, size, p, &len))
+            return p;
+        p++;
+    }
+    return size;
+}
+
+/* Queues the writes of one verified record (payload at map[off]) for the
+ * index. Returns 0, BACKEND_CORRUPT (a checksummed record that does not
+ * parse: not a torn write, so never silently skipped) or BACKEND_NOMEM. */
+static int ff_replay(struct backend_store *st, const uint8_t *map, uint64_t off, uint32_t len,
+                     char *err, size_t errlen)
+{
+    const uint8_t *p = map + off, *end = p + len;
+    uint32_t count = ff_get32(p + 8);
+    p += FF_PAYLOAD_HDR;
+    for (uint32_t i = 0; i < count; i++) {
+        if (end - p < 5)
+            goto bad;
+        uint8_t op = p[0];
+        uint32_t kl = ff_get32(p + 1), vl = 0;
+        p += 5;
+        if (op == FF_OP_PUT) {
+            if (end - p < 4)
+                goto bad;
+            vl = ff_get32(p);
+            p += 4;
+        } else if (op != FF_OP_DELETE) {
+            goto bad;
+        }
+        if (kl == 0 || kl > FF_MAX_KEY || vl > FF_MAX_VAL || (uint64_t)(end - p) < (uint64_t)kl + vl)
+            goto bad;
+        struct ffidx_node *n = ffidx_node_new(&st->ix, p, kl);
+        if (!n) {
+            ff_err(err, errlen, "open: out of memory rebuilding the index");
+            return BACKEND_NOMEM;
+        }
+        if (op == FF_OP_PUT) {
+            n->vlen = vl;
+            n->loc[0] = (uint64_t)(p - map) + kl;
+        } else {
+            n->flags = FFIDX_TOMB;
+        }
+        if (ffidx_bulk_add(&st->ix, n) != 0) {
+            free(n);
+            ff_err(err, errlen, "open: out of memory rebuilding the index");
+            return BACKEND_NOMEM;
+        }
+        p += kl + vl;
+    }
+    if (p == end)
+        return 0;
+bad:
+    ff_err(err, errlen,
+           "%s/%s is corrupt: the record at offset %llu has a valid checksum but does not "
+           "parse; refusing to open (restore the file from a backup or move it away)",
+           st->dir, FF_LOG_NAME, (unsigned long long)(off - FF_REC_HDR));
+    return BACKEND_CORRUPT;
+}
+
+/* Reads the whole log, rebuilds the index and cuts a torn tail. Sets
+ * st->end and st->epoch. */
+static int ff_recover(struct backend_store *st, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (fstat(st->fd, &sb) != 0) {
+        ff_err(err, errlen, "open: fstat %s/%s: %s", st->dir, FF_LOG_NAME, strerror(errno));
+        return BACKEND_IOERR;
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+    if (size < FF_HDR_SIZE) {
+        ff_err(err, errlen,
+               "%s/%s is %llu bytes, shorter than its header: not a tabled flat-file log "
+               "(move it away to start empty)",
+               st->dir, FF_LOG_NAME, (unsigned long long)size);
+        return BACKEND_CORRUPT;
+    }
+    uint8_t *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, st->fd, 0);
+    if (map == MAP_FAILED) {
+        ff_err(err, errlen, "open: mmap %s/%s: %s", st->dir, FF_LOG_NAME, strerror(errno));
+        return BACKEND_IOERR;
+    }
+    madvise(map, size, MADV_SEQUENTIAL);
+    int rc = BACKEND_OK;
+    if (memcmp(map, FF_FILE_MAGIC, 8) != 0 || ff_get32(map + 28) != crc32c_extend(0, map, 28)) {
+        ff_err(err, errlen, "%s/%s has no valid flat-file header: not a tabled flat-file log, "
+               "or damaged", st->dir, FF_LOG_NAME);
+        rc = BACKEND_CORRUPT;
+        goto out;
+    }
+    if (ff_get32(map + 8) != FF_VERSION || ff_get32(map + 12) != FF_HDR_SIZE) {
+        ff_err(err, errlen, "%s/%s: unsupported format version %u", st->dir, FF_LOG_NAME,
+               ff_get32(map + 8));
+        rc = BACKEND_CORRUPT;
+        goto out;
+    }
+
+    uint64_t p = FF_HDR_SIZE, epoch = 0, nrec = 0, dropped = 0;
+    uint32_t len;
+    while (p < size && ff_record_ok(map, size, p, &len)) {
+        rc = ff_replay(st, map, p + FF_REC_HDR, len, err, errlen);
+        if (rc != BACKEND_OK)
+            goto out;
+        uint64_t e = ff_get64(map + p + FF_REC_HDR);
+        if (e > epoch)
+            epoch = e;
+        p += FF_REC_HDR + (uint64_t)len;
+        nrec++;
+        /* Unmap what was read (the page cache keeps it), so that reading a
+           large log does not show up as resident memory of the server. */
+        if (p - dropped >= FF_RECOVER_UNMAP) {
+            uint64_t upto = p & ~(uint64_t)(FF_RECOVER_UNMAP - 1);
+            madvise(map + dropped, upto - dropped, MADV_DONTNEED);
+            dropped = upto;
+        }
+    }
+
+    if (p < size) {
+        /* A bad record at p: torn tail or damage in the middle? */
+        uint64_t q = ff_find_record(map, size, p + 1);
+        uint64_t first_epoch = 0, max_epoch = 0, intact = 0;
+        for (uint64_t r = q; r < size;) {
+            if (!ff_record_ok(map, size, r, &len)) {
+                r = ff_find_record(map, size, r + 1);
+                continue;
+            }
+            uint64_t e = ff_get64(map + r + FF_REC_HDR);
+            if (!intact)
+                first_epoch = e;
+            if (e > max_epoch)
+                max_epoch = e;
+            intact++;
+            r += FF_REC_HDR + (uint64_t)len;
+        }
+        if (intact && max_epoch > first_epoch) {
+            ff_err(err, errlen,
+                   "%s/%s is corrupt in the middle: the record at offset %llu fails its "
+                   "checksum, and %llu intact records after it include ones written after it "
+                   "was made durable; refusing to open (restore the file from a backup; do "
+                   "not delete it)",
+                   st->dir, FF_LOG_NAME, (unsigned long long)p, (unsigned long long)intact);
+            rc = BACKEND_CORRUPT;
+            goto out;
+        }
+        ff_log(st, BACKEND_LOG_WARN,
+               "torn or corrupt tail at offset %llu: cut %llu bytes (%llu intact records "
+               "after it, all from the last unsynced moment) left by a crash during a write "
+               "that was never acknowledged as durable",
+               (unsigned long long)p, (unsigned long long)(size - p), (unsigned long long)intact);
+        if (ftruncate(st->fd, (off_t)p) != 0) {
+            ff_err(err, errlen, "open: cannot cut the torn tail of %s/%s: %s", st->dir,
+                   FF_LOG_NAME, strerror(errno));
+            rc = BACKEND_IOERR;
+            goto out;
+        }
+    }
+    ffidx_bulk_finish(&st->ix);
+    st->end = p;
+    /* What recovery found is what the store holds from now on: make it
+       durable, and give later records a higher epoch than any before. */
+    int sr = ff_datasync(st->fd);
+    if (sr < 0) {
+        ff_err(err, errlen, "open: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-sr));
+        rc = BACKEND_IOERR;
+        goto out;
+    }
+    st->epoch = epoch + 1;
+    if (nrec > 0)
+        ff_log(st, BACKEND_LOG_INFO, "opened: %llu records, %zu live keys, %llu bytes",
+               (unsigned long long)nrec, st->ix.count, (unsigned long long)st->end);
+out:
+    munmap(map, size);
+    return rc;
+}
+
+/* ---- open / close ---- */
+
+/* Reads the compaction settings from the options. */
+static int ff_settings(struct backend_store *st, const struct backend_options *opt, char *err,
+                       size_t errlen)
+{
+    st->compact_min = 64u << 20;
+    st->compact_pct = 50;
+    st->compact_step = 1u << 20;
+    const char *const *pa = opt->params;
+    if (bfs_param_size(pa, "compact-min-bytes", 0, UINT64_MAX, &st->compact_min) < 0 ||
+        bfs_param_size(pa, "compact-garbage-pct", 1, 100, &st->compact_pct) < 0 ||
+        bfs_param_size(pa, "compact-step-bytes", 4096, 1u << 30, &st->compact_step) < 0) {
+        ff_err(err, errlen, "bad compact-min-bytes, compact-garbage-pct (1-100) or "
+               "compact-step-bytes (4K-1G) option");
+        return BACKEND_INVALID;
+    }
+    return BACKEND_OK;
+}
+
+static void ff_free_store(struct backend_store *st)
+{
+    ffidx_free(&st->ix);
+    if (st->fd >= 0)
+        close(st->fd);
+    if (st->lockfd >= 0)
+        close(st->lockfd);
+    if (st->dirfd >= 0)
+        close(st->dirfd);
+    free(st->rec);
+    free(st->nodes);
+    free(st->voff);
+    free(st->dir);
+    free(st);
+}
+
+static int ff_open(const struct backend_options *opt, struct backend_store **out, char *err,
+                   size_t errlen)
+{
+    if (!opt || !out || !opt->data_dir || !opt->data_dir[0]) {
+        ff_err(err, errlen, "open: no data directory given");
+        return BACKEND_INVALID;
+    }
+    struct backend_store *st = calloc(1, sizeof(*st));
+    if (!st || !(st->dir = strdup(opt->data_dir))) {
+        free(st);
+        ff_err(err, errlen, "open: out of memory");
+        return BACKEND_NOMEM;
+    }
+    st->dirfd = st->lockfd = st->fd = -1;
+    st->durability = opt->durability;
+    st->log = opt->log;
+    ffidx_init(&st->ix, (uint64_t)(uintptr_t)st ^ (uint64_t)time(NULL));
+    int rc = ff_settings(st, opt, err, errlen);
+    if (rc != BACKEND_OK)
+        goto fail;
+
+    int e = bfs_mkdir_p(st->dir);
+    if (e < 0) {
+        ff_err(err, errlen, "open: cannot create data directory %s: %s", st->dir, strerror(-e));
+        rc = BACKEND_IOERR;
+        goto fail;
+    }
+    st->dirfd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (st->dirfd < 0) {
+        ff_err(err, errlen, "open: %s: %s", st->dir, strerror(errno));
+        rc = BACKEND_IOERR;
+        goto fail;
+    }
+    st->lockfd = bfs_lock(st->dirfd, FF_LOCK_NAME);
+    if (st->lockfd < 0) {
+        ff_err(err, errlen, "open: data directory %s is in use by another process (%s)",
+               st->dir, strerror(-st->lockfd));
+        rc = BACKEND_IOERR;
+        goto fail;
+    }
+    if (unlinkat(st->dirfd, FF_TMP_NAME, 0) == 0)
+        ff_log(st, BACKEND_LOG_INFO, "removed %s left by an unfinished compaction", FF_TMP_NAME);
+
+    st->fd = openat(st->dirfd, FF_LOG_NAME, O_RDWR | O_CLOEXEC);
+    if (st->fd < 0 && errno == ENOENT) {
+        /* A new store: create the log under a temporary name, make it
+           durable, then give it its real name. */
+        int fd = ff_create_file(st, FF_TMP_NAME);
+        int r = fd < 0 ? fd : ff_datasync(fd);
+        if (r == 0 && renameat(st->dirfd, FF_TMP_NAME, st->dirfd, FF_LOG_NAME) != 0)
+            r = -errno;
+        if (r == 0)
+            r = bfs_fsync_dir(st->dirfd);
+        if (r < 0) {
+            if (fd >= 0)
+                close(fd);
+            ff_err(err, errlen, "open: cannot create %s/%s: %s", st->dir, FF_LOG_NAME,
+                   strerror(-r));
+            rc = bfs_status(r);
+            goto fail;
+        }
+        st->fd = fd;
+    } else if (st->fd < 0) {
+        ff_err(err, errlen, "open: %s/%s: %s", st->dir, FF_LOG_NAME, strerror(errno));
+        rc = BACKEND_IOERR;
+        goto fail;
+    }
+    rc = ff_recover(st, err, errlen);
+    if (rc != BACKEND_OK)
+        goto fail;
+    *out = st;
+    return BACKEND_OK;
+fail:
+    ff_free_store(st);
+    return rc;
+}
+
+static void ff_compact_abort(struct backend_store *st, const char *why, int e);
+
+static void ff_close(struct backend_store *st)
+{
+    if (!st)
+        return;
+    if (st->cmp)
+        ff_compact_abort(st, "the store is closing", 0);
+    if (st->dirty && !st->failed) {
+        int r = ff_datasync(st->fd);
+        if (r < 0)
+            ff_log(st, BACKEND_LOG_ERROR, "close: fdatasync failed: %s", strerror(-r));
+    }
+    ff_free_store(st);
+}
+
+/* ---- reads ---- */
+
+static int ff_key_ok(const void *key, size_t klen)
+{
+    return key && klen > 0 && klen <= FF_MAX_KEY;
+}
+
+static int ff_get(struct backend_store *st, const void *key, size_t klen, void **val,
+                  size_t *vlen, char *err, size_t errlen)
+{
+    if (!st || !val || !vlen || !ff_key_ok(key, klen)) {
+        ff_err(err, errlen, "get: empty, missing or oversized key");
+        return BACKEND_INVALID;
+    }
+    struct ffidx_node *n = ffidx_find(&st->ix, key, klen);
+    if (!n) {
+        return BACKEND_NOTFOUND;   /* an answer, not a failure: no detail */
+    }
+    void *copy = malloc(n->vlen ? n->vlen : 1);
+    if (!copy) {
+        ff_err(err, errlen, "get: out of memory");
+        return BACKEND_NOMEM;
+    }
+    int r = ff_read_value(st, n, copy);
+    if (r < 0) {
+        free(copy);
+        ff_err(err, errlen, "get: reading %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
+        return BACKEND_IOERR;
+    }
+    *val = copy;
+    *vlen = n->vlen;
+    return BACKEND_OK;
+}
+
+static int ff_iter_open(struct backend_store *st, const void *start, size_t start_len,
+                        const void *end, size_t end_len, struct backend_iter **out, char *err,
+                        size_t errlen)
+{
+    if (!st || !out || (start_len && !start) || start_len > FF_MAX_KEY ||
+        (end && end_len > FF_MAX_KEY)) {
+        ff_err(err, errlen, "iter_open: bad bounds");
+        return BACKEND_INVALID;
+    }
+    size_t keep = end ? end_len : 0;
+    struct backend_iter *it = calloc(1, sizeof(*it) + keep);
+    if (!it) {
+        ff_err(err, errlen, "iter_open: out of memory");
+        return BACKEND_NOMEM;
+    }
+    it->st = st;
+    it->has_end = end != NULL;
+    it->end_len = keep;
+    if (keep)
+        memcpy(it->end, end, keep);
+    ffidx_cursor_open(&st->ix, &it->cur, start, start_len);
+    *out = it;
+    return BACKEND_OK;
+}
+
+static int ff_iter_seek(struct backend_iter *it, const void *key, size_t klen)
+{
+    if (!it || (klen && !key) || klen > FF_MAX_KEY)
+        return BACKEND_INVALID;
+    if (it->cur.attached)
+        ffidx_cursor_seek(&it->st->ix, &it->cur, key, klen);
+    return BACKEND_OK;
+}
+
+/* Returns the next entry below the end bound; key and value are copied
+ * into the cursor's buffer, so they stay valid across writes. */
+static int ff_iter_next(struct backend_iter *it, const void **key, size_t *klen, const void **val,
+                        size_t *vlen)
+{
+    if (!it)
+        return BACKEND_INVALID;
+    if (!it->cur.attached)
+        return 0;
+    struct ffidx_node *n = it->cur.next;
+    if (!n)
+        return 0;
+    if (it->has_end && ffidx_cmp(ffidx_key(n), n->klen, it->end, it->end_len) >= 0) {
+        it->cur.next = NULL;
+        return 0;
+    }
+    if (ff_reserve(&it->buf, &it->cap, (size_t)n->klen + n->vlen + 1) != 0)
+        return BACKEND_NOMEM;
+    memcpy(it->buf, ffidx_key(n), n->klen);
+    if (ff_read_value(it->st, n, it->buf + n->klen) < 0)
+        return BACKEND_IOERR;
+    it->cur.next = n->next[0];
+    if (key)
+        *key = it->buf;
+    if (klen)
+        *klen = n->klen;
+    if (val)
+        *val = it->buf + n->klen;
+    if (vlen)
+        *vlen = n->vlen;
+    return 1;
+}
+
+static void ff_iter_close(struct backend_iter *it)
+{
+    if (!it)
+        return;
+    if (it->cur.attached)
+        ffidx_cursor_close(&it->st->ix, &it->cur);
+    free(it->buf);
+    free(it);
+}
+
+/* ---- compaction ---- */
+
+/* Drops an unfinished compaction: the live log is untouched and complete. */
+static void ff_compact_abort(struct backend_store *st, const char *why, int e)
+{
+    struct ff_compaction *c = st->cmp;
+    ffidx_cursor_close(&st->ix, &c->cur);
+    close(c->fd);
+    unlinkat(st->dirfd, FF_TMP_NAME, 0);
+    st->cmp = NULL;
+    free(c);
+    if (e)
+        ff_log(st, BACKEND_LOG_WARN, "compaction abandoned (%s: %s); the log is intact", why,
+               strerror(e < 0 ? -e : e));
+    else
+        ff_log(st, BACKEND_LOG_INFO, "compaction abandoned: %s", why);
+}
+
+/* Starts a compaction when the log is big enough and mostly garbage. */
+static void ff_compact_maybe_start(struct backend_store *st)
+{
+    if (st->cmp || st->failed || st->end < st->compact_min)
+        return;
+    uint64_t live = st->ix.live_bytes + FF_HDR_SIZE;
+    uint64_t garbage = st->end > live ? st->end - live : 0;
+    if (garbage * 100 < st->end * st->compact_pct)
+        return;
+    struct ff_compaction *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    int fd = ff_create_file(st, FF_TMP_NAME);
+    if (fd < 0) {
+        free(c);
+        ff_log(st, BACKEND_LOG_WARN, "cannot start compaction: %s", strerror(-fd));
+        return;
+    }
+    c->fd = fd;
+    c->end = FF_HDR_SIZE;
+    c->old_size = st->end;
+    st->cgen++;
+    ffidx_cursor_open(&st->ix, &c->cur, NULL, 0);
+    st->cmp = c;
+    ff_log(st, BACKEND_LOG_INFO, "compaction started: log %llu bytes, live data about %llu",
+           (unsigned long long)st->end, (unsigned long long)live);
+}
+
+/* Makes the new log the live one: fdatasync, rename, directory fsync. */
+static void ff_compact_finish(struct backend_store *st)
+{
+    struct ff_compaction *c = st->cmp;
+    int r = ff_datasync(c->fd);
+    if (r < 0) {
+        ff_compact_abort(st, "fdatasync of the new log", r);
+        return;
+    }
+    if (renameat(st->dirfd, FF_TMP_NAME, st->dirfd, FF_LOG_NAME) != 0) {
+        ff_compact_abort(st, "rename", errno);
+        return;
+    }
+    /* From here on the new file is the log, whatever happens next. */
+    r = bfs_fsync_dir(st->dirfd);
+    if (r < 0) {
+        st->failed = 1;
+        ff_log(st, BACKEND_LOG_ERROR, "compaction: directory fsync failed (%s): refusing "
+               "writes until the store is reopened", strerror(-r));
+    }
+    ffidx_cursor_close(&st->ix, &c->cur);
+    close(st->fd);
+    st->fd = c->fd;
+    st->end = c->end;
+    st->parity ^= 1;
+    st->epoch++;
+    st->dirty = 0;
+    ff_log(st, BACKEND_LOG_INFO, "compaction done: %llu -> %llu bytes",
+           (unsigned long long)c->old_size, (unsigned long long)c->end);
+    st->cmp = NULL;
+    free(c);
+}
+
+/* Copies about compact_step bytes of live values into the new log, in key
+ * order, as one record; finishes the compaction at the end of the index. */
+static void ff_compact_step(struct backend_store *st)
+{
+    struct ff_compaction *c = st->cmp;
+    size_t used = FF_REC_HDR + FF_PAYLOAD_HDR, n = 0;
+    int other = st->parity ^ 1;
+    struct ffidx_node *x = c->cur.next;
+    while (x && used < st->compact_step) {
+        if (x->cgen != st->cgen) {
+            size_t need = used + FFIDX_ENTRY_OVERHEAD + x->klen + x->vlen;
+            if (ff_reserve(&st->rec, &st->rec_cap, need) != 0 || ff_scratch(st, n + 1) != 0) {
+                ff_compact_abort(st, "out of memory", ENOMEM);
+                return;
+            }
+            uint8_t *p = st->rec + used;
+            p[0] = FF_OP_PUT;
+            ff_put32(p + 1, x->klen);
+            ff_put32(p + 5, x->vlen);
+            memcpy(p + FFIDX_ENTRY_OVERHEAD, ffidx_key(x), x->klen);
+            int r = ff_read_value(st, x, p + FFIDX_ENTRY_OVERHEAD + x->klen);
+            if (r < 0) {
+                ff_compact_abort(st, "reading the live log", r);
+                return;
+            }
+            st->nodes[n] = x;
+            st->voff[n] = used + FFIDX_ENTRY_OVERHEAD + x->klen;
+            n++;
+            used = need;
+        }
+        x = x->next[0];
+    }
+    c->cur.next = x;
+    if (n) {
+        ff_put64(st->rec + FF_REC_HDR, st->epoch);
+        ff_put32(st->rec + FF_REC_HDR + 8, (uint32_t)n);
+        ff_seal(st->rec, (uint32_t)(used - FF_REC_HDR));
+        int r = bfs_pwrite_all(c->fd, st->rec, used, c->end);
+        if (r < 0) {
+            ff_compact_abort(st, "writing the new log", r);
+            return;
+        }
+        for (size_t i = 0; i < n; i++) {
+            st->nodes[i]->loc[other] = c->end + st->voff[i];
+            st->nodes[i]->cgen = st->cgen;
+        }
+        c->end += used;
+        /* Start writeback now so that the final fdatasync has little left. */
+        sync_file_range(c->fd, (off_t)c->kicked, (off_t)(c->end - c->kicked),
+                        SYNC_FILE_RANGE_WRITE);
+        c->kicked = c->end;
+    }
+    if (st->rec_cap > FF_REC_KEEP) {
+        free(st->rec);
+        st->rec = NULL;
+        st->rec_cap = 0;
+    }
+    if (!x)
+        ff_compact_finish(st);
+}
+
+/* ---- writes ---- */
+
+/* Checks one write against the interface limits; NULL or the reason. */
+static const char *ff_write_check(const struct backend_write *w)
+{
+    if (w->op != BACKEND_PUT && w->op != BACKEND_DELETE)
+        return "apply: unknown write op";
+    if (!ff_key_ok(w->key, w->key_len))
+        return "apply: empty, missing or oversized key";
+    if (w->op == BACKEND_PUT && (w->val_len > FF_MAX_VAL || (w->val_len && !w->val)))
+        return "apply: missing or oversized value";
+    return NULL;
+}
+
+/* Encodes the writes as one record into st->rec, creating the index nodes
+ * of the puts (st->nodes[i], NULL for deletes) and noting where each value
+ * lies in the record (st->voff[i]). Returns the record size, or 0 when out
+ * of memory (nothing allocated is kept). */
+static size_t ff_encode(struct backend_store *st, const struct backend_write *w, size_t n)
+{
+    uint64_t size = FF_REC_HDR + FF_PAYLOAD_HDR;
+    for (size_t i = 0; i < n; i++)
+        size += FFIDX_ENTRY_OVERHEAD - (w[i].op == BACKEND_DELETE ? 4 : 0) + w[i].key_len +
+                (w[i].op == BACKEND_PUT ? w[i].val_len : 0);
+    if (ff_reserve(&st->rec, &st->rec_cap, (size_t)size) != 0 || ff_scratch(st, n) != 0)
+        return 0;
+    uint8_t *p = st->rec + FF_REC_HDR;
+    ff_put64(p, st->epoch);
+    ff_put32(p + 8, (uint32_t)n);
+    p += FF_PAYLOAD_HDR;
+    for (size_t i = 0; i < n; i++) {
+        st->nodes[i] = NULL;
+        p[0] = w[i].op == BACKEND_PUT ? FF_OP_PUT : FF_OP_DELETE;
+        ff_put32(p + 1, (uint32_t)w[i].key_len);
+        p += 5;
+        if (w[i].op == BACKEND_PUT) {
+            ff_put32(p, (uint32_t)w[i].val_len);
+            p += 4;
+            st->nodes[i] = ffidx_node_new(&st->ix, w[i].key, w[i].key_len);
+            if (!st->nodes[i]) {
+                for (size_t j = 0; j < i; j++)
+                    free(st->nodes[j]);
+                return 0;
+            }
+            st->nodes[i]->vlen = (uint32_t)w[i].val_len;
+        }
+        memcpy(p, w[i].key, w[i].key_len);
+        p += w[i].key_len;
+        st->voff[i] = (size_t)(p - st->rec);
+        if (w[i].op == BACKEND_PUT && w[i].val_len) {
+            memcpy(p, w[i].val, w[i].val_len);
+            p += w[i].val_len;
+        }
+    }
+    ff_seal(st->rec, (uint32_t)(size - FF_REC_HDR));
+    return (size_t)size;
+}
+
+/* Frees the nodes ff_encode() created. */
+static void ff_drop_nodes(struct backend_store *st, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(st->nodes[i]);
+}
+
+static int ff_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
+                    size_t errlen)
+{
+    if (!st || (n && !w)) {
+        ff_err(err, errlen, "apply: no store or no writes");
+        return BACKEND_INVALID;
+    }
+    uint64_t total = FF_PAYLOAD_HDR;
+    for (size_t i = 0; i < n; i++) {
+        const char *why = ff_write_check(&w[i]);
+        if (why) {
+            ff_err(err, errlen, "%s", why);
+            return BACKEND_INVALID;
+        }
+        total += FFIDX_ENTRY_OVERHEAD + w[i].key_len + (w[i].op == BACKEND_PUT ? w[i].val_len : 0);
+    }
+    if (n == 0)
+        return BACKEND_OK;
+    if (total > FF_MAX_PAYLOAD) {
+        ff_err(err, errlen, "apply: one batch may hold at most 2 GiB");
+        return BACKEND_INVALID;
+    }
+    if (st->failed) {
+        ff_err(err, errlen, "apply: an earlier fsync of %s failed; writes are refused until "
+               "the store is reopened", st->dir);
+        return BACKEND_IOERR;
+    }
+    size_t size = ff_encode(st, w, n);
+    if (!size) {
+        ff_err(err, errlen, "apply: out of memory");
+        return BACKEND_NOMEM;
+    }
+
+    int r = bfs_pwrite_all(st->fd, st->rec, size, st->end);
+    if (r < 0) {
+        /* Cut whatever part reached the file so no half record stays. */
+        if (ftruncate(st->fd, (off_t)st->end) != 0) {
+            st->failed = 1;
+            ff_log(st, BACKEND_LOG_ERROR, "cannot cut a failed write (%s): refusing writes "
+                   "until the store is reopened", strerror(errno));
+        }
+        ff_drop_nodes(st, n);
+        ff_err(err, errlen, "apply: writing %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
+        return bfs_status(r);
+    }
+    if (st->durability == BACKEND_DURABLE_SYNC) {
+        r = ff_datasync(st->fd);
+        if (r < 0) {
+            st->failed = 1;
+            ff_drop_nodes(st, n);
+            ff_log(st, BACKEND_LOG_ERROR, "fdatasync failed (%s): refusing writes until the "
+                   "store is reopened", strerror(-r));
+            ff_err(err, errlen, "apply: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
+            return BACKEND_IOERR;
+        }
+        st->epoch++;
+    } else {
+        st->dirty = 1;
+    }
+    struct ff_compaction *c = st->cmp;
+    if (c) {
+        r = bfs_pwrite_all(c->fd, st->rec, size, c->end);
+        if (r < 0) {
+            ff_compact_abort(st, "writing the new log", r);
+            c = NULL;
+        }
+    }
+
+    /* The record is in the log: update the index (cannot fail). */
+    int other = st->parity ^ 1;
+    for (size_t i = 0; i < n; i++) {
+        struct ffidx_node *old;
+        if (w[i].op == BACKEND_PUT) {
+            struct ffidx_node *x = st->nodes[i];
+            x->loc[st->parity] = st->end + st->voff[i];
+            if (c) {
+                x->loc[other] = c->end + st->voff[i];
+                x->cgen = st->cgen;
+            }
+            old = ffidx_put(&st->ix, x);
+        } else {
+            old = ffidx_remove(&st->ix, w[i].key, w[i].key_len);
+        }
+        free(old);
+    }
+    st->end += size;
+    if (c)
+        c->end += size;
+    if (st->rec_cap > FF_REC_KEEP) {
+        free(st->rec);
+        st->rec = NULL;
+        st->rec_cap = 0;
+    }
+
+    if (st->cmp)
+        ff_compact_step(st);
+    else
+        ff_compact_maybe_start(st);
+    return BACKEND_OK;
+}
+
+/* Group commit: one fdatasync for every record written since the last. */
+static int ff_sync(struct backend_store *st, char *err, size_t errlen)
+{
+    if (!st) {
+        ff_err(err, errlen, "sync: no store");
+        return BACKEND_INVALID;
+    }
+    if (st->failed) {
+        ff_err(err, errlen, "sync: an earlier fsync of %s failed; reopen the store", st->dir);
+        return BACKEND_IOERR;
+    }
+    if (!st->dirty)
+        return BACKEND_OK;
+    int r = ff_datasync(st->fd);
+    if (r < 0) {
+        st->failed = 1;
+        ff_log(st, BACKEND_LOG_ERROR, "fdatasync failed (%s): refusing writes until the store "
+               "is reopened", strerror(-r));
+        ff_err(err, errlen, "sync: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
+        return BACKEND_IOERR;
+    }
+    st->dirty = 0;
+    st->epoch++;
+    return BACKEND_OK;
+}
+
+const struct backend_ops backend_flatfile_ops = {
+    .version = TABLED_BACKEND_VERSION,
+    .name = "flatfile",
+    .open = ff_open,
+    .close = ff_close,
+    .get = ff_get,
+    .iter_open = ff_iter_open,
+    .iter_seek = ff_iter_seek,
+    .iter_next = ff_iter_next,
+    .iter_close = ff_iter_close,
+    .apply = ff_apply,
+    .sync = ff_sync,
+};

@@ -1,0 +1,138 @@
+/* registry.c - finds a backend vtable by name, or loads one from a plug-in.
+ *
+ * --backend=NAME picks a built-in from the table below. A name containing
+ * '/' is the path of a shared object exporting TABLED_BACKEND_SYMBOL; it is
+ * loaded with dlopen(RTLD_NOW | RTLD_LOCAL) and its vtable is checked
+ * (version, name, every method) before anything else of it is trusted. A
+ * loaded plug-in is never unloaded: its vtable must stay valid for the life
+ * of the process. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/backend.h"
+
+/* Built-in backends. To add one, declare its vtable in backend.h and add a
+ * line here. */
+static const struct {
+    const char *name;
+    const struct backend_ops *ops;
+} registry_builtins[] = {
+    {"memory", &backend_memory_ops},
+    {"leveldb", &backend_leveldb_ops},
+    {"flatfile", &backend_flatfile_ops},
+};
+
+#define REGISTRY_NBUILTINS (sizeof(registry_builtins) / sizeof(registry_builtins[0]))
+
+typedef const struct backend_ops *(*registry_init_fn)(void);
+
+/* Writes a detail message when the caller gave a buffer. */
+__attribute__((format(printf, 3, 4)))
+static void registry_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Returns NULL when every field of a vtable is usable, else the name of the
+ * first bad field. */
+static const char *registry_check_ops(const struct backend_ops *ops)
+{
+    if (!ops->name || !ops->name[0])
+        return "name";
+    if (!ops->open)
+        return "open";
+    if (!ops->close)
+        return "close";
+    if (!ops->get)
+        return "get";
+    if (!ops->iter_open)
+        return "iter_open";
+    if (!ops->iter_seek)
+        return "iter_seek";
+    if (!ops->iter_next)
+        return "iter_next";
+    if (!ops->iter_close)
+        return "iter_close";
+    if (!ops->apply)
+        return "apply";
+    if (!ops->sync)
+        return "sync";
+    return NULL;
+}
+
+/* Loads a plug-in shared object and returns its checked vtable. The handle
+ * is closed again only when the plug-in is rejected. */
+static const struct backend_ops *registry_load_plugin(const char *path, char *err, size_t errlen)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        registry_err(err, errlen, "cannot load backend plug-in: %s", why ? why : path);
+        return NULL;
+    }
+    dlerror();
+    void *sym = dlsym(h, TABLED_BACKEND_SYMBOL);
+    if (!sym) {
+        registry_err(err, errlen, "backend plug-in %s does not export %s", path,
+                     TABLED_BACKEND_SYMBOL);
+        dlclose(h);
+        return NULL;
+    }
+    registry_init_fn init;
+    memcpy(&init, &sym, sizeof(init));   /* object pointer -> function pointer */
+    const struct backend_ops *ops = init();
+    if (!ops) {
+        registry_err(err, errlen, "backend plug-in %s: %s returned NULL", path,
+                     TABLED_BACKEND_SYMBOL);
+        dlclose(h);
+        return NULL;
+    }
+    if (ops->version != TABLED_BACKEND_VERSION) {
+        registry_err(err, errlen, "backend plug-in %s: interface version %d, this server needs %d",
+                     path, ops->version, TABLED_BACKEND_VERSION);
+        dlclose(h);
+        return NULL;
+    }
+    const char *bad = registry_check_ops(ops);
+    if (bad) {
+        registry_err(err, errlen, "backend plug-in %s: vtable field '%s' is missing", path, bad);
+        dlclose(h);
+        return NULL;
+    }
+    return ops;
+}
+
+/* Finds a built-in backend by name, or loads a plug-in when the name
+ * contains a '/'. */
+const struct backend_ops *backend_lookup(const char *name, char *err, size_t errlen)
+{
+    if (!name || !name[0]) {
+        registry_err(err, errlen, "no backend name given");
+        return NULL;
+    }
+    if (strchr(name, '/'))
+        return registry_load_plugin(name, err, errlen);
+    for (size_t i = 0; i < REGISTRY_NBUILTINS; i++)
+        if (strcmp(name, registry_builtins[i].name) == 0)
+            return registry_builtins[i].ops;
+
+    char known[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < REGISTRY_NBUILTINS && used < sizeof(known); i++) {
+        int w = snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "",
+                         registry_builtins[i].name);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    registry_err(err, errlen, "unknown backend '%s' (known: %s; or a path to a plug-in .so)", name,
+                 known);
+    return NULL;
+}

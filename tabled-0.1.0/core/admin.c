@@ -1,0 +1,331 @@
+/* admin.c - the admin listener's requests (see admin.h). */
+#include "core/admin.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yajl/yajl_tree.h>
+
+#include "core/fault.h"
+#include "core/log.h"
+#include "core/metrics.h"
+
+struct admin {
+    struct metrics *metrics;
+    struct fault_set *faults;
+};
+
+struct admin *admin_new(struct metrics *m, struct fault_set *faults)
+{
+    struct admin *adm = calloc(1, sizeof *adm);
+    if (!adm)
+        abort();
+    adm->metrics = m;
+    adm->faults = faults;
+    return adm;
+}
+
+void admin_free(struct admin *adm)
+{
+    free(adm);
+}
+
+/* Answers status with a JSON {"error": message} body. */
+static void reply_json_error(struct response *resp, int status, const char *message)
+{
+    resp->status = status;
+    buf_reset(&resp->body);
+    response_header(resp, "Content-Type", "application/json");
+    buf_puts(&resp->body, "{\"error\":\"");
+    for (const char *p = message; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            buf_putc(&resp->body, '\\');
+        buf_putc(&resp->body, (unsigned char)*p < 0x20 ? ' ' : *p);
+    }
+    buf_puts(&resp->body, "\"}\n");
+}
+
+static void reply_method(struct response *resp, const char *allow)
+{
+    response_header(resp, "Allow", allow);
+    reply_json_error(resp, 405, "method not allowed");
+}
+
+/* Value of hex digit c, or -1. */
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Decodes %XX escapes of a path segment into out (cap bytes). -1 when it
+ * does not fit or is malformed. */
+static int pct_decode(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '%') {
+            if (i + 2 >= n)
+                return -1;
+            int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+            if (hi < 0 || lo < 0)
+                return -1;
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        }
+        if (o + 1 >= cap)
+            return -1;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* Applies the members of JSON object v to rule r. -1 with a message. */
+static int rule_from_json(yajl_val v, struct fault_rule *r, char *err, size_t errlen)
+{
+    if (!YAJL_IS_OBJECT(v)) {
+        snprintf(err, errlen, "a rule must be a JSON object");
+        return -1;
+    }
+    for (size_t i = 0; i < v->u.object.len; i++) {
+        const char *key = v->u.object.keys[i];
+        yajl_val m = v->u.object.values[i];
+        if (!strcmp(key, "matched") || !strcmp(key, "injected"))
+            continue;
+        const char *text;
+        if (YAJL_IS_STRING(m))
+            text = YAJL_GET_STRING(m);
+        else if (YAJL_IS_NUMBER(m))
+            text = YAJL_GET_NUMBER(m);
+        else if (YAJL_IS_TRUE(m))
+            text = "true";
+        else if (YAJL_IS_FALSE(m))
+            text = "false";
+        else {
+            snprintf(err, errlen, "rule member '%s' must be a string, number or boolean", key);
+            return -1;
+        }
+        if (fault_rule_set(r, key, text, err, errlen) < 0)
+            return -1;
+    }
+    return fault_rule_check(r, err, errlen);
+}
+
+/* Parses the request body as JSON; NULL with a message. */
+static yajl_val parse_body(const struct request *req, char *err, size_t errlen)
+{
+    if (!req->body || !req->body_len) {
+        snprintf(err, errlen, "a JSON body is required");
+        return NULL;
+    }
+    char perr[256] = "";
+    yajl_val v = yajl_tree_parse(req->body, perr, sizeof perr);
+    if (!v) {
+        /* yajl's message spans lines; keep the first */
+        perr[strcspn(perr, "\r\n")] = '\0';
+        snprintf(err, errlen, "invalid JSON: %s", perr);
+    }
+    return v;
+}
+
+/* PUT /faults: replaces every rule, or changes nothing on error. */
+static void put_all(struct admin *adm, const struct request *req, struct response *resp)
+{
+    char err[512];
+    yajl_val v = parse_body(req, err, sizeof err);
+    if (!v) {
+        reply_json_error(resp, 400, err);
+        return;
+    }
+    yajl_val list = v;
+    if (YAJL_IS_OBJECT(v)) {
+        const char *path[] = {"rules", NULL};
+        list = yajl_tree_get(v, path, yajl_t_array);
+    }
+    if (!list || !YAJL_IS_ARRAY(list)) {
+        yajl_tree_free(v);
+        reply_json_error(resp, 400, "expected an array of rules or {\"rules\":[...]}");
+        return;
+    }
+    size_t n = list->u.array.len;
+    if (n > FAULT_MAX_RULES) {
+        yajl_tree_free(v);
+        reply_json_error(resp, 400, "too many rules");
+        return;
+    }
+    struct fault_rule *rules = calloc(n ? n : 1, sizeof *rules);
+    if (!rules)
+        abort();
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) {
+        fault_rule_init(&rules[i], "");
+        char msg[300];
+        if (rule_from_json(list->u.array.values[i], &rules[i], msg, sizeof msg) < 0) {
+            snprintf(err, sizeof err, "rule %zu: %s", i, msg);
+            ok = 0;
+        }
+        for (size_t j = 0; ok && j < i; j++) {
+            if (!strcmp(rules[j].name, rules[i].name)) {
+                snprintf(err, sizeof err, "rule %zu: duplicate name '%s'", i, rules[i].name);
+                ok = 0;
+            }
+        }
+    }
+    yajl_tree_free(v);
+    if (!ok) {
+        free(rules);
+        reply_json_error(resp, 400, err);
+        return;
+    }
+    fault_clear(adm->faults);
+    for (size_t i = 0; i < n; i++)
+        fault_put(adm->faults, &rules[i]);
+    free(rules);
+    log_info("admin: %zu fault rule(s) in force", n);
+    resp->status = 200;
+    response_header(resp, "Content-Type", "application/json");
+    fault_set_json(adm->faults, &resp->body);
+    buf_putc(&resp->body, '\n');
+}
+
+/* PUT /faults/NAME */
+static void put_one(struct admin *adm, const char *name, const struct request *req,
+                    struct response *resp)
+{
+    char err[512];
+    yajl_val v = parse_body(req, err, sizeof err);
+    if (!v) {
+        reply_json_error(resp, 400, err);
+        return;
+    }
+    struct fault_rule r;
+    fault_rule_init(&r, name);
+    int rc = rule_from_json(v, &r, err, sizeof err);
+    yajl_tree_free(v);
+    if (rc == 0 && strcmp(r.name, name) != 0) {
+        snprintf(err, sizeof err, "the body names rule '%s', the path '%s'", r.name, name);
+        rc = -1;
+    }
+    if (rc < 0) {
+        reply_json_error(resp, 400, err);
+        return;
+    }
+    int existed = 0;
+    for (size_t i = 0; i < fault_count(adm->faults); i++)
+        if (!strcmp(fault_get(adm->faults, i)->name, name))
+            existed = 1;
+    if (fault_put(adm->faults, &r) < 0) {
+        reply_json_error(resp, 400, "too many rules");
+        return;
+    }
+    log_info("admin: fault rule %s %s", name, existed ? "replaced" : "added");
+    resp->status = existed ? 200 : 201;
+    response_header(resp, "Content-Type", "application/json");
+    fault_rule_json(&r, &resp->body);
+    buf_putc(&resp->body, '\n');
+}
+
+/* /faults and /faults/NAME */
+static void faults(struct admin *adm, const char *rest, size_t rest_len,
+                   const struct request *req, struct response *resp)
+{
+    if (!adm->faults) {
+        reply_json_error(resp, 404, "fault injection is not available");
+        return;
+    }
+    enum http_method m = req->method;
+    if (rest_len == 0) {
+        if (m == HTTP_M_GET || m == HTTP_M_HEAD) {
+            resp->status = 200;
+            response_header(resp, "Content-Type", "application/json");
+            fault_set_json(adm->faults, &resp->body);
+            buf_putc(&resp->body, '\n');
+        } else if (m == HTTP_M_PUT) {
+            put_all(adm, req, resp);
+        } else if (m == HTTP_M_DELETE) {
+            fault_clear(adm->faults);
+            log_info("admin: every fault rule removed");
+            resp->status = 200;
+            response_header(resp, "Content-Type", "application/json");
+            fault_set_json(adm->faults, &resp->body);
+            buf_putc(&resp->body, '\n');
+        } else {
+            reply_method(resp, "GET, PUT, DELETE");
+        }
+        return;
+    }
+    char name[FAULT_MAX_NAME];
+    if (pct_decode(rest, rest_len, name, sizeof name) < 0 || !name[0] || strchr(name, '/')) {
+        reply_json_error(resp, 404, "no such rule");
+        return;
+    }
+    if (m == HTTP_M_PUT) {
+        put_one(adm, name, req, resp);
+        return;
+    }
+    const struct fault_rule *r = NULL;
+    for (size_t i = 0; i < fault_count(adm->faults); i++)
+        if (!strcmp(fault_get(adm->faults, i)->name, name))
+            r = fault_get(adm->faults, i);
+    if (m == HTTP_M_GET || m == HTTP_M_HEAD) {
+        if (!r) {
+            reply_json_error(resp, 404, "no such rule");
+            return;
+        }
+        resp->status = 200;
+        response_header(resp, "Content-Type", "application/json");
+        fault_rule_json(r, &resp->body);
+        buf_putc(&resp->body, '\n');
+    } else if (m == HTTP_M_DELETE) {
+        if (!fault_delete(adm->faults, name)) {
+            reply_json_error(resp, 404, "no such rule");
+            return;
+        }
+        log_info("admin: fault rule %s removed", name);
+        resp->status = 204;
+    } else {
+        reply_method(resp, "GET, PUT, DELETE");
+    }
+}
+
+void admin_handle(struct admin *adm, const struct request *req, struct response *resp)
+{
+    if (!adm) {
+        reply_json_error(resp, 503, "the admin endpoints are not ready");
+        return;
+    }
+    const char *p = req->path;
+    size_t n = req->path_len;
+    int read = req->method == HTTP_M_GET || req->method == HTTP_M_HEAD;
+    if (req->method == HTTP_M_HEAD)
+        resp->no_body = 1;
+    if (n == 8 && !memcmp(p, "/healthz", 8)) {
+        if (!read) {
+            reply_method(resp, "GET, HEAD");
+            return;
+        }
+        resp->status = 200;
+        response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+        buf_puts(&resp->body, "ok\n");
+        return;
+    }
+    if (n == 8 && !memcmp(p, "/metrics", 8)) {
+        if (!read) {
+            reply_method(resp, "GET, HEAD");
+            return;
+        }
+        resp->status = 200;
+        response_header(resp, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+        metrics_render(adm->metrics, &resp->body);
+        return;
+    }
+    if (n >= 7 && !memcmp(p, "/faults", 7) && (n == 7 || p[7] == '/')) {
+        size_t skip = n == 7 ? 7 : 8;
+        faults(adm, p + skip, n - skip, req, resp);
+        return;
+    }
+    reply_json_error(resp, 404, "not found (try /metrics, /healthz or /faults)");
+}

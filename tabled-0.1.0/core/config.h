@@ -1,0 +1,112 @@
+/* config.h - run-time configuration: defaults, INI file, command line.
+ *
+ * Precedence: built-in defaults < config file (--config FILE) < flags.
+ * The file is INI style: "key = value" lines, '#' or ';' comments, and
+ * [account NAME] sections holding "key1 = BASE64" / "key2 = BASE64", and
+ * [fault NAME] sections holding the settings of one fault rule.
+ * Keys of the top-level section are the long flag names without "--"
+ * (host, port, backend, data, log-level, ...). */
+#ifndef TABLED_CONFIG_H
+#define TABLED_CONFIG_H
+#include <stddef.h>
+
+#define CONFIG_MAX_ACCOUNTS 64
+#define CONFIG_MAX_KEY_BYTES 128
+#define CONFIG_MAX_FAULT_ITEMS 128
+#define CONFIG_MAX_BACKEND_OPTIONS 16
+
+enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
+enum durability { DURABILITY_NONE = 0, DURABILITY_BATCH = 1, DURABILITY_SYNC = 2 };
+
+struct account_cfg {
+    char name[64];                          /* lower-case, 3-24 chars */
+    unsigned char key1[CONFIG_MAX_KEY_BYTES];/* base64-decoded primary key */
+    size_t key1_len;
+    unsigned char key2[CONFIG_MAX_KEY_BYTES];/* secondary key (may be empty) */
+    size_t key2_len;
+};
+
+/* One "key = value" of a fault rule, in the order given. */
+struct config_fault_item {
+    char rule[64];                  /* rule name */
+    char key[32];
+    char value[256];
+    int line;                       /* config file line, 0 = command line */
+};
+
+struct config {
+    char host[256];            /* listen address, default 127.0.0.1 */
+    int port;                  /* default 10002; 0 = pick a free port */
+    char backend[1024];        /* "memory", "leveldb", "flatfile" or a .so path */
+    char data_dir[1024];       /* default "./data" */
+    /* --backend-option NAME=VALUE (repeatable), handed to the backend as
+       backend_options.params; a later one of the same name wins */
+    char backend_options[CONFIG_MAX_BACKEND_OPTIONS][256];
+    size_t nbackend_options;
+    enum log_level log_level;  /* default LOG_INFO */
+    int access_log;            /* one line per request (default on) */
+    enum durability durability;/* default DURABILITY_BATCH */
+    char host_suffix[256];     /* host-style suffix after ACCOUNT.table., default "localhost" */
+    int auth;                  /* 1 = verify requests (default), 0 = --auth off */
+    int path_style_only;       /* account always from the path (Azurite's
+                                  --disableProductStyleUrl) */
+    int oauth_basic;           /* --oauth basic: Azurite-style bearer check */
+
+    /* limits checked by core/ as bytes arrive */
+    size_t max_header_bytes;   /* default 64 KiB (whole header block) */
+    size_t max_body_bytes;     /* default 4 MiB + 64 KiB slack */
+    int header_timeout_ms;     /* default 30000: request head must arrive in this */
+    int idle_timeout_ms;       /* default 120000: keep-alive idle close */
+    int max_connections;       /* default 10000 */
+
+    /* queries */
+    int scan_budget;           /* max entities examined per page; 0 = unlimited */
+    int scan_budget_ms;        /* time cut per page, default 5000 */
+
+    /* TLS (used from [auth] on) */
+    int tls_port;              /* 0 = off */
+    char tls_cert[1024];
+    char tls_key[1024];
+
+    /* throttling (SPEC 13.2): token buckets, off by default */
+    int throttle;                   /* --throttle */
+    double throttle_partition_rate; /* entities/s per partition, default 2000 */
+    double throttle_partition_burst;/* default 2000 */
+    double throttle_account_rate;   /* entities/s per account, default 20000 */
+    double throttle_account_burst;  /* default 20000 */
+    int throttle_batch_per_request; /* account bucket: a batch costs 1, not n */
+    int throttle_retry_after;       /* seconds in Retry-After on 503s; 0 = none */
+
+    /* admin listener: /metrics, /healthz, fault rules */
+    int admin_port;                 /* -1 = off (default), 0 = any free port */
+    char admin_host[256];           /* default 127.0.0.1 */
+
+    /* fault injection: [fault NAME] sections and --fault flags, applied by
+     * main.c through core/fault.c (which checks them) */
+    unsigned long long fault_seed;  /* 0 = random */
+    struct config_fault_item faults[CONFIG_MAX_FAULT_ITEMS];
+    size_t nfaults;
+
+    struct account_cfg accounts[CONFIG_MAX_ACCOUNTS];
+    size_t naccounts;          /* always >= 1: devstoreaccount1 is added by default */
+};
+
+/* Fills defaults (including devstoreaccount1 with the well-known key). */
+void config_defaults(struct config *cfg);
+/* Applies a config file. Returns 0, or -1 with a message in err. */
+int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen);
+/* Parses argv (applying --config first wherever it appears). Returns 0 to
+ * run, 1 when --help/--version was handled (exit 0), -1 on error (message
+ * in err, exit 2). */
+int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size_t errlen);
+/* Adds or replaces an account; key2 may be NULL. Returns 0 or -1 (bad base64). */
+int config_add_account(struct config *cfg, const char *name, const char *key1_b64,
+                       const char *key2_b64, char *err, size_t errlen);
+const struct account_cfg *config_find_account(const struct config *cfg, const char *name);
+
+/* The development account (SPEC 10.11). */
+#define DEV_ACCOUNT_NAME "devstoreaccount1"
+#define DEV_ACCOUNT_KEY \
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+#endif

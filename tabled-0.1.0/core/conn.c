@@ -1,0 +1,1206 @@
+/* conn.c - one client connection: llhttp parsing into a struct request,
+ * handing it to the service, serialising the response, keep-alive,
+ * pipelining, limits, timeouts and closing.
+ *
+ * Memory: the request-target and header text of the request being parsed
+ * are copied into c->head (reused across requests), its body into c->body;
+ * the struct request points into those two buffers and into c->arena, all
+ * three reset once the response has been serialised. Responses are written
+ * into the connection's output buffer (or c->pending while a group commit
+ * is outstanding), so nothing of a request outlives its turn.
+ *
+ * I/O: plain sockets use raw libevent events with read() into a shared
+ * buffer, parsed in place, and one writev() of all replies a read produced
+ * (about two system calls per request; the write event is armed only when
+ * the socket is full). TLS connections go through bufferevent_openssl.
+ *
+ * Ordering: requests of one connection are handled one after another as
+ * llhttp completes them, so pipelined replies go out in order by
+ * construction. Functions called from llhttp callbacks never free the
+ * connection; only the top-level libevent callbacks do, as their last step.
+ *
+ * Injected faults (core/fault.h): an answer with delay_ms goes into
+ * c->pending like a held one, and the connection stops parsing and reading
+ * until a per-connection timer releases it, so the loop never waits; an
+ * answer with reset is dropped and the socket closed with SO_LINGER 0,
+ * which sends an RST. Connections of the admin listener run the same code
+ * and are answered by admin_handle() instead of the service. */
+#include "core/conn.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "core/admin.h"
+#include "core/arena.h"
+#include "core/heap.h"
+#include "core/http.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/tls.h"
+#include "protocol/errors.h"
+#include "protocol/service.h"
+
+#define CONN_ARENA_CHUNK (16 * 1024)
+/* Stop parsing pipelined requests while this much output is unsent. */
+#define CONN_OUTPUT_HIGH (1024 * 1024)
+/* Bodies at least this large are handed to the evbuffer, not copied (the
+ * response then gets a new buffer of the same size for the next reply). */
+#define CONN_BODY_STEAL (16 * 1024)
+/* Largest body buffer reserved up front from an announced Content-Length
+ * (a client announcing 4 MiB and sending nothing should not cost 4 MiB). */
+#define CONN_RESERVE_MAX (1024 * 1024)
+/* Per-connection buffers larger than this are freed after a request. */
+#define CONN_KEEP_BYTES (64 * 1024)
+
+/* Where one header's name and value sit in c->head. */
+struct hspan {
+    size_t name_off, name_len;
+    size_t value_off, value_len;
+};
+
+struct conn {
+    struct server *srv;
+    struct conn *prev, *next;   /* srv->conns */
+    struct conn *held_next;     /* srv->held */
+    struct bufferevent *bev;    /* TLS only */
+    struct event *rev, *wev;    /* plain only: readable / writable */
+    struct evbuffer *in, *out;  /* plain only: unparsed input, unsent output */
+    int fd;
+    int tls;
+    int admin;                  /* a connection of the admin listener */
+    char peer_ip[64];
+
+    llhttp_t parser;
+    struct arena *arena;
+    struct request req;
+    struct response resp;       /* its body buffer is reused */
+    struct buf head;            /* target + header text of the current request */
+    struct hspan *spans;
+    size_t nspans, spans_cap;
+    struct buf body;
+    size_t url_end;             /* target is head.data[0, url_end) */
+    size_t trailer_bytes;
+    int field_open, value_open;
+    int fail_terr;              /* error chosen inside a callback */
+
+    unsigned in_msg : 1;        /* between message begin and complete */
+    unsigned headers_done : 1;
+    unsigned body_direct : 1;   /* in a Content-Length body: read into body */
+    unsigned closing : 1;       /* no more requests; close once flushed */
+    unsigned held : 1;          /* on srv->held */
+    unsigned read_deferred : 1; /* input waits for the group commit */
+    unsigned wpaused : 1;       /* parsing paused until output drains */
+    unsigned lingering : 1;     /* write side shut, discarding input */
+    unsigned eof : 1;           /* peer closed its side */
+    unsigned broken : 1;        /* write failed: free at the next chance */
+    unsigned delaying : 1;      /* an injected delay holds c->pending */
+    unsigned reset : 1;         /* injected reset: RST at the next chance */
+
+    struct evbuffer *pending;   /* replies held for the group commit or a delay */
+    struct event *timer;        /* header, idle and linger deadlines */
+    struct event *delay_ev;     /* ends an injected delay (created on first use) */
+};
+
+static void request_release(struct conn *c, int close);
+static void conn_pump(struct conn *c);
+static void conn_settle(struct conn *c);
+
+/* Monotonic clock in microseconds. */
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Arms the connection's one timer. (A timer that expired in this loop turn
+ * still runs its callback after being re-armed; the callback recognises
+ * such stale expiries because the timer is pending again.) */
+static void conn_arm(struct conn *c, const struct timeval *tv)
+{
+    evtimer_add(c->timer, tv);
+}
+
+static void conn_arm_idle(struct conn *c)
+{
+    conn_arm(c, c->srv->idle_tv);
+}
+
+/* ---- I/O helpers shared by the plain and TLS paths ---- */
+
+static struct evbuffer *conn_input(struct conn *c)
+{
+    return c->bev ? bufferevent_get_input(c->bev) : c->in;
+}
+
+static struct evbuffer *conn_output(struct conn *c)
+{
+    return c->bev ? bufferevent_get_output(c->bev) : c->out;
+}
+
+/* Turns reading on or off (no system call when nothing changes). */
+static void conn_reading(struct conn *c, int on)
+{
+    if (c->bev) {
+        if (on)
+            bufferevent_enable(c->bev, EV_READ);
+        else
+            bufferevent_disable(c->bev, EV_READ);
+    } else if (on) {
+        event_add(c->rev, NULL);
+    } else {
+        event_del(c->rev);
+    }
+}
+
+/* ---- request parsing (llhttp callbacks) ---- */
+
+/* Charges n more head bytes against max_header_bytes (text plus the ": "
+ * and CRLF of each line). Fails with 431 when the head is too large. */
+static int head_room(struct conn *c, size_t n)
+{
+    size_t used = c->head.len + n + 4 * (c->nspans + 1) + 16;
+    if (used > c->srv->cfg->max_header_bytes) {
+        c->fail_terr = TERR_RequestHeaderFieldsTooLarge;
+        return -1;
+    }
+    return 0;
+}
+
+/* Starts a new request: clears the per-request buffers, starts the header
+ * deadline. */
+static int on_message_begin(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    buf_reset(&c->head);
+    buf_reset(&c->body);
+    c->nspans = 0;
+    c->url_end = 0;
+    c->trailer_bytes = 0;
+    c->field_open = c->value_open = 0;
+    c->in_msg = 1;
+    c->headers_done = 0;
+    c->body_direct = 0;
+    c->req.start_us = now_us();
+    if (c->srv->header_tv)
+        conn_arm(c, c->srv->header_tv);
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len)
+{
+    struct conn *c = p->data;
+    if (head_room(c, len) < 0)
+        return -1;
+    buf_append(&c->head, at, len);
+    return 0;
+}
+
+static int on_url_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    c->url_end = c->head.len;
+    buf_putc(&c->head, '\0');
+    return 0;
+}
+
+/* Trailer fields (after a chunked body) are counted but not kept. */
+static int trailer_room(struct conn *c, size_t len)
+{
+    c->trailer_bytes += len;
+    if (c->trailer_bytes > c->srv->cfg->max_header_bytes) {
+        c->fail_terr = TERR_RequestHeaderFieldsTooLarge;
+        return -1;
+    }
+    return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+    struct conn *c = p->data;
+    if (c->headers_done)
+        return trailer_room(c, len);
+    if (head_room(c, len) < 0)
+        return -1;
+    if (!c->field_open) {
+        if (c->nspans == c->spans_cap) {
+            size_t cap = c->spans_cap ? c->spans_cap * 2 : 32;
+            struct hspan *s = realloc(c->spans, cap * sizeof *s);
+            if (!s)
+                abort();
+            c->spans = s;
+            c->spans_cap = cap;
+        }
+        c->spans[c->nspans].name_off = c->head.len;
+        c->field_open = 1;
+        c->value_open = 0;
+    }
+    buf_append(&c->head, at, len);
+    return 0;
+}
+
+static int on_header_field_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    if (c->headers_done)
+        return 0;
+    if (!c->field_open)  /* cannot happen with llhttp; keep the spans sane */
+        return -1;
+    struct hspan *s = &c->spans[c->nspans];
+    s->name_len = c->head.len - s->name_off;
+    const unsigned char *name = (const unsigned char *)c->head.data + s->name_off;
+    for (size_t i = 0; i < s->name_len; i++) {
+        /* llhttp 8 lets a space inside or before the colon of a name
+         * through; RFC 9112 5.1 wants a 400. */
+        if (!http_is_tchar(name[i])) {
+            c->fail_terr = TERR_InvalidInput;
+            return -1;
+        }
+    }
+    buf_putc(&c->head, '\0');
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+    struct conn *c = p->data;
+    if (c->headers_done)
+        return trailer_room(c, len);
+    if (head_room(c, len) < 0)
+        return -1;
+    if (!c->value_open) {
+        c->spans[c->nspans].value_off = c->head.len;
+        c->value_open = 1;
+    }
+    buf_append(&c->head, at, len);
+    return 0;
+}
+
+/* Ends one header line: trims the value and NUL-terminates it. */
+static int on_header_value_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    if (c->headers_done)
+        return 0;
+    if (!c->field_open)
+        return -1;
+    struct hspan *s = &c->spans[c->nspans];
+    if (!c->value_open)
+        s->value_off = c->head.len;
+    size_t off = s->value_off, end = c->head.len;
+    while (off < end && (c->head.data[off] == ' ' || c->head.data[off] == '\t'))
+        off++;
+    while (end > off && (c->head.data[end - 1] == ' ' || c->head.data[end - 1] == '\t'))
+        end--;
+    s->value_off = off;
+    s->value_len = end - off;
+    c->head.len = end;
+    buf_putc(&c->head, '\0');
+    c->nspans++;
+    c->field_open = c->value_open = 0;
+    return 0;
+}
+
+/* Our method enum from llhttp's. */
+static enum http_method map_method(uint8_t m)
+{
+    switch (m) {
+    case HTTP_GET: return HTTP_M_GET;
+    case HTTP_HEAD: return HTTP_M_HEAD;
+    case HTTP_POST: return HTTP_M_POST;
+    case HTTP_PUT: return HTTP_M_PUT;
+    case HTTP_DELETE: return HTTP_M_DELETE;
+    case HTTP_MERGE: return HTTP_M_MERGE;
+    case HTTP_PATCH: return HTTP_M_PATCH;
+    case HTTP_OPTIONS: return HTTP_M_OPTIONS;
+    default: return HTTP_M_OTHER;
+    }
+}
+
+/* A request with no fields, for errors found before the head was complete. */
+static void request_blank(struct conn *c)
+{
+    struct request *r = &c->req;
+    r->arena = c->arena;
+    r->method = HTTP_M_OTHER;
+    r->method_name = "-";
+    r->http_major = 1;
+    r->http_minor = 1;
+    r->target = r->path = r->query = "";
+    r->path_len = r->query_len = 0;
+    r->headers = NULL;
+    r->nheaders = 0;
+    r->body = NULL;
+    r->body_len = 0;
+}
+
+/* Points the struct request at the parsed head (c->head must not grow
+ * after this until the response is written). */
+static void request_build(struct conn *c)
+{
+    struct request *r = &c->req;
+    llhttp_t *p = &c->parser;
+    r->arena = c->arena;
+    r->method = map_method(p->method);
+    r->method_name = llhttp_method_name((llhttp_method_t)p->method);
+    r->http_major = p->http_major;
+    r->http_minor = p->http_minor;
+    char *target = c->head.data;
+    r->target = target;
+    char *q = memchr(target, '?', c->url_end);
+    if (q) {
+        r->path_len = (size_t)(q - target);
+        r->path = arena_strndup(c->arena, target, r->path_len);
+        r->query = q + 1;
+        r->query_len = c->url_end - r->path_len - 1;
+    } else {
+        r->path = target;
+        r->path_len = c->url_end;
+        r->query = "";
+        r->query_len = 0;
+    }
+    r->nheaders = c->nspans;
+    r->headers = c->nspans ? arena_alloc(c->arena, c->nspans * sizeof *r->headers) : NULL;
+    for (size_t i = 0; i < c->nspans; i++) {
+        r->headers[i].name = target + c->spans[i].name_off;
+        r->headers[i].value = target + c->spans[i].value_off;
+        r->headers[i].value_len = c->spans[i].value_len;
+    }
+    r->body = NULL;
+    r->body_len = 0;
+}
+
+/* Writes the interim "100 Continue" (behind any held replies). */
+static void send_continue(struct conn *c)
+{
+    static const char msg[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    struct evbuffer *out = c->held ? c->pending : conn_output(c);
+    evbuffer_add(out, msg, sizeof msg - 1);
+}
+
+/* The head is complete: build the request, check the announced body size,
+ * answer Expect: 100-continue. */
+static int on_headers_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    const struct config *cfg = c->srv->cfg;
+    if (!c->url_end) {  /* no request-target callback: treat as malformed */
+        c->fail_terr = TERR_InvalidInput;
+        return -1;
+    }
+    c->headers_done = 1;
+    request_build(c);
+    int has_len = (p->flags & F_CONTENT_LENGTH) != 0;
+    int chunked = (p->flags & F_CHUNKED) != 0;
+    if (has_len && p->content_length > cfg->max_body_bytes) {
+        c->fail_terr = TERR_ContentLengthExceeded;
+        return -1;
+    }
+    if ((chunked || (has_len && p->content_length > 0)) &&
+        (p->http_major > 1 || (p->http_major == 1 && p->http_minor >= 1))) {
+        const char *expect = request_header(&c->req, "Expect");
+        if (expect && strcasecmp(expect, "100-continue") == 0)
+            send_continue(c);
+    }
+    if (has_len && p->content_length > 0)  /* one allocation for most bodies */
+        buf_reserve(&c->body, p->content_length < CONN_RESERVE_MAX ? (size_t)p->content_length
+                                                                    : CONN_RESERVE_MAX);
+    if (chunked || (has_len && p->content_length > 0))
+        conn_arm_idle(c);  /* body progress deadline */
+    c->body_direct = has_len && !chunked && p->content_length > 0;
+    return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+    struct conn *c = p->data;
+    if (c->body.len + len > c->srv->cfg->max_body_bytes) {
+        c->fail_terr = TERR_ContentLengthExceeded;
+        return -1;
+    }
+    if (c->body.data && at == c->body.data + c->body.len) {
+        /* read straight into place by plain_read_cb: nothing to copy */
+        c->body.len += len;
+        c->body.data[c->body.len] = '\0';
+        return 0;
+    }
+    buf_append(&c->body, at, len);
+    return 0;
+}
+
+/* ---- responses ---- */
+
+/* Starts a response for the current request, keeping the body buffer of
+ * the previous one to avoid a malloc per request. */
+static void response_begin(struct conn *c)
+{
+    struct buf keep = c->resp.body;
+    response_init(&c->resp, c->arena);
+    c->resp.body = keep;
+    buf_reset(&c->resp.body);
+}
+
+/* Where replies go right now: held for the group commit while one is
+ * outstanding (or this reply made the service dirty), else the socket. */
+static struct evbuffer *reply_buffer(struct conn *c)
+{
+    struct server *srv = c->srv;
+    int hold = srv->sync_pending || service_dirty(srv->svc);
+    if (hold || c->delaying) {
+        if (!c->pending)
+            c->pending = evbuffer_new();
+        if (hold && !c->held) {
+            c->held = 1;
+            c->held_next = srv->held;
+            srv->held = c;
+        }
+        if (hold)
+            server_want_sync(srv);
+        return c->pending;
+    }
+    return conn_output(c);
+}
+
+/* Headers core/ writes itself (copies from the service are dropped), and
+ * headers that would break the framing (CR/LF inside: response splitting). */
+static int skip_header(const struct http_header *h)
+{
+    char first = (char)(h->name[0] | 0x20);
+    if ((first == 'c' && (strcasecmp(h->name, "Content-Length") == 0 ||
+                          strcasecmp(h->name, "Connection") == 0)) ||
+        (first == 't' && strcasecmp(h->name, "Transfer-Encoding") == 0))
+        return 1;
+    if (strpbrk(h->name, "\r\n: ") || memchr(h->value, '\r', h->value_len) ||
+        memchr(h->value, '\n', h->value_len)) {
+        log_warn("dropping response header %s: invalid characters", h->name);
+        return 1;
+    }
+    return 0;
+}
+
+/* Appends the decimal form of v. */
+static void put_uint(struct buf *b, size_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    buf_reserve(b, (size_t)n);
+    while (n)
+        b->data[b->len++] = tmp[--n];
+    b->data[b->len] = '\0';
+}
+
+static void free_cleanup(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    free(arg);
+}
+
+/* Serialises c->resp for c->req, logs it, and releases the request's
+ * memory. close: add "Connection: close" and close after writing. */
+static void conn_respond(struct conn *c, int close)
+{
+    struct server *srv = c->srv;
+    struct request *req = &c->req;
+    struct response *resp = &c->resp;
+    struct buf *h = &srv->head;
+    int status = resp->status >= 100 && resp->status <= 999 ? resp->status : 500;
+    const char *reason = resp->reason ? resp->reason : http_reason(status);
+    size_t blen = resp->body.len;
+
+    buf_reset(h);
+    buf_append(h, "HTTP/1.1 ", 9);
+    put_uint(h, (size_t)status);
+    buf_putc(h, ' ');
+    buf_puts(h, reason);
+    buf_append(h, "\r\n", 2);
+    for (size_t i = 0; i < resp->nheaders; i++) {
+        const struct http_header *hd = &resp->headers[i];
+        if (skip_header(hd))
+            continue;
+        buf_puts(h, hd->name);
+        buf_append(h, ": ", 2);
+        buf_append(h, hd->value, hd->value_len);
+        buf_append(h, "\r\n", 2);
+    }
+    buf_append(h, "Content-Length: ", 16);
+    put_uint(h, blen);
+    buf_append(h, "\r\n", 2);
+    if (close)
+        buf_puts(h, "Connection: close\r\n");
+    else if (req->http_major == 1 && req->http_minor == 0)
+        buf_puts(h, "Connection: keep-alive\r\n");
+    buf_append(h, "\r\n", 2);
+
+    struct evbuffer *out = reply_buffer(c);
+    size_t sent = 0;
+    evbuffer_add(out, h->data, h->len);
+    if (!resp->no_body && blen) {
+        if (blen >= CONN_BODY_STEAL) {
+            char *data = resp->body.data;
+            if (evbuffer_add_reference(out, data, blen, free_cleanup, data) == 0) {
+                buf_init(&resp->body);
+                if (blen < CONN_KEEP_BYTES)
+                    buf_reserve(&resp->body, blen);   /* no regrowing next time */
+            } else
+                evbuffer_add(out, data, blen);
+        } else {
+            evbuffer_add(out, resp->body.data, blen);
+        }
+        sent = blen;
+    }
+
+    if (srv->cfg->access_log) {
+        log_access(req->method_name, req->path, status, sent, now_us() - req->start_us,
+                   response_get_header(resp, "x-ms-request-id"));
+        server_note_access(srv);
+    }
+    request_release(c, close);
+}
+
+/* Drops the answer of an injected reset: nothing is sent, the connection
+ * is reset at the next chance (conn_settle). */
+static void conn_reset_reply(struct conn *c)
+{
+    struct server *srv = c->srv;
+    struct request *req = &c->req;
+    if (srv->cfg->access_log) {
+        log_access(req->method_name, req->path, 0, 0, now_us() - req->start_us,
+                   response_get_header(&c->resp, "x-ms-request-id"));
+        server_note_access(srv);
+    }
+    buf_reset(&c->resp.body);
+    c->reset = 1;
+    request_release(c, 1);
+}
+
+/* Ends an injected delay: the held answers go out, parsing and reading
+ * resume (unless a group commit still holds them: its release does it). */
+static void conn_delay_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    (void)what;
+    c->delaying = 0;
+    conn_arm_idle(c);
+    if (c->held)
+        return;  /* conn_release() sends them after the sync */
+    if (c->pending)
+        evbuffer_add_buffer(conn_output(c), c->pending);
+    if (!c->closing && !c->wpaused) {
+        c->read_deferred = 0;
+        conn_reading(c, 1);
+    }
+    conn_pump(c);
+    conn_settle(c);
+}
+
+/* Holds the answer just queued (in c->pending) for ms milliseconds. */
+static void conn_start_delay(struct conn *c, int ms)
+{
+    if (!c->delay_ev) {
+        c->delay_ev = event_new(c->srv->base, -1, 0, conn_delay_cb, c);
+        if (!c->delay_ev)
+            abort();
+    }
+    /* libevent's timers run on the coarse monotonic clock and count from
+     * the time cached at the start of this loop turn: refresh that, and
+     * add one tick of the coarse clock, so a delay is never short. */
+    static long tick_us = -1;
+    if (tick_us < 0) {
+        struct timespec res;
+        tick_us = clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0
+                      ? (res.tv_nsec + 999) / 1000
+                      : 10000;
+    }
+    long us = (long)ms * 1000 + tick_us;
+    struct timeval tv = {us / 1000000, us % 1000000};
+    event_base_update_cache_time(c->srv->base);
+    evtimer_add(c->delay_ev, &tv);
+    c->read_deferred = 1;  /* whoever sends the answers reads on */
+    conn_reading(c, 0);
+}
+
+/* The request is answered: release its memory, and have the heap's growth
+ * (an in-memory store grows with every insert) backed by huge pages; close
+ * marks the connection as closing. */
+static void request_release(struct conn *c, int close)
+{
+    struct request *req = &c->req;
+    struct response *resp = &c->resp;
+    arena_reset(c->arena);
+    heap_advise();
+    resp->headers = NULL;
+    resp->nheaders = resp->cap = 0;
+    if (resp->body.cap > CONN_KEEP_BYTES)
+        buf_free(&resp->body);
+    if (c->body.cap > CONN_KEEP_BYTES)
+        buf_free(&c->body);
+    else
+        buf_reset(&c->body);
+    if (c->head.cap > CONN_KEEP_BYTES)
+        buf_free(&c->head);
+    req->headers = NULL;
+    req->nheaders = 0;
+    req->body = NULL;
+    req->body_len = 0;
+    if (close)
+        c->closing = 1;
+}
+
+/* Answers a request core/ could not parse or accept, then closes. */
+static void conn_fail(struct conn *c, int terr)
+{
+    if (!c->headers_done)
+        request_blank(c);
+    c->req.body = NULL;
+    c->req.body_len = 0;
+    c->in_msg = 0;
+    response_begin(c);
+    service_error(c->srv->svc, &c->req, &c->resp, terr);
+    conn_respond(c, 1);
+}
+
+/* A whole request has arrived: run it and queue the reply. Pauses the
+ * parser when the connection is closing or too much output is queued. */
+static int on_message_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    struct server *srv = c->srv;
+    c->in_msg = 0;
+    c->body_direct = 0;
+    if (c->body.len) {
+        c->req.body = c->body.data;
+        c->req.body_len = c->body.len;
+    }
+    response_begin(c);
+    if (c->req.method == HTTP_M_HEAD)
+        c->resp.no_body = 1;
+    if (c->admin)
+        admin_handle(srv->admin, &c->req, &c->resp);
+    else
+        service_handle(srv->svc, &c->req, &c->resp);
+    if (c->resp.reset) {
+        conn_reset_reply(c);
+        return HPE_PAUSED;
+    }
+    int delay = c->resp.delay_ms;
+    if (delay > 0)
+        c->delaying = 1;  /* conn_respond queues into c->pending */
+    int close = c->resp.close || !llhttp_should_keep_alive(p) || srv->stopping;
+    conn_respond(c, close);
+    if (delay > 0) {
+        conn_start_delay(c, delay);
+        return HPE_PAUSED;
+    }
+    if (c->closing)
+        return HPE_PAUSED;
+    conn_arm_idle(c);
+    if (evbuffer_get_length(conn_output(c)) > CONN_OUTPUT_HIGH) {
+        c->wpaused = 1;
+        conn_reading(c, 0);
+        return HPE_PAUSED;
+    }
+    return 0;
+}
+
+void conn_init_settings(struct server *srv)
+{
+    llhttp_settings_t *s = &srv->settings;
+    llhttp_settings_init(s);
+    s->on_message_begin = on_message_begin;
+    s->on_url = on_url;
+    s->on_url_complete = on_url_complete;
+    s->on_header_field = on_header_field;
+    s->on_header_field_complete = on_header_field_complete;
+    s->on_header_value = on_header_value;
+    s->on_header_value_complete = on_header_value_complete;
+    s->on_headers_complete = on_headers_complete;
+    s->on_body = on_body;
+    s->on_message_complete = on_message_complete;
+}
+
+
+/* Runs llhttp over one contiguous piece of input. Returns how many bytes
+ * it consumed: all of them, or fewer when parsing paused (the connection
+ * is closing or its output backed up). Never frees c. */
+static size_t conn_feed(struct conn *c, const char *data, size_t len)
+{
+    if (c->closing || c->wpaused || c->delaying)
+        return 0;
+    enum llhttp_errno e = llhttp_execute(&c->parser, data, len);
+    if (e == HPE_OK)
+        return len;
+    if (e == HPE_PAUSED) {
+        size_t used = (size_t)(llhttp_get_error_pos(&c->parser) - data);
+        llhttp_resume(&c->parser);
+        return used;
+    }
+    if (e == HPE_PAUSED_UPGRADE) {
+        /* We never agree to an Upgrade (no 101 was sent), so the client
+         * goes on speaking HTTP/1.1; CONNECT has no such future. */
+        if (c->parser.method == HTTP_CONNECT) {
+            c->closing = 1;
+            return len;
+        }
+        size_t used = (size_t)(llhttp_get_error_pos(&c->parser) - data);
+        llhttp_resume_after_upgrade(&c->parser);
+        return used;
+    }
+    if (!c->fail_terr)
+        log_debug("bad request from %s: %s", c->peer_ip, llhttp_get_error_reason(&c->parser));
+    conn_fail(c, c->fail_terr ? c->fail_terr : TERR_InvalidInput);
+    return len;
+}
+
+/* Parses whatever input is buffered until it is used up, the connection
+ * starts closing, or output backs up. Never frees c. */
+static void conn_process(struct conn *c)
+{
+    struct evbuffer *in = conn_input(c);
+    while (!c->closing && !c->wpaused && !c->delaying) {
+        struct evbuffer_iovec v;
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+            break;
+        size_t used = conn_feed(c, v.iov_base, v.iov_len);
+        evbuffer_drain(in, used);
+        if (used == 0)
+            break;
+    }
+    if (c->closing)
+        evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+/* Plain sockets: writes queued output now; arms the write event (with the
+ * idle timeout as the write deadline) only when the socket is full. */
+static void conn_flush(struct conn *c)
+{
+    if (c->bev || c->broken)
+        return;
+    while (evbuffer_get_length(c->out) > 0) {
+        int n = evbuffer_write(c->out, c->fd);
+        if (n > 0)
+            continue;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            c->broken = 1;
+            return;
+        }
+        break;
+    }
+    if (evbuffer_get_length(c->out) > 0)
+        event_add(c->wev, c->srv->idle_tv);
+    else
+        event_del(c->wev);
+}
+
+/* Parses and writes until neither makes progress; resumes parsing paused
+ * for output once that output is gone. Never frees c. */
+static void conn_pump(struct conn *c)
+{
+    for (;;) {
+        conn_process(c);
+        conn_flush(c);
+        if (!c->wpaused || c->closing || c->broken ||
+            evbuffer_get_length(conn_output(c)) > 0)
+            break;
+        c->wpaused = 0;
+        if (!c->held && !c->delaying)
+            conn_reading(c, 1);
+    }
+    if (c->in_msg && c->headers_done)
+        conn_arm_idle(c);  /* body still coming */
+}
+
+/* ---- closing ---- */
+
+void conn_free(struct conn *c)
+{
+    struct server *srv = c->srv;
+    if (c->held) {
+        for (struct conn **pp = &srv->held; *pp; pp = &(*pp)->held_next) {
+            if (*pp == c) {
+                *pp = c->held_next;
+                break;
+            }
+        }
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    srv->nconns--;
+    if (!c->admin)
+        metrics_connection(srv->metrics, 0);
+    event_free(c->timer);
+    if (c->delay_ev)
+        event_free(c->delay_ev);
+    if (c->reset) {
+        /* SO_LINGER 0: close() sends an RST instead of a FIN. */
+        struct linger lg = {1, 0};
+        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
+    if (c->bev) {
+        bufferevent_free(c->bev);  /* closes the socket */
+    } else {
+        event_free(c->rev);
+        event_free(c->wev);
+        evbuffer_free(c->in);
+        evbuffer_free(c->out);
+        close(c->fd);
+    }
+    if (c->pending)
+        evbuffer_free(c->pending);
+    arena_free(c->arena);
+    buf_free(&c->head);
+    buf_free(&c->body);
+    buf_free(&c->resp.body);
+    free(c->spans);
+    free(c);
+    if (srv->stopping && srv->nconns == 0)
+        event_base_loopbreak(srv->base);
+}
+
+/* Once everything owed is written: half-close and discard input for a
+ * moment (so a client still sending does not get a reset that destroys the
+ * reply), or free at once for TLS, EOF and shutdown. */
+static void conn_finish(struct conn *c)
+{
+    if (c->bev || c->eof || c->srv->stopping) {
+        conn_free(c);
+        return;
+    }
+    shutdown(c->fd, SHUT_WR);
+    c->lingering = 1;
+    evbuffer_drain(c->in, evbuffer_get_length(c->in));
+    conn_reading(c, 1);
+    conn_arm(c, c->srv->linger_tv);
+}
+
+/* Called last by every top-level callback: frees a broken connection, and
+ * finishes a closing one once its replies are written. May free c. */
+static void conn_settle(struct conn *c)
+{
+    if (c->broken || c->reset) {
+        conn_free(c);
+        return;
+    }
+    if (!c->closing || c->held || c->delaying || c->lingering)
+        return;
+    if (evbuffer_get_length(conn_output(c)) > 0) {
+        conn_reading(c, 0);  /* the write callback finishes the job */
+        return;
+    }
+    conn_finish(c);
+}
+
+/* The peer closed its side. May free c. */
+static void conn_on_eof(struct conn *c)
+{
+    if (c->lingering) {
+        conn_free(c);
+        return;
+    }
+    c->eof = 1;
+    if (!c->held && !c->delaying && evbuffer_get_length(conn_output(c)) == 0) {
+        conn_free(c);
+        return;
+    }
+    /* Finish writing the replies we owe, then close. */
+    c->closing = 1;
+    conn_reading(c, 0);
+    conn_settle(c);
+}
+
+/* Our earlier replies wait for the group commit: stop reading until it has
+ * run, so a busy client cannot keep the commit from running. */
+static void conn_defer_reading(struct conn *c)
+{
+    c->read_deferred = 1;
+    conn_reading(c, 0);
+}
+
+/* ---- plain socket callbacks ---- */
+
+static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    struct server *srv = c->srv;
+    (void)what;
+    if ((c->held || c->delaying) && !c->lingering) {
+        conn_defer_reading(c);
+        return;
+    }
+    /* Inside a Content-Length body with nothing queued, read the body's
+     * next bytes (and no more) straight into the body buffer: llhttp then
+     * parses them in place and on_body need not copy them. */
+    char *dst = srv->rbuf;
+    size_t want = sizeof srv->rbuf;
+    if (c->body_direct && evbuffer_get_length(c->in) == 0 && c->body.data) {
+        size_t room = c->body.cap - c->body.len - 1;   /* keep the NUL's byte */
+        uint64_t rest = c->parser.content_length;      /* llhttp: bytes still due */
+        if (room > 0 && rest > 0) {
+            dst = c->body.data + c->body.len;
+            want = rest < room ? (size_t)rest : room;
+        }
+    }
+    ssize_t n = read(fd, dst, want);
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            conn_free(c);
+        return;
+    }
+    if (n == 0) {
+        conn_on_eof(c);
+        return;
+    }
+    if (c->lingering || c->closing)
+        return;  /* discarded */
+    const char *data = dst;
+    size_t len = (size_t)n, used = 0;
+    if (evbuffer_get_length(c->in) == 0) {
+        /* The usual case: parse straight from the read buffer. */
+        while (used < len && !c->closing && !c->wpaused && !c->delaying) {
+            size_t k = conn_feed(c, data + used, len - used);
+            if (k == 0)
+                break;
+            used += k;
+        }
+    }
+    if (used < len && !c->closing)
+        evbuffer_add(c->in, data + used, len - used);
+    conn_pump(c);
+    conn_settle(c);
+}
+
+static void plain_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    if ((what & EV_TIMEOUT) && !event_pending(c->wev, EV_WRITE | EV_TIMEOUT, NULL)) {
+        log_debug("closing %s: client stopped reading", c->peer_ip);
+        conn_free(c);
+        return;
+    }
+    conn_pump(c);
+    conn_settle(c);
+}
+
+/* ---- TLS (bufferevent) callbacks ---- */
+
+static void tls_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct conn *c = arg;
+    if (c->lingering || c->closing) {
+        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+        return;
+    }
+    if (c->held || c->delaying) {
+        conn_defer_reading(c);
+        return;
+    }
+    conn_pump(c);
+    conn_settle(c);
+}
+
+/* The output has drained: resume paused parsing, finish a close. */
+static void tls_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct conn *c = arg;
+    (void)bev;
+    conn_pump(c);
+    conn_settle(c);
+}
+
+static void tls_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)bev;
+    if (what & BEV_EVENT_CONNECTED)
+        return;
+    if (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
+        if (what & BEV_EVENT_TIMEOUT)
+            log_debug("closing %s: client stopped reading", c->peer_ip);
+        conn_free(c);
+        return;
+    }
+    if (what & BEV_EVENT_EOF)
+        conn_on_eof(c);
+}
+
+/* Header deadline, idle keep-alive deadline, or end of lingering. */
+static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    (void)what;
+    if (c->lingering) {
+        conn_free(c);
+        return;
+    }
+    if (c->held || c->delaying)
+        return;  /* re-armed when the held answers go out */
+    if (evtimer_pending(c->timer, NULL))
+        return;  /* re-armed after it expired: the new deadline stands */
+    if (!c->in_msg && evbuffer_get_length(conn_output(c)) > 0) {
+        /* Still sending a reply: the write deadline governs. */
+        conn_arm_idle(c);
+        return;
+    }
+    log_debug("closing %s: %s timeout", c->peer_ip,
+              c->in_msg && !c->headers_done ? "header" : "idle");
+    conn_free(c);
+}
+
+/* ---- life cycle ---- */
+
+/* Creates an event or aborts (only fails on out-of-memory). */
+static struct event *conn_event(struct event_base *base, int fd, short what,
+                                event_callback_fn cb, void *arg)
+{
+    struct event *ev = event_new(base, fd, what, cb, arg);
+    if (!ev)
+        abort();
+    return ev;
+}
+
+int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin)
+{
+    struct bufferevent *bev = NULL;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (tls) {
+        bev = tls_bufferevent_new(srv->base, srv->tls_ctx, fd);  /* closes fd on failure */
+        if (!bev) {
+            log_warn("cannot set up a TLS connection");
+            return -1;
+        }
+    }
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c)
+        abort();
+    c->srv = srv;
+    c->fd = fd;
+    c->tls = tls;
+    c->admin = admin;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, c->peer_ip,
+                  sizeof c->peer_ip);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, c->peer_ip,
+                  sizeof c->peer_ip);
+    c->arena = arena_new(CONN_ARENA_CHUNK);
+    buf_init(&c->head);
+    buf_init(&c->body);
+    buf_init(&c->resp.body);
+    request_blank(c);
+    memcpy(c->req.peer_ip, c->peer_ip, sizeof c->peer_ip);
+    c->req.tls = tls;
+    llhttp_init(&c->parser, HTTP_REQUEST, &srv->settings);
+    c->parser.data = c;
+    c->timer = conn_event(srv->base, -1, 0, conn_timer_cb, c);
+
+    if (bev) {
+        c->bev = bev;
+        bufferevent_setcb(bev, tls_read_cb, tls_write_cb, tls_event_cb, c);
+        bufferevent_set_timeouts(bev, NULL, srv->idle_tv);
+        bufferevent_set_max_single_read(bev, 64 * 1024);
+        bufferevent_enable(bev, EV_READ | EV_WRITE);
+    } else {
+        c->in = evbuffer_new();
+        c->out = evbuffer_new();
+        if (!c->in || !c->out)
+            abort();
+        c->rev = conn_event(srv->base, fd, EV_READ | EV_PERSIST, plain_read_cb, c);
+        c->wev = conn_event(srv->base, fd, EV_WRITE, plain_write_cb, c);
+        event_add(c->rev, NULL);
+    }
+    conn_arm_idle(c);
+
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    if (!admin)
+        metrics_connection(srv->metrics, 1);
+    return 0;
+}
+
+/* Sends (ok) or drops (!ok) the replies c held for the group commit, then
+ * reads on. May free c. */
+static void conn_release(struct conn *c, int ok)
+{
+    if (!ok) {
+        log_warn("closing connection from %s: its writes could not be made durable", c->peer_ip);
+        conn_free(c);
+        return;
+    }
+    if (c->delaying)
+        return;  /* an injected delay is still running: conn_delay_cb sends them */
+    evbuffer_add_buffer(conn_output(c), c->pending);
+    if (c->read_deferred && !c->closing) {
+        c->read_deferred = 0;
+        if (!c->wpaused)
+            conn_reading(c, 1);
+    }
+    conn_pump(c);
+    conn_settle(c);
+}
+
+void conn_release_all(struct server *srv, int ok)
+{
+    /* Detach the list first: releasing may hold new replies (a deferred
+     * request that writes again), which start the next group. */
+    struct conn *list = srv->held;
+    srv->held = NULL;
+    while (list) {
+        struct conn *c = list;
+        list = c->held_next;
+        c->held = 0;
+        c->held_next = NULL;
+        conn_release(c, ok);
+    }
+}
+
+void conn_stop_all(struct server *srv)
+{
+    struct conn *c = srv->conns;
+    while (c) {
+        struct conn *next = c->next;
+        if (c->lingering || (!c->in_msg && !c->held && !c->delaying &&
+                             evbuffer_get_length(conn_output(c)) == 0)) {
+            conn_free(c);
+        } else if (!c->in_msg) {
+            /* Replies still being written or held: send them, then close.
+             * (A request in flight gets Connection: close in its reply.) */
+            c->closing = 1;
+            conn_settle(c);
+        }
+        c = next;
+    }
+}
+
+void conn_free_all(struct server *srv)
+{
+    while (srv->conns)
+        conn_free(srv->conns);
+}

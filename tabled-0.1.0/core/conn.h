@@ -1,0 +1,74 @@
+/* conn.h - what server.c and conn.c share: the server's state and the
+ * connection life cycle. Nothing outside core/server.c and core/conn.c
+ * includes this file. */
+#ifndef TABLED_CONN_H
+#define TABLED_CONN_H
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <llhttp.h>
+#include <openssl/ssl.h>
+
+#include "core/buf.h"
+#include "core/config.h"
+
+struct conn;
+
+struct server {
+    const struct config *cfg;
+    struct service *svc;
+    struct event_base *base;
+    struct evconnlistener *listener;      /* HTTP */
+    struct evconnlistener *tls_listener;  /* HTTPS, or NULL */
+    struct evconnlistener *admin_listener;/* admin endpoints, or NULL */
+    SSL_CTX *tls_ctx;
+    int port, tls_port, admin_port;       /* bound ports (admin: -1 = off) */
+    struct admin *admin;                  /* answers the admin listener */
+    struct metrics *metrics;              /* connection counts, or NULL */
+    struct throttle *throttle;            /* maintained by a timer, or NULL */
+    struct event *maint_ev;               /* reclaims idle throttle buckets */
+
+    struct event *sync_ev;      /* group commit, activated when a reply is held */
+    struct event *flush_ev;     /* flushes the access log after a burst */
+    struct event *sigint_ev, *sigterm_ev;
+    struct event *stop_ev;      /* gives up draining after a few seconds */
+    struct event *reaccept_ev;  /* re-enables accepting after EMFILE */
+
+    const struct timeval *idle_tv;    /* common timeouts (O(1) re-arming) */
+    const struct timeval *header_tv;  /* NULL when header timeouts are off */
+    const struct timeval *linger_tv;
+
+    struct conn *conns;         /* every open connection */
+    size_t nconns;
+    struct conn *held;          /* connections with replies waiting for sync */
+    int sync_pending;           /* sync_ev is active: hold every reply */
+    int flush_pending;
+    int stopping;
+
+    struct buf head;            /* scratch for serialising response heads */
+    char rbuf[64 * 1024];       /* plain sockets read into this, parse in place */
+    llhttp_settings_t settings; /* shared by every parser */
+};
+
+/* Sets up the llhttp callbacks in srv->settings. */
+void conn_init_settings(struct server *srv);
+/* Takes over an accepted socket (plain or TLS; admin: a connection of the
+ * admin listener, answered by admin_handle()). Returns 0 or -1 (the socket
+ * is closed on failure). */
+int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin);
+/* After service_sync(): ok = send every held reply and go on reading;
+ * !ok = drop those connections without sending their replies. */
+void conn_release_all(struct server *srv, int ok);
+/* Graceful stop: closes the connections that owe nothing now; the others
+ * finish their request (the reply says Connection: close) and close. */
+void conn_stop_all(struct server *srv);
+/* Closes every connection (end of run). */
+void conn_free_all(struct server *srv);
+/* Makes sure the group-commit event runs this loop turn. */
+void server_want_sync(struct server *srv);
+/* Arranges a stdout flush shortly after access-log lines were written. */
+void server_note_access(struct server *srv);
+
+#endif

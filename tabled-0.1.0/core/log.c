@@ -1,0 +1,120 @@
+/* log.c - diagnostics on stderr, the access log on stdout.
+ *
+ * The access log is on the hot path (one line per request), so it formats
+ * by hand into a stack buffer, reuses the "YYYY-MM-DDTHH:MM:SS" text while
+ * the second does not change, and relies on stdout's own buffering (the
+ * server flushes it shortly after a burst of requests and at exit). */
+#include "core/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static enum log_level log_level = LOG_INFO;
+
+void log_set_level(enum log_level level)
+{
+    log_level = level;
+}
+
+enum log_level log_get_level(void)
+{
+    return log_level;
+}
+
+/* Writes "YYYY-MM-DDTHH:MM:SS.mmmZ" (24 chars + NUL) for the current UTC
+ * time; the date-and-seconds part is cached per second. */
+static void log_timestamp(char out[32])
+{
+    static time_t cached_sec = (time_t)-1;
+    static char cached[19];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (ts.tv_sec != cached_sec) {
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        char tmp[96];
+        snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        memcpy(cached, tmp, 19);
+        cached_sec = ts.tv_sec;
+    }
+    int ms = (int)(ts.tv_nsec / 1000000);
+    memcpy(out, cached, 19);
+    out[19] = '.';
+    out[20] = (char)('0' + ms / 100);
+    out[21] = (char)('0' + ms / 10 % 10);
+    out[22] = (char)('0' + ms % 10);
+    out[23] = 'Z';
+    out[24] = '\0';
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    if (level > log_level)
+        return;
+    char line[2048], ts[32];
+    log_timestamp(ts);
+    int n = snprintf(line, sizeof line, "%s %s: ", ts, names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        m = 0;
+    size_t len = (size_t)n + (size_t)m;
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    fwrite(line, 1, len, stderr);
+}
+
+/* Appends the decimal form of v at p; returns the new end. */
+static char *put_u64(char *p, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* Appends at most max bytes of s at p; returns the new end. */
+static char *put_str(char *p, const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+void log_access(const char *method, const char *path, int status, size_t bytes,
+                uint64_t micros, const char *request_id)
+{
+    char line[1400];
+    char *p = line;
+    log_timestamp(p);
+    p += 24;
+    *p++ = ' ';
+    p = put_str(p, method ? method : "-", 32);
+    *p++ = ' ';
+    p = put_str(p, path && *path ? path : "-", 1024);
+    *p++ = ' ';
+    p = put_u64(p, status < 0 ? 0 : (uint64_t)status);
+    *p++ = ' ';
+    p = put_u64(p, bytes);
+    *p++ = 'B';
+    *p++ = ' ';
+    p = put_u64(p, micros);
+    *p++ = 'u';
+    *p++ = 's';
+    *p++ = ' ';
+    p = put_str(p, request_id && *request_id ? request_id : "-", 128);
+    *p++ = '\n';
+    fwrite_unlocked(line, 1, (size_t)(p - line), stdout);
+}

@@ -1,0 +1,23 @@
+/* log.h - error/diagnostic log (stderr) and the access log (stdout). */
+#ifndef TABLED_LOG_H
+#define TABLED_LOG_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/config.h"
+
+void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+/* "2026-11-22T13:31:50.123Z warn: message" on stderr, when level allows. */
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+/* One access-log line per request: time, method, path, status, bytes,
+ * microseconds, request id. */
+void log_access(const char *method, const char *path, int status, size_t bytes,
+                uint64_t micros, const char *request_id);
+
+#endif

@@ -1,0 +1,330 @@
+/* main.c - tabled: configuration, backend, service, throttling, fault
+ * injection and metrics, listeners, run, stop. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "backends/backend.h"
+#include "core/admin.h"
+#include "core/azurite_cli.h"
+#include "core/config.h"
+#include "core/dump.h"
+#include "core/fault.h"
+#include "core/heap.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/notify.h"
+#include "core/server.h"
+#include "core/throttle.h"
+#include "core/version.h"
+#include "protocol/service.h"
+
+/* Durability names as printed and as the backend wants them. */
+static const char *durability_name(enum durability d)
+{
+    return d == DURABILITY_SYNC ? "sync" : d == DURABILITY_NONE ? "none" : "batch";
+}
+
+static enum backend_durability backend_durability_of(enum durability d)
+{
+    return d == DURABILITY_SYNC ? BACKEND_DURABLE_SYNC
+           : d == DURABILITY_NONE ? BACKEND_DURABLE_NONE
+                                  : BACKEND_DURABLE_BATCH;
+}
+
+/* Backend events (recovery, compaction, failed syncs) go to the log. */
+static void backend_log(enum backend_log_level level, const char *msg)
+{
+    log_msg(level == BACKEND_LOG_ERROR  ? LOG_ERROR
+            : level == BACKEND_LOG_WARN ? LOG_WARN
+                                        : LOG_INFO,
+            "%s", msg);
+}
+
+/* "HOST:PORT" for a URL (IPv6 literals in brackets). */
+static void url_authority(char *out, size_t cap, const char *host, int port)
+{
+    if (strchr(host, ':'))
+        snprintf(out, cap, "[%s]:%d", host, port);
+    else
+        snprintf(out, cap, "%s:%d", host, port);
+}
+
+/* Raises the open-file limit towards what max_connections needs (the usual
+ * soft limit of 1024 would make accept() fail long before the cap). */
+static void raise_fd_limit(int max_connections)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)max_connections + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
+        log_warn("open-file limit %llu is below --max-connections %d",
+                 (unsigned long long)rl.rlim_cur, max_connections);
+}
+
+/* Builds the fault rules of [fault NAME] sections and --fault flags (the
+ * settings of one name, wherever given, make one rule; later ones win).
+ * NULL with a message on a bad rule. */
+static struct fault_set *faults_from_config(const struct config *cfg, char *err, size_t errlen)
+{
+    struct fault_set *fs = fault_set_new(cfg->fault_seed);
+    for (size_t i = 0; i < cfg->nfaults; i++) {
+        const char *name = cfg->faults[i].rule;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(cfg->faults[j].rule, name) == 0;
+        if (seen)
+            continue;
+        struct fault_rule r;
+        char msg[512];
+        fault_rule_init(&r, name);
+        for (size_t j = i; j < cfg->nfaults; j++) {
+            const struct config_fault_item *it = &cfg->faults[j];
+            if (strcmp(it->rule, name) != 0)
+                continue;
+            if (fault_rule_set(&r, it->key, it->value, msg, sizeof msg) < 0) {
+                if (it->line)
+                    snprintf(err, errlen, "config line %d: [fault %s]: %s", it->line, name, msg);
+                else
+                    snprintf(err, errlen, "--fault %s: %s", name, msg);
+                fault_set_free(fs);
+                return NULL;
+            }
+        }
+        if (fault_rule_check(&r, msg, sizeof msg) < 0 || fault_put(fs, &r) < 0) {
+            snprintf(err, errlen, "fault rule %s: %s", name,
+                     fault_count(fs) >= FAULT_MAX_RULES ? "too many rules" : msg);
+            fault_set_free(fs);
+            return NULL;
+        }
+    }
+    return fs;
+}
+
+/* Token buckets of --throttle, keyed with a random hash seed. */
+static struct throttle *throttle_from_config(const struct config *cfg)
+{
+    struct throttle_limits lim = {cfg->throttle_partition_rate, cfg->throttle_partition_burst,
+                                  cfg->throttle_account_rate, cfg->throttle_account_burst};
+    unsigned char seed[16];
+    if (getrandom(seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)&lim;
+        memcpy(seed, &t, sizeof t);
+        memcpy(seed + 8, &t, sizeof t);
+    }
+    return throttle_new(&lim, (unsigned)cfg->naccounts, seed);
+}
+
+/* Prints the ready banner that scripts and tests wait for. */
+static void print_ready(const struct config *cfg, const struct backend_ops *ops,
+                        const struct server *srv)
+{
+    const struct account_cfg *acct = &cfg->accounts[0];
+    char auth[300], key[4 * CONFIG_MAX_KEY_BYTES / 3 + 8];
+    url_authority(auth, sizeof auth, cfg->host, server_port(srv));
+    EVP_EncodeBlock((unsigned char *)key, acct->key1, (int)acct->key1_len);
+    printf("tabled %s ready at http://%s (backend %s, durability %s)\n", TABLED_VERSION, auth,
+           ops->name, durability_name(cfg->durability));
+    printf("Table endpoint:    http://%s/%s\n", auth, acct->name);
+    if (server_tls_port(srv)) {
+        char tauth[300];
+        url_authority(tauth, sizeof tauth, cfg->host, server_tls_port(srv));
+        printf("HTTPS endpoint:    https://%s/%s\n", tauth, acct->name);
+    }
+    printf("Connection string: DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
+           "TableEndpoint=http://%s/%s;\n",
+           acct->name, key, auth, acct->name);
+    if (server_admin_port(srv) >= 0) {
+        char aauth[300];
+        url_authority(aauth, sizeof aauth, cfg->admin_host, server_admin_port(srv));
+        printf("Admin endpoint:    http://%s/metrics\n", aauth);
+    }
+    if (cfg->throttle)
+        printf("Throttling:        %g entities/s per partition (burst %g), %g per account "
+               "(burst %g)\n",
+               cfg->throttle_partition_rate, cfg->throttle_partition_burst,
+               cfg->throttle_account_rate, cfg->throttle_account_burst);
+    fflush(stdout);
+}
+
+/* Azurite's readiness lines (azurite-table): the two its table service
+ * prints when started alone (src/table/main.ts) and the one the combined
+ * azurite command prints (src/azurite.ts), since test frameworks wait for
+ * either. */
+static void print_azurite_ready(const struct config *cfg, const struct azurite_cli *az,
+                                const struct server *srv)
+{
+    char auth[300];
+    url_authority(auth, sizeof auth, cfg->host,
+                  az->https ? server_tls_port(srv) : server_port(srv));
+    printf("Azurite Table service is starting on %s\n", auth);
+    printf("Azurite Table service successfully started on %s\n", auth);
+    printf("Azurite Table service is successfully listening at %s://%s\n",
+           az->https ? "https" : "http", auth);
+    fflush(stdout);
+}
+
+/* True when tabled was started as azurite-table (the installed link). */
+static int started_as_azurite(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+    return strcmp(base ? base + 1 : argv0, "azurite-table") == 0;
+}
+
+/* The decrypted TLS files of azurite-table --pwd, removed at exit. */
+static char azurite_tls_dir[1100];
+static void remove_azurite_tls_dir(void)
+{
+    azurite_cli_cleanup(azurite_tls_dir);
+}
+
+int main(int argc, char **argv)
+{
+    static struct config cfg;
+    static struct azurite_cli az;
+    static char stdout_buf[64 * 1024];
+    char err[1024] = "";
+
+    if (argc > 1 && (strcmp(argv[1], "export") == 0 || strcmp(argv[1], "import") == 0))
+        return dump_main(argc - 1, argv + 1);
+    int azurite = argc > 0 && started_as_azurite(argv[0]);
+    if (azurite) {
+        if (azurite_cli_parse(&az, argc, argv, getenv("AZURITE_ACCOUNTS"), err, sizeof err) < 0) {
+            fprintf(stderr, "azurite-table: %s\n", err);
+            return 2;
+        }
+        if (az.help || az.version) {
+            if (az.help)
+                fputs(azurite_cli_usage, stdout);
+            else
+                printf("tabled %s (azurite-table)\n", TABLED_VERSION);
+            return 0;
+        }
+        if (az.ignored[0])
+            fprintf(stderr, "azurite-table: ignoring %s (tabled serves the Table service only)\n",
+                    az.ignored);
+        argc = az.argc;
+        argv = az.argv;
+    }
+    setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
+    heap_tune();
+    config_defaults(&cfg);
+    int rc = config_parse_args(&cfg, argc, argv, err, sizeof err);
+    if (rc == 1) {
+        fflush(stdout);
+        return 0;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", azurite ? "azurite-table" : "tabled", err);
+        return 2;
+    }
+    if (azurite) {
+        azurite_cli_apply(&az, &cfg);
+        if (azurite_cli_tls_files(&az, &cfg, azurite_tls_dir, sizeof azurite_tls_dir, err,
+                                  sizeof err) < 0) {
+            fprintf(stderr, "azurite-table: %s\n", err);
+            return 2;
+        }
+        atexit(remove_azurite_tls_dir);
+        if (az.debug_log[0] && !freopen(az.debug_log, "a", stderr)) {
+            fprintf(stdout, "azurite-table: cannot open debug log %s\n", az.debug_log);
+            return 2;
+        }
+    }
+    log_set_level(cfg.log_level);
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit(cfg.max_connections);
+
+    const struct backend_ops *ops = backend_lookup(cfg.backend, err, sizeof err);
+    if (!ops) {
+        log_error("backend %s: %s", cfg.backend, err);
+        return 1;
+    }
+    const char *bparams[CONFIG_MAX_BACKEND_OPTIONS + 1];
+    for (size_t i = 0; i < cfg.nbackend_options; i++)
+        bparams[i] = cfg.backend_options[i];
+    bparams[cfg.nbackend_options] = NULL;
+    struct backend_options bopt = {
+        .data_dir = cfg.data_dir,
+        .durability = backend_durability_of(cfg.durability),
+        .params = bparams,
+        .log = backend_log,
+    };
+    struct backend_store *store = NULL;
+    if (ops->open(&bopt, &store, err, sizeof err) != 0) {
+        log_error("cannot open the %s backend (data %s): %s", ops->name, cfg.data_dir, err);
+        return 1;
+    }
+    struct service *svc = service_new(&cfg, ops, store, err, sizeof err);
+    if (!svc) {
+        log_error("cannot start the table service: %s", err);
+        ops->close(store);
+        return 1;
+    }
+    /* Throttling, fault rules (also when only the admin listener may add
+     * some later) and metrics (only the admin listener shows them). */
+    struct throttle *throttle = cfg.throttle ? throttle_from_config(&cfg) : NULL;
+    struct fault_set *faults = NULL;
+    if (cfg.nfaults || cfg.admin_port >= 0) {
+        faults = faults_from_config(&cfg, err, sizeof err);
+        if (!faults) {
+            log_error("%s", err);
+            throttle_free(throttle);
+            service_free(svc);
+            ops->close(store);
+            return 2;
+        }
+    }
+    struct metrics *metrics = NULL;
+    struct admin *admin = NULL;
+    if (cfg.admin_port >= 0) {
+        metrics = metrics_new(&cfg);
+        metrics->throttle = throttle;
+        metrics->faults_set = faults;
+        admin = admin_new(metrics, faults);
+    }
+    struct server *srv = NULL;
+    if (service_attach(svc, throttle, faults, metrics, err, sizeof err) != 0)
+        log_error("cannot count the stored entities: %s", err);
+    else if (!(srv = server_new(&cfg, svc, err, sizeof err)))
+        log_error("%s", err);
+    if (!srv) {
+        service_free(svc);
+        ops->close(store);
+        admin_free(admin);
+        metrics_free(metrics);
+        fault_set_free(faults);
+        throttle_free(throttle);
+        return 1;
+    }
+    server_attach(srv, admin, metrics, throttle);
+    if (!cfg.auth)
+        log_warn("authentication is off (--auth off): every request is accepted unsigned");
+    if (fault_active(faults))
+        log_warn("fault injection is on: %zu rule(s)", fault_count(faults));
+    print_ready(&cfg, ops, srv);
+    if (azurite)
+        print_azurite_ready(&cfg, &az, srv);
+    notify_ready("serving");
+
+    server_run(srv);
+    notify_stopping();
+
+    server_free(srv);
+    service_free(svc);
+    ops->close(store);
+    admin_free(admin);
+    metrics_free(metrics);
+    fault_set_free(faults);
+    throttle_free(throttle);
+    log_info("stopped");
+    fflush(stdout);
+    return 0;
+}

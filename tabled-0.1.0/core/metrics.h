@@ -1,0 +1,95 @@
+/* metrics.h - counters and histograms for the admin listener's /metrics,
+ * rendered in the Prometheus text exposition format (version 0.0.4).
+ *
+ * Everything is a fixed-size array indexed by small numbers the callers
+ * already have (operation number, account index), so recording is a few
+ * additions and never allocates. Names:
+ *   tabled_requests_total{operation,status}            counter
+ *   tabled_request_duration_seconds{operation}         histogram (first byte
+ *                                                      to answer ready)
+ *   tabled_throttled_total{account,scope}              counter (partition|account)
+ *   tabled_faults_injected_total{account,kind}         counter (server_busy|
+ *                                                      timeout|reset|latency)
+ *   tabled_entities{account}                           gauge
+ *   tabled_backend_apply_duration_seconds              histogram
+ *   tabled_backend_sync_duration_seconds               histogram
+ *   tabled_open_connections, tabled_connections_total  gauge, counter
+ *   tabled_throttle_partition_buckets, ..._bytes       gauges (when throttling)
+ *   tabled_fault_rules                                 gauge */
+#ifndef TABLED_METRICS_H
+#define TABLED_METRICS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/config.h"
+
+#define METRICS_MAX_OPS 32
+#define METRICS_MAX_STATUS 16  /* distinct statuses kept per operation */
+#define METRICS_BUCKETS 16     /* finite histogram bounds */
+
+enum metrics_scope { METRICS_SCOPE_PARTITION = 0, METRICS_SCOPE_ACCOUNT = 1 };
+enum metrics_fault {
+    METRICS_FAULT_BUSY = 0,
+    METRICS_FAULT_TIMEOUT,
+    METRICS_FAULT_RESET,
+    METRICS_FAULT_LATENCY,
+    METRICS_FAULT_KINDS
+};
+
+struct metrics_hist {
+    uint64_t le[METRICS_BUCKETS];  /* observations <= bound i (not cumulative) */
+    uint64_t inf;                  /* above the last bound */
+    uint64_t count;
+    uint64_t sum_us;
+};
+
+struct metrics_op {
+    const char *name;              /* static text; NULL until first seen */
+    struct {
+        int status;
+        uint64_t n;
+    } status[METRICS_MAX_STATUS];
+    size_t nstatus;
+    uint64_t other;                /* statuses beyond METRICS_MAX_STATUS */
+    struct metrics_hist latency;
+};
+
+struct throttle;
+struct fault_set;
+
+struct metrics {
+    const struct config *cfg;      /* account names */
+    struct metrics_op ops[METRICS_MAX_OPS];
+    uint64_t throttled[CONFIG_MAX_ACCOUNTS][2];
+    uint64_t faults[CONFIG_MAX_ACCOUNTS][METRICS_FAULT_KINDS];
+    int64_t entities[CONFIG_MAX_ACCOUNTS];
+    int entities_known;            /* the entity gauges are maintained */
+    struct metrics_hist apply, sync;
+    int64_t open_conns;
+    uint64_t conns_total;
+    const struct throttle *throttle;   /* optional, for its gauges */
+    const struct fault_set *faults_set;/* optional */
+};
+
+/* A zeroed set of metrics for cfg's accounts (cfg must outlive it). */
+struct metrics *metrics_new(const struct config *cfg);
+void metrics_free(struct metrics *m);
+
+/* One answered request: op < METRICS_MAX_OPS, name a static string. */
+void metrics_request(struct metrics *m, unsigned op, const char *name, int status,
+                     uint64_t micros);
+void metrics_throttled(struct metrics *m, unsigned account, enum metrics_scope scope);
+void metrics_fault(struct metrics *m, unsigned account, enum metrics_fault kind);
+void metrics_entities_add(struct metrics *m, unsigned account, int64_t delta);
+void metrics_backend_apply(struct metrics *m, uint64_t micros);
+void metrics_backend_sync(struct metrics *m, uint64_t micros);
+void metrics_connection(struct metrics *m, int opened);  /* 1 opened, 0 closed */
+
+/* Appends the whole exposition text. */
+void metrics_render(const struct metrics *m, struct buf *out);
+
+/* Records one observation (exposed for tests). */
+void metrics_hist_observe(struct metrics_hist *h, uint64_t micros);
+
+#endif

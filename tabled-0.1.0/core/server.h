@@ -1,0 +1,42 @@
+/* server.h - the event loop: listeners, connections, group commit, stop.
+ *
+ * One thread, one libevent base. server_new() binds the HTTP (and, when
+ * configured, HTTPS) listeners; server_run() serves until SIGINT/SIGTERM,
+ * then stops accepting, lets in-flight requests finish (at most ~5 s) and
+ * returns. The caller owns cfg and svc; both must outlive the server. */
+#ifndef TABLED_SERVER_H
+#define TABLED_SERVER_H
+#include <stddef.h>
+
+#include "core/config.h"
+
+struct server;
+struct service;
+
+/* Creates the loop and binds the listeners. NULL with a message in err
+ * (address in use, bad certificate, ...). */
+struct server *server_new(const struct config *cfg, struct service *svc, char *err,
+                          size_t errlen);
+/* The bound HTTP port (the kernel's choice when cfg->port is 0). */
+int server_port(const struct server *srv);
+/* The bound HTTPS port, or 0 when TLS is off. */
+int server_tls_port(const struct server *srv);
+/* The bound admin port, or -1 when the admin listener is off. */
+int server_admin_port(const struct server *srv);
+
+struct admin;
+struct metrics;
+struct throttle;
+/* Hands the server what the admin listener answers with (adm), where to
+ * count connections (m) and the throttle whose idle buckets a timer
+ * reclaims (t); any may be NULL. Call before server_run(). */
+void server_attach(struct server *srv, struct admin *adm, struct metrics *m,
+                   struct throttle *t);
+/* Serves until a stop signal, then drains; returns 0. */
+int server_run(struct server *srv);
+/* Starts a graceful stop from inside the loop (what SIGTERM does). */
+void server_stop(struct server *srv);
+/* Closes every remaining connection and frees the server. */
+void server_free(struct server *srv);
+
+#endif

@@ -1,0 +1,327 @@
+/* entity.c - the entity model: property list, merge, binary value codec and
+ * the SPEC 4.12 size estimate (layout in entity.h). */
+#include "protocol/entity.h"
+
+#include <string.h>
+
+#include "protocol/edm.h"
+
+#define ENTITY_VERSION 1
+
+static const char *const edm_names[] = {
+    [EDM_STRING] = "Edm.String", [EDM_BINARY] = "Edm.Binary", [EDM_BOOLEAN] = "Edm.Boolean",
+    [EDM_DATETIME] = "Edm.DateTime", [EDM_DOUBLE] = "Edm.Double", [EDM_GUID] = "Edm.Guid",
+    [EDM_INT32] = "Edm.Int32", [EDM_INT64] = "Edm.Int64",
+};
+
+/* "Edm.X" for a type, NULL for a value outside the enum. */
+const char *edm_type_name(enum edm_type t)
+{
+    if ((int)t < EDM_STRING || (int)t > EDM_INT64)
+        return NULL;
+    return edm_names[t];
+}
+
+/* Exact, case-sensitive lookup of an Edm type name; 0 when unknown. */
+enum edm_type edm_type_from_name(const char *s, size_t n)
+{
+    for (int t = EDM_STRING; t <= EDM_INT64; t++) {
+        if (strlen(edm_names[t]) == n && memcmp(edm_names[t], s, n) == 0)
+            return (enum edm_type)t;
+    }
+    return (enum edm_type)0;
+}
+
+/* Appends a property named name (copied into the arena, NUL-terminated, so
+ * callers may pass unterminated text). The value is zeroed; the caller
+ * fills it in. The array doubles in the arena; the old one is abandoned to
+ * the arena. */
+struct property *entity_add(struct arena *a, struct entity *e, const char *name, size_t name_len)
+{
+    return entity_add_ref(a, e, arena_strndup(a, name, name_len), name_len);
+}
+
+struct property *entity_add_ref(struct arena *a, struct entity *e, const char *name,
+                                size_t name_len)
+{
+    if (e->nprops == e->cap) {
+        size_t cap = e->cap ? e->cap * 2 : 8;
+        struct property *p = arena_alloc(a, cap * sizeof *p);
+        if (e->nprops)
+            memcpy(p, e->props, e->nprops * sizeof *p);
+        e->props = p;
+        e->cap = cap;
+    }
+    struct property *p = &e->props[e->nprops++];
+    memset(p, 0, sizeof *p);
+    p->name = name;
+    p->name_len = name_len;
+    return p;
+}
+
+/* Linear search by exact (case-sensitive) name; entities have <= 252
+ * custom properties. */
+long entity_find(const struct entity *e, const char *name, size_t name_len)
+{
+    for (size_t i = 0; i < e->nprops; i++) {
+        const struct property *p = &e->props[i];
+        if (p->name_len == name_len && memcmp(p->name, name, name_len) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* SPEC 7.2 merge: each property of src overwrites (value and type) the one
+ * of the same name in dst in place, or is appended. Values are shared with
+ * src, not copied. */
+void entity_merge(struct arena *a, struct entity *dst, const struct entity *src)
+{
+    for (size_t i = 0; i < src->nprops; i++) {
+        const struct property *s = &src->props[i];
+        long at = entity_find(dst, s->name, s->name_len);
+        struct property *d = at >= 0 ? &dst->props[at] : entity_add(a, dst, s->name, s->name_len);
+        d->v = s->v;
+    }
+}
+
+/* Serialises timestamp and properties (keys live in the backend key). */
+void entity_encode(const struct entity *e, struct buf *out)
+{
+    buf_put_u8(out, ENTITY_VERSION);
+    buf_put_be64(out, (uint64_t)e->timestamp);
+    buf_put_varint(out, e->nprops);
+    for (size_t i = 0; i < e->nprops; i++) {
+        const struct property *p = &e->props[i];
+        const struct edm_value *v = &p->v;
+        buf_put_u8(out, (uint8_t)v->type);
+        buf_put_varint(out, p->name_len);
+        buf_append(out, p->name, p->name_len);
+        switch (v->type) {
+        case EDM_STRING:
+        case EDM_BINARY:
+            buf_put_varint(out, v->u.s.len);
+            buf_append(out, v->u.s.ptr, v->u.s.len);
+            break;
+        case EDM_INT32:
+            buf_put_be32(out, (uint32_t)v->u.i32);
+            break;
+        case EDM_INT64:
+            buf_put_be64(out, (uint64_t)v->u.i64);
+            break;
+        case EDM_DATETIME:
+            buf_put_be64(out, (uint64_t)v->u.ticks);
+            break;
+        case EDM_DOUBLE: {
+            uint64_t bits;
+            memcpy(&bits, &v->u.d, sizeof bits);
+            buf_put_be64(out, bits);
+            break;
+        }
+        case EDM_BOOLEAN:
+            buf_put_u8(out, v->u.b ? 1 : 0);
+            break;
+        case EDM_GUID:
+            buf_append(out, v->u.guid, 16);
+            break;
+        }
+    }
+}
+
+/* Bounds-checked reader over an encoded value. */
+struct reader {
+    const uint8_t *p;
+    size_t len, off;
+};
+
+static int rd_bytes(struct reader *r, size_t n, const uint8_t **out)
+{
+    if (n > r->len - r->off)
+        return -1;
+    *out = r->p + r->off;
+    r->off += n;
+    return 0;
+}
+
+static int rd_be(struct reader *r, int nbytes, uint64_t *out)
+{
+    const uint8_t *p;
+    if (rd_bytes(r, (size_t)nbytes, &p) < 0)
+        return -1;
+    uint64_t v = 0;
+    for (int i = 0; i < nbytes; i++)
+        v = v << 8 | p[i];
+    *out = v;
+    return 0;
+}
+
+/* LEB128 as written by buf_put_varint; at most 10 bytes, no overflow. */
+static int rd_varint(struct reader *r, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        const uint8_t *p;
+        if (rd_bytes(r, 1, &p) < 0)
+            return -1;
+        uint64_t part = *p & 0x7F;
+        if (shift == 63 && part > 1)
+            return -1;
+        v |= part << shift;
+        if (!(*p & 0x80)) {
+            *out = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Reads a varint length and that many bytes. */
+static int rd_blob(struct reader *r, const uint8_t **p, size_t *n)
+{
+    uint64_t len;
+    if (rd_varint(r, &len) < 0 || len > r->len - r->off)
+        return -1;
+    *n = (size_t)len;
+    return rd_bytes(r, *n, p);
+}
+
+/* Parses an entity_encode value; every read is bounds-checked, unknown
+ * versions/types, non-0/1 booleans and trailing bytes are rejected. Names
+ * are copied into the arena (they must be NUL-terminated); string and
+ * binary values point into val. */
+int entity_decode(struct arena *a, const void *val, size_t len, struct entity *e)
+{
+    struct reader r = { val, len, 0 };
+    uint64_t u, count;
+    const uint8_t *p;
+    if (rd_bytes(&r, 1, &p) < 0 || *p != ENTITY_VERSION)
+        return -1;
+    if (rd_be(&r, 8, &u) < 0)
+        return -1;
+    int64_t ts = (int64_t)u;
+    if (rd_varint(&r, &count) < 0)
+        return -1;
+    /* each property takes at least 3 bytes: type, name length, value */
+    if (count > (len - r.off) / 3)
+        return -1;
+    e->timestamp = ts;
+    e->props = NULL;
+    e->nprops = e->cap = 0;
+    if (count) {
+        e->props = arena_alloc(a, (size_t)count * sizeof *e->props);
+        e->cap = (size_t)count;
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        const uint8_t *name;
+        size_t name_len;
+        if (rd_bytes(&r, 1, &p) < 0)
+            return -1;
+        int type = *p;
+        if (type < EDM_STRING || type > EDM_INT64)
+            return -1;
+        if (rd_blob(&r, &name, &name_len) < 0)
+            return -1;
+        struct edm_value v;
+        memset(&v, 0, sizeof v);
+        v.type = (enum edm_type)type;
+        switch (v.type) {
+        case EDM_STRING:
+        case EDM_BINARY: {
+            const uint8_t *s;
+            size_t n;
+            if (rd_blob(&r, &s, &n) < 0)
+                return -1;
+            v.u.s.ptr = (const char *)s;
+            v.u.s.len = n;
+            break;
+        }
+        case EDM_INT32:
+            if (rd_be(&r, 4, &u) < 0)
+                return -1;
+            v.u.i32 = (int32_t)(uint32_t)u;
+            break;
+        case EDM_INT64:
+            if (rd_be(&r, 8, &u) < 0)
+                return -1;
+            v.u.i64 = (int64_t)u;
+            break;
+        case EDM_DATETIME:
+            if (rd_be(&r, 8, &u) < 0)
+                return -1;
+            v.u.ticks = (int64_t)u;
+            break;
+        case EDM_DOUBLE:
+            if (rd_be(&r, 8, &u) < 0)
+                return -1;
+            memcpy(&v.u.d, &u, sizeof v.u.d);
+            break;
+        case EDM_BOOLEAN:
+            if (rd_bytes(&r, 1, &p) < 0 || *p > 1)
+                return -1;
+            v.u.b = *p;
+            break;
+        case EDM_GUID:
+            if (rd_bytes(&r, 16, &p) < 0)
+                return -1;
+            memcpy(v.u.guid, p, 16);
+            break;
+        }
+        struct property *prop = entity_add(a, e, (const char *)name, name_len);
+        prop->v = v;
+    }
+    return r.off == len ? 0 : -1;
+}
+
+/* SPEC 4.12: 4 + 2*(len16(PK)+len16(RK)) + sum(8 + 2*len16(name) + value),
+ * with len16 the UTF-16 length or (for a cheap bound) the byte length. */
+static size_t size_by(const struct entity *e, size_t (*len16)(const char *, size_t))
+{
+    size_t size = 4;
+    if (e->pk)
+        size += 2 * len16(e->pk, e->pk_len);
+    if (e->rk)
+        size += 2 * len16(e->rk, e->rk_len);
+    for (size_t i = 0; i < e->nprops; i++) {
+        const struct property *p = &e->props[i];
+        size += 8 + 2 * len16(p->name, p->name_len);
+        switch (p->v.type) {
+        case EDM_STRING:
+            size += 4 + 2 * len16(p->v.u.s.ptr, p->v.u.s.len);
+            break;
+        case EDM_BINARY:
+            size += 4 + p->v.u.s.len;
+            break;
+        case EDM_INT32:
+            size += 4;
+            break;
+        case EDM_INT64:
+        case EDM_DOUBLE:
+        case EDM_DATETIME:
+            size += 8;
+            break;
+        case EDM_GUID:
+            size += 16;
+            break;
+        case EDM_BOOLEAN:
+            size += 1;
+            break;
+        }
+    }
+    return size;
+}
+
+/* A UTF-8 string never has more UTF-16 units than bytes. */
+static size_t len16_bound(const char *s, size_t n)
+{
+    (void)s;
+    return n;
+}
+
+size_t entity_size(const struct entity *e)
+{
+    return size_by(e, utf16_len);
+}
+
+size_t entity_size_bound(const struct entity *e)
+{
+    return size_by(e, len16_bound);
+}

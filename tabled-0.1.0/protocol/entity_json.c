@@ -1,0 +1,941 @@
+/* entity_json.c - OData JSON entity bodies <-> struct entity.
+ *
+ * Parsing (SPEC 4.4-4.9, 5.1) runs yajl's callback parser over the whole
+ * body and collects members first, because a "X@odata.type" annotation may
+ * come after X's value; types are resolved once the body is complete.
+ *
+ * Error precedence when several problems apply (first rule that matches):
+ *   1. the body is not well-formed JSON, or its top level is not an object
+ *      -> InvalidInput (checked over the whole body, so it beats anything
+ *      found earlier in it);
+ *   2. member by member in body order, the first of: a nested object/array
+ *      value -> InvalidInput; an annotation value that is not a string or
+ *      names an unknown type -> InvalidInput; a PartitionKey/RowKey that is
+ *      a number or boolean -> PrimaryKeyPropertyIsInvalidType (SPEC 4.5; a
+ *      null key counts as absent, see 4); an invalid property name or
+ *      ill-formed UTF-8 in it -> PropertyNameInvalid / InvalidInput; a name
+ *      over 255 UTF-16 units -> PropertyNameTooLong; a member given twice
+ *      (property, key or annotation) -> DuplicatePropertiesSpecified; the
+ *      253rd non-null custom property -> TooManyProperties;
+ *   3. property values in body order: value not convertible to its type ->
+ *      InvalidInput (DateTime out of range -> OutOfRangeInput), String over
+ *      32768 UTF-16 units or Binary over 65536 bytes -> PropertyValueTooLarge;
+ *   4. keys (SPEC 7.7 step 6): INSERT without PartitionKey or RowKey ->
+ *      PropertiesNeedValue; then PartitionKey, then RowKey through
+ *      entity_check_key (InvalidInput / KeyValueTooLarge);
+ *   5. the whole entity over 1 MiB (SPEC 4.12) -> EntityTooLarge.
+ *
+ * Writing (SPEC 5.2-5.7, 6.9) emits compact JSON in the service's member
+ * order for each metadata level. */
+#include "protocol/entity_json.h"
+
+#include <math.h>
+#include <string.h>
+#include <yajl/yajl_parse.h>
+
+#include "protocol/edm.h"
+#include "protocol/jsonflat.h"
+#include "protocol/url.h"
+
+#define MAX_CUSTOM_PROPS 252
+#define MAX_NAME_UTF16 255
+#define MAX_STRING_UTF16 32768
+#define MAX_BINARY_BYTES 65536
+#define MAX_KEY_UTF16 1024
+#define MAX_ENTITY_SIZE (1024 * 1024)
+
+/* ------------------------------------------------------------------ */
+/* Parsing                                                              */
+/* ------------------------------------------------------------------ */
+
+enum jkind { JK_NULL, JK_BOOL, JK_NUMBER, JK_STRING };
+
+/* What the member currently being read is. */
+enum mclass { MC_IGNORE, MC_PK, MC_RK, MC_ANNOT, MC_PROP };
+
+/* One custom property name seen in the body: its value and/or its type
+ * annotation. Found again through a small chained hash table. */
+struct member {
+    const char *name;
+    size_t name_len;
+    unsigned hash;
+    struct member *next;   /* hash chain */
+    int has_value, has_annot;
+    enum jkind kind;
+    int b;                 /* JK_BOOL */
+    const char *text;      /* JK_STRING (decoded) / JK_NUMBER (raw) */
+    size_t text_len;
+    enum edm_type annot;
+};
+
+struct jkey {
+    int seen;
+    const char *s;  /* NULL when absent or null */
+    size_t n;
+};
+
+struct jparse {
+    struct arena *a;
+    int depth;
+    int top_object;        /* the top-level value was an object */
+    int not_object;        /* the top-level value was something else */
+    enum terr err;         /* first member-level error (rule 2) */
+    enum mclass cls;       /* class of the member whose value comes next */
+    const char *key;       /* its name (property / annotation base) */
+    size_t key_len;
+    unsigned key_hash;
+    struct member **buckets;
+    size_t nbuckets, nmembers;
+    struct member **order; /* non-null property values in body order */
+    size_t norder, ordercap;
+    struct jkey pk, rk;
+    int in_body;           /* strings handed to the callbacks point into the
+                              request body (jsonflat), not into yajl's
+                              scratch buffer: values need no copy */
+};
+
+static unsigned name_hash(const char *s, size_t n)
+{
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+/* An empty parse state whose allocations come from a. */
+static void jp_init(struct jparse *jp, struct arena *a)
+{
+    memset(jp, 0, sizeof *jp);
+    jp->a = a;
+}
+
+static void set_err(struct jparse *jp, enum terr e)
+{
+    if (jp->err == TERR_NONE)
+        jp->err = e;
+}
+
+/* Finds or creates the member for name (rehashing as it grows, so huge
+ * bodies of annotations or nulls stay linear). */
+static struct member *member_get(struct jparse *jp, const char *name, size_t n, unsigned h)
+{
+    if (jp->nbuckets) {
+        for (struct member *m = jp->buckets[h & (jp->nbuckets - 1)]; m; m = m->next)
+            if (m->hash == h && m->name_len == n && memcmp(m->name, name, n) == 0)
+                return m;
+    }
+    if (jp->nmembers >= jp->nbuckets) {
+        size_t nb = jp->nbuckets ? jp->nbuckets * 4 : 8;   /* most entities are small */
+        struct member **b = arena_calloc(jp->a, nb * sizeof *b);
+        for (size_t i = 0; i < jp->nbuckets; i++) {
+            struct member *m = jp->buckets[i];
+            while (m) {
+                struct member *next = m->next;
+                m->next = b[m->hash & (nb - 1)];
+                b[m->hash & (nb - 1)] = m;
+                m = next;
+            }
+        }
+        jp->buckets = b;
+        jp->nbuckets = nb;
+    }
+    struct member *m = arena_calloc(jp->a, sizeof *m);
+    m->name = name;
+    m->name_len = n;
+    m->hash = h;
+    m->next = jp->buckets[h & (jp->nbuckets - 1)];
+    jp->buckets[h & (jp->nbuckets - 1)] = m;
+    jp->nmembers++;
+    return m;
+}
+
+/* SPEC 4.4 [REC]: first character [A-Za-z_] or non-ASCII, the rest
+ * [A-Za-z0-9_] or non-ASCII. Non-ASCII stands in for "Unicode letter"
+ * (no Unicode tables here), except the C1 controls U+0080..U+009F. */
+static int name_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (n == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = p[i];
+        if (c >= 0x80) {
+            if (c == 0xC2 && i + 1 < n && p[i + 1] <= 0x9F)
+                return 0;
+            continue;
+        }
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_')
+            continue;
+        if (c >= '0' && c <= '9' && i > 0)
+            continue;
+        return 0;
+    }
+    return 1;
+}
+
+static int has_prefix(const char *s, size_t n, const char *pre)
+{
+    size_t k = strlen(pre);
+    return n >= k && memcmp(s, pre, k) == 0;
+}
+
+static int is_name(const char *s, size_t n, const char *name)
+{
+    return strlen(name) == n && memcmp(s, name, n) == 0;
+}
+
+/* Classifies a top-level member name and checks it (rule 2). */
+static int cb_map_key(void *ctx, const unsigned char *key, size_t len)
+{
+    struct jparse *jp = ctx;
+    const char *k = (const char *)key;
+    if (jp->depth != 1)
+        return 1;
+    jp->cls = MC_IGNORE;
+    if (jp->err != TERR_NONE)
+        return 1;   /* only well-formedness matters from here on */
+    if (has_prefix(k, len, "odata.") || is_name(k, len, "Timestamp"))
+        return 1;
+    if (utf8_check(k, len) != 0) {
+        set_err(jp, TERR_InvalidInput);
+        return 1;
+    }
+    if (is_name(k, len, "PartitionKey")) {
+        jp->cls = MC_PK;
+        return 1;
+    }
+    if (is_name(k, len, "RowKey")) {
+        jp->cls = MC_RK;
+        return 1;
+    }
+    static const char annot[] = "@odata.type";
+    size_t alen = sizeof annot - 1;
+    size_t base_len = len;
+    enum mclass cls = MC_PROP;
+    if (len >= alen && memcmp(k + len - alen, annot, alen) == 0) {
+        base_len = len - alen;
+        if (is_name(k, base_len, "PartitionKey") || is_name(k, base_len, "RowKey") ||
+            is_name(k, base_len, "Timestamp"))
+            return 1;   /* system types are fixed (SPEC 4.8) */
+        cls = MC_ANNOT;
+    } else {
+        if (!name_valid(k, len)) {
+            set_err(jp, TERR_PropertyNameInvalid);
+            return 1;
+        }
+        if (len > MAX_NAME_UTF16 && utf16_len(k, len) > MAX_NAME_UTF16) {
+            set_err(jp, TERR_PropertyNameTooLong);
+            return 1;
+        }
+    }
+    jp->cls = cls;
+    jp->key = arena_strndup(jp->a, k, base_len);
+    jp->key_len = base_len;
+    jp->key_hash = name_hash(k, base_len);
+    return 1;
+}
+
+/* Records a key member's value: strings only; null = absent. */
+static void key_value(struct jparse *jp, struct jkey *key, enum jkind kind, const char *s,
+                      size_t n)
+{
+    if (key->seen) {
+        set_err(jp, TERR_DuplicatePropertiesSpecified);
+        return;
+    }
+    key->seen = 1;
+    if (kind == JK_NULL)
+        return;
+    if (kind != JK_STRING) {
+        set_err(jp, TERR_PrimaryKeyPropertyIsInvalidType);
+        return;
+    }
+    key->s = arena_strndup(jp->a, s, n);
+    key->n = n;
+}
+
+/* Handles the scalar value of the current top-level member. */
+static void member_value(struct jparse *jp, enum jkind kind, int b, const char *s, size_t n)
+{
+    if (jp->err != TERR_NONE || jp->cls == MC_IGNORE)
+        return;
+    if (kind == JK_STRING && utf8_check(s, n) != 0) {
+        /* yajl checks UTF-8 structure only, not overlongs or surrogates */
+        set_err(jp, TERR_InvalidInput);
+        return;
+    }
+    switch (jp->cls) {
+    case MC_PK:
+        key_value(jp, &jp->pk, kind, s, n);
+        return;
+    case MC_RK:
+        key_value(jp, &jp->rk, kind, s, n);
+        return;
+    case MC_ANNOT: {
+        enum edm_type t = kind == JK_STRING ? edm_type_from_name(s, n) : (enum edm_type)0;
+        if (t == 0) {
+            set_err(jp, TERR_InvalidInput);
+            return;
+        }
+        struct member *m = member_get(jp, jp->key, jp->key_len, jp->key_hash);
+        if (m->has_annot) {
+            set_err(jp, TERR_DuplicatePropertiesSpecified);
+            return;
+        }
+        m->has_annot = 1;
+        m->annot = t;
+        return;
+    }
+    case MC_PROP: {
+        struct member *m = member_get(jp, jp->key, jp->key_len, jp->key_hash);
+        if (m->has_value) {
+            set_err(jp, TERR_DuplicatePropertiesSpecified);
+            return;
+        }
+        m->has_value = 1;
+        m->kind = kind;
+        m->b = b;
+        if (kind == JK_STRING || kind == JK_NUMBER) {
+            m->text = jp->in_body ? s : arena_strndup(jp->a, s, n);
+            m->text_len = n;
+        }
+        if (kind == JK_NULL)
+            return;   /* SPEC 4.9: not stored */
+        if (jp->norder == MAX_CUSTOM_PROPS) {
+            set_err(jp, TERR_TooManyProperties);
+            return;
+        }
+        if (jp->norder == jp->ordercap) {
+            size_t cap = jp->ordercap ? jp->ordercap * 2 : 16;
+            struct member **o = arena_alloc(jp->a, cap * sizeof *o);
+            if (jp->norder)
+                memcpy(o, jp->order, jp->norder * sizeof *o);
+            jp->order = o;
+            jp->ordercap = cap;
+        }
+        jp->order[jp->norder++] = m;
+        return;
+    }
+    case MC_IGNORE:
+        return;
+    }
+}
+
+/* Any scalar: a top-level scalar is "not an object"; inside nested values
+ * it is skipped (the nested value already produced its error). */
+static void scalar(struct jparse *jp, enum jkind kind, int b, const char *s, size_t n)
+{
+    if (jp->depth == 0)
+        jp->not_object = 1;
+    else if (jp->depth == 1)
+        member_value(jp, kind, b, s, n);
+}
+
+static int cb_null(void *ctx)
+{
+    scalar(ctx, JK_NULL, 0, NULL, 0);
+    return 1;
+}
+
+static int cb_boolean(void *ctx, int v)
+{
+    scalar(ctx, JK_BOOL, v ? 1 : 0, NULL, 0);
+    return 1;
+}
+
+static int cb_number(void *ctx, const char *s, size_t n)
+{
+    scalar(ctx, JK_NUMBER, 0, s, n);
+    return 1;
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t n)
+{
+    scalar(ctx, JK_STRING, 0, (const char *)s, n);
+    return 1;
+}
+
+/* An object or array opens: the top-level object, or a nested value,
+ * which only ignored members (odata.*, Timestamp) may have. */
+static void open_value(struct jparse *jp, int is_map)
+{
+    if (jp->depth == 0) {
+        if (is_map)
+            jp->top_object = 1;
+        else
+            jp->not_object = 1;
+    } else if (jp->depth == 1 && jp->err == TERR_NONE && jp->cls != MC_IGNORE) {
+        set_err(jp, TERR_InvalidInput);
+    }
+    jp->depth++;
+}
+
+static int cb_start_map(void *ctx)
+{
+    open_value(ctx, 1);
+    return 1;
+}
+
+static int cb_start_array(void *ctx)
+{
+    open_value(ctx, 0);
+    return 1;
+}
+
+static int cb_end(void *ctx)
+{
+    struct jparse *jp = ctx;
+    jp->depth--;
+    return 1;
+}
+
+static const yajl_callbacks parse_callbacks = {
+    cb_null, cb_boolean, NULL, NULL, cb_number, cb_string,
+    cb_start_map, cb_map_key, cb_end, cb_start_array, cb_end,
+};
+
+static int has_fraction_or_exponent(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '.' || s[i] == 'e' || s[i] == 'E')
+            return 1;
+    return 0;
+}
+
+static enum terr edm_status(int rc)
+{
+    if (rc == 0)
+        return TERR_NONE;
+    return TERR_InvalidInput;
+}
+
+/* Rule 3: turns a collected member into a typed value, per SPEC 4.6.1
+ * (annotated) or 4.7 (inferred). */
+static enum terr convert(struct arena *a, const struct member *m, struct edm_value *v)
+{
+    enum edm_type t = m->has_annot ? m->annot : (enum edm_type)0;
+    const char *s = m->text;
+    size_t n = m->text_len;
+    memset(v, 0, sizeof *v);
+    if (t == 0) {
+        switch (m->kind) {
+        case JK_STRING:
+            t = EDM_STRING;
+            break;
+        case JK_BOOL:
+            t = EDM_BOOLEAN;
+            break;
+        case JK_NUMBER:
+            /* integers outside Int32 are rejected below (SPEC 4.7 [REC]) */
+            t = has_fraction_or_exponent(s, n) ? EDM_DOUBLE : EDM_INT32;
+            break;
+        case JK_NULL:
+            return TERR_InvalidInput;   /* not reached: nulls are dropped */
+        }
+    }
+    v->type = t;
+    switch (t) {
+    case EDM_STRING:
+        if (m->kind != JK_STRING)
+            return TERR_InvalidInput;
+        /* n bytes never make more than n UTF-16 units */
+        if (n > MAX_STRING_UTF16 && utf16_len(s, n) > MAX_STRING_UTF16)
+            return TERR_PropertyValueTooLarge;
+        v->u.s.ptr = s;
+        v->u.s.len = n;
+        return TERR_NONE;
+    case EDM_BOOLEAN:
+        if (m->kind == JK_BOOL)
+            v->u.b = m->b;
+        else if (m->kind == JK_STRING && is_name(s, n, "true"))
+            v->u.b = 1;
+        else if (m->kind == JK_STRING && is_name(s, n, "false"))
+            v->u.b = 0;
+        else
+            return TERR_InvalidInput;
+        return TERR_NONE;
+    case EDM_INT32:
+        if (m->kind != JK_NUMBER && m->kind != JK_STRING)
+            return TERR_InvalidInput;
+        return edm_status(edm_int32_parse(s, n, &v->u.i32));
+    case EDM_INT64:
+        if (m->kind != JK_NUMBER && m->kind != JK_STRING)
+            return TERR_InvalidInput;
+        return edm_status(edm_int64_parse(s, n, &v->u.i64));
+    case EDM_DOUBLE:
+        if (m->kind != JK_NUMBER && m->kind != JK_STRING)
+            return TERR_InvalidInput;
+        return edm_status(edm_double_parse(s, n, m->kind == JK_STRING, &v->u.d));
+    case EDM_DATETIME: {
+        if (m->kind != JK_STRING)
+            return TERR_InvalidInput;
+        int rc = edm_datetime_parse(s, n, &v->u.ticks);
+        if (rc == EDM_ERANGE)
+            return TERR_OutOfRangeInput;
+        return edm_status(rc);
+    }
+    case EDM_GUID:
+        if (m->kind != JK_STRING)
+            return TERR_InvalidInput;
+        return edm_status(edm_guid_parse(s, n, v->u.guid));
+    case EDM_BINARY: {
+        if (m->kind != JK_STRING)
+            return TERR_InvalidInput;
+        uint8_t *bytes;
+        size_t len;
+        if (edm_base64_decode(a, s, n, &bytes, &len) != 0)
+            return TERR_InvalidInput;
+        if (len > MAX_BINARY_BYTES)
+            return TERR_PropertyValueTooLarge;
+        v->u.s.ptr = (const char *)bytes;
+        v->u.s.len = len;
+        return TERR_NONE;
+    }
+    }
+    return TERR_InvalidInput;
+}
+
+static int hex4(const char *s, size_t n, size_t at, unsigned *out)
+{
+    unsigned v = 0;
+    if (n - at < 4)
+        return -1;
+    for (size_t i = at; i < at + 4; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | (unsigned)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* yajl turns a lone high-surrogate escape into '?' and pairs a high
+ * surrogate with any following \u escape, silently changing the text; such
+ * bodies are rejected up front instead. Backslashes only occur inside JSON
+ * strings (anything else is a syntax error anyway), so escapes can be
+ * walked pairwise without tracking string boundaries. Returns 0 when every
+ * \u escape forms valid UTF-16. */
+static int surrogates_ok(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *bs = memchr(s + i, '\\', n - i);   /* escapes are rare: skip to the next */
+        if (!bs)
+            break;
+        i = (size_t)(bs - s);
+        if (i + 1 < n && s[i + 1] == 'u') {
+            unsigned u, lo;
+            if (hex4(s, n, i + 2, &u) < 0)
+                return -1;   /* malformed escape: yajl reports it too */
+            i += 5;
+            if (u >= 0xDC00 && u <= 0xDFFF)
+                return -1;
+            if (u >= 0xD800 && u <= 0xDBFF) {
+                if (n - i < 7 || s[i + 1] != '\\' || s[i + 2] != 'u' || hex4(s, n, i + 3, &lo) < 0 ||
+                    lo < 0xDC00 || lo > 0xDFFF)
+                    return -1;
+                i += 6;
+            }
+        } else {
+            i++;   /* any other escape: skip the escaped character */
+        }
+    }
+    return 0;
+}
+
+/* Parses the body into jp (fresh from jp_init); returns rule 1's verdict.
+ * The common flat body goes through jsonflat's fast path; anything it
+ * declines is parsed again from scratch by yajl. */
+static enum terr parse_body(struct jparse *jp, struct arena *a, const char *body, size_t len)
+{
+    if (len >= 3 && memcmp(body, "\xef\xbb\xbf", 3) == 0) {
+        body += 3;   /* a UTF-8 byte order mark, as .NET readers allow */
+        len -= 3;
+    }
+    jp->in_body = 1;
+    int rc = jsonflat_parse(&parse_callbacks, jp, body, len);
+    if (rc == JSONFLAT_OK)
+        return jp->top_object && !jp->not_object ? TERR_NONE : TERR_InvalidInput;
+    jp_init(jp, a);   /* declined: forget what the fast path collected */
+    if (surrogates_ok(body, len) != 0)
+        return TERR_InvalidInput;
+    yajl_handle h = yajl_alloc(&parse_callbacks, NULL, jp);
+    if (!h)
+        return TERR_InternalError;
+    /* Every name and string value goes through utf8_check (stricter than
+     * yajl's own check), so yajl need not validate them a second time. */
+    yajl_config(h, yajl_dont_validate_strings, 1);
+    yajl_status st = yajl_parse(h, (const unsigned char *)body, len);
+    if (st == yajl_status_ok)
+        st = yajl_complete_parse(h);
+    yajl_free(h);
+    if (st != yajl_status_ok || !jp->top_object || jp->not_object)
+        return TERR_InvalidInput;
+    return TERR_NONE;
+}
+
+enum terr entity_json_parse(struct arena *a, const char *body, size_t len,
+                            enum entity_parse_mode mode, struct entity *e)
+{
+    struct jparse jp;
+    jp_init(&jp, a);
+    memset(e, 0, sizeof *e);
+    enum terr err = parse_body(&jp, a, body, len);
+    if (err != TERR_NONE)
+        return err;
+    if (jp.err != TERR_NONE)
+        return jp.err;
+    for (size_t i = 0; i < jp.norder; i++) {
+        const struct member *m = jp.order[i];
+        struct edm_value v;
+        err = convert(a, m, &v);
+        if (err != TERR_NONE)
+            return err;
+        struct property *p = entity_add_ref(a, e, m->name, m->name_len);
+        p->v = v;
+    }
+    if (mode == ENTITY_PARSE_INSERT && (!jp.pk.s || !jp.rk.s))
+        return TERR_PropertiesNeedValue;
+    if (jp.pk.s && (err = entity_check_key(jp.pk.s, jp.pk.n)) != TERR_NONE)
+        return err;
+    if (jp.rk.s && (err = entity_check_key(jp.rk.s, jp.rk.n)) != TERR_NONE)
+        return err == TERR_KeyValueTooLarge ? TERR_RowKeyValueTooLarge : err;
+    e->pk = jp.pk.s;
+    e->pk_len = jp.pk.n;
+    e->rk = jp.rk.s;
+    e->rk_len = jp.rk.n;
+    return entity_check_limits(e);
+}
+
+/* SPEC 4.5: well-formed UTF-8 without / \ # ? U+0000-001F U+007F-009F,
+ * at most 1024 UTF-16 units. */
+enum terr entity_check_key(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (utf8_check(s, n) != 0)
+        return TERR_InvalidInput;
+    /* 1: never in a key; 2: 0xC2, which starts U+0080..U+009F (refused)
+     * when the next byte is at most 0x9F */
+    static const unsigned char bad[256] = {
+        [0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1,
+        [0x07] = 1, [0x08] = 1, [0x09] = 1, [0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1,
+        [0x0e] = 1, [0x0f] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1,
+        [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1, [0x19] = 1, [0x1a] = 1, [0x1b] = 1,
+        [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, [0x7f] = 1, ['/'] = 1, ['\\'] = 1,
+        ['#'] = 1, ['?'] = 1, [0xc2] = 2,
+    };
+    for (size_t i = 0; i < n; i++) {
+        unsigned char k = bad[p[i]];
+        if (k == 1 || (k == 2 && i + 1 < n && p[i + 1] <= 0x9F))
+            return TERR_InvalidInput;
+    }
+    if (n > MAX_KEY_UTF16 && utf16_len(s, n) > MAX_KEY_UTF16)
+        return TERR_KeyValueTooLarge;
+    return TERR_NONE;
+}
+
+/* Whole-entity limits (SPEC 4.3, 4.12), also used after a merge. */
+enum terr entity_check_limits(const struct entity *e)
+{
+    if (e->nprops > MAX_CUSTOM_PROPS)
+        return TERR_TooManyProperties;
+    if (entity_size_bound(e) > MAX_ENTITY_SIZE && entity_size(e) > MAX_ENTITY_SIZE)
+        return TERR_EntityTooLarge;
+    return TERR_NONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Writing                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Appends s JSON-escaped, without quotes: " \ and U+0000..U+001F escaped,
+ * everything else (including non-ASCII UTF-8) raw. */
+/* Bytes that need escaping in a JSON string: '"', '\\' and controls. */
+static const unsigned char json_special[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+};
+
+/* Appends s with JSON escapes; runs of plain bytes are copied in one go
+ * (this is the hot loop of every entity response). */
+static void put_escaped(struct buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t start = 0, i = 0;
+    buf_reserve(b, n);
+    for (;;) {
+        while (i < n && !json_special[p[i]])
+            i++;
+        buf_append(b, s + start, i - start);
+        if (i == n)
+            return;
+        unsigned char c = p[i];
+        char u[7] = {'\\', 0, 0, 0, 0, 0, 0};
+        switch (c) {
+        case '"': u[1] = '"'; break;
+        case '\\': u[1] = '\\'; break;
+        case '\n': u[1] = 'n'; break;
+        case '\r': u[1] = 'r'; break;
+        case '\t': u[1] = 't'; break;
+        case '\b': u[1] = 'b'; break;
+        case '\f': u[1] = 'f'; break;
+        default:
+            memcpy(u + 1, "u00", 3);
+            u[4] = hex[c >> 4];
+            u[5] = hex[c & 15];
+        }
+        buf_append(b, u, u[2] ? 6 : 2);
+        start = ++i;
+    }
+}
+
+void json_put_string(struct buf *b, const char *s, size_t n)
+{
+    buf_putc(b, '"');
+    put_escaped(b, s, n);
+    buf_putc(b, '"');
+}
+
+/* ,"name": (with the comma unless first) */
+static void put_member(struct buf *b, int *first, const char *name, size_t n)
+{
+    if (!*first)
+        buf_putc(b, ',');
+    *first = 0;
+    json_put_string(b, name, n);
+    buf_putc(b, ':');
+}
+
+static void put_annotation(struct buf *b, int *first, const char *name, size_t n,
+                           enum edm_type t)
+{
+    if (!*first)
+        buf_putc(b, ',');
+    *first = 0;
+    buf_putc(b, '"');
+    put_escaped(b, name, n);
+    buf_puts(b, "@odata.type\":\"");
+    buf_puts(b, edm_type_name(t));
+    buf_putc(b, '"');
+}
+
+/* Whether a stored value is written with its "@odata.type" (SPEC 5.2). */
+static int needs_annotation(const struct edm_value *v)
+{
+    switch (v->type) {
+    case EDM_INT64:
+    case EDM_DATETIME:
+    case EDM_GUID:
+    case EDM_BINARY:
+        return 1;
+    case EDM_DOUBLE:
+        return !isfinite(v->u.d);
+    default:
+        return 0;
+    }
+}
+
+/* The value in its JSON form (SPEC 4.6.1). */
+static void put_value(struct buf *b, const struct edm_value *v)
+{
+    char tmp[64];
+    size_t n;
+    switch (v->type) {
+    case EDM_STRING:
+        json_put_string(b, v->u.s.ptr, v->u.s.len);
+        break;
+    case EDM_BINARY:
+        buf_putc(b, '"');
+        edm_base64_encode(b, (const uint8_t *)v->u.s.ptr, v->u.s.len);
+        buf_putc(b, '"');
+        break;
+    case EDM_BOOLEAN:
+        buf_puts(b, v->u.b ? "true" : "false");
+        break;
+    case EDM_DATETIME:
+        n = edm_datetime_format(v->u.ticks, tmp);
+        json_put_string(b, tmp, n);
+        break;
+    case EDM_DOUBLE:
+        n = edm_double_format(v->u.d, tmp);
+        if (isfinite(v->u.d))
+            buf_append(b, tmp, n);
+        else
+            json_put_string(b, tmp, n);
+        break;
+    case EDM_GUID:
+        n = edm_guid_format(v->u.guid, tmp);
+        json_put_string(b, tmp, n);
+        break;
+    case EDM_INT32:
+        buf_printf(b, "%ld", (long)v->u.i32);
+        break;
+    case EDM_INT64:
+        buf_printf(b, "\"%lld\"", (long long)v->u.i64);
+        break;
+    }
+}
+
+static int select_has_star(const struct entity_json_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->nselect; i++)
+        if (strcmp(ctx->select[i], "*") == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether a property name is projected (SPEC 6.9). */
+static int selected(const struct entity_json_ctx *ctx, int all, const char *name, size_t n)
+{
+    if (all)
+        return 1;
+    for (size_t i = 0; i < ctx->nselect; i++)
+        if (strlen(ctx->select[i]) == n && memcmp(ctx->select[i], name, n) == 0)
+            return 1;
+    return 0;
+}
+
+static void put_string_member(struct buf *b, int *first, const char *name, const char *s,
+                              size_t n)
+{
+    put_member(b, first, name, strlen(name));
+    json_put_string(b, s, n);
+}
+
+void entity_json_write(struct buf *b, const struct entity *e, const struct entity_json_ctx *ctx)
+{
+    int first = 1;
+    int all = ctx->select == NULL || select_has_star(ctx);
+    const char *pk = e->pk ? e->pk : "", *rk = e->rk ? e->rk : "";
+    size_t pk_len = e->pk ? e->pk_len : 0, rk_len = e->rk ? e->rk_len : 0;
+    char tmp[64];
+    size_t n;
+
+    buf_putc(b, '{');
+    if (ctx->level != ODATA_NOMETADATA && ctx->metadata)
+        put_string_member(b, &first, "odata.metadata", ctx->metadata, strlen(ctx->metadata));
+    if (ctx->level == ODATA_FULL) {
+        put_member(b, &first, "odata.type", 10);
+        buf_putc(b, '"');
+        put_escaped(b, ctx->account, strlen(ctx->account));
+        buf_putc(b, '.');
+        put_escaped(b, ctx->table, strlen(ctx->table));
+        buf_putc(b, '"');
+        /* url_entity_path emits only pchars, none of which need escaping */
+        put_member(b, &first, "odata.id", 8);
+        buf_putc(b, '"');
+        put_escaped(b, ctx->base, strlen(ctx->base));
+        buf_putc(b, '/');
+        url_entity_path(b, ctx->table, pk, pk_len, rk, rk_len);
+        buf_putc(b, '"');
+    }
+    if (ctx->level != ODATA_NOMETADATA) {
+        n = entity_etag(e->timestamp, tmp);
+        put_string_member(b, &first, "odata.etag", tmp, n);
+    }
+    if (ctx->level == ODATA_FULL) {
+        put_member(b, &first, "odata.editLink", 14);
+        buf_putc(b, '"');
+        url_entity_path(b, ctx->table, pk, pk_len, rk, rk_len);
+        buf_putc(b, '"');
+    }
+    if (selected(ctx, all, "PartitionKey", 12))
+        put_string_member(b, &first, "PartitionKey", pk, pk_len);
+    if (selected(ctx, all, "RowKey", 6))
+        put_string_member(b, &first, "RowKey", rk, rk_len);
+    if (selected(ctx, all, "Timestamp", 9)) {
+        if (ctx->level == ODATA_FULL)
+            put_annotation(b, &first, "Timestamp", 9, EDM_DATETIME);
+        n = edm_datetime_format(e->timestamp, tmp);
+        put_string_member(b, &first, "Timestamp", tmp, n);
+    }
+    for (size_t i = 0; i < e->nprops; i++) {
+        const struct property *p = &e->props[i];
+        if (!selected(ctx, all, p->name, p->name_len))
+            continue;
+        if (ctx->level != ODATA_NOMETADATA && needs_annotation(&p->v))
+            put_annotation(b, &first, p->name, p->name_len, p->v.type);
+        put_member(b, &first, p->name, p->name_len);
+        put_value(b, &p->v);
+    }
+    /* listed but absent: "X":null, in $select order, each once */
+    for (size_t i = 0; !all && i < ctx->nselect; i++) {
+        const char *s = ctx->select[i];
+        size_t sl = strlen(s);
+        if (strcmp(s, "PartitionKey") == 0 || strcmp(s, "RowKey") == 0 ||
+            strcmp(s, "Timestamp") == 0 || entity_find(e, s, sl) >= 0)
+            continue;
+        size_t j = 0;
+        while (j < i && strcmp(ctx->select[j], s) != 0)
+            j++;
+        if (j < i)
+            continue;
+        put_member(b, &first, s, sl);
+        buf_puts(b, "null");
+    }
+    buf_putc(b, '}');
+}
+
+/* ------------------------------------------------------------------ */
+/* ETags                                                                */
+/* ------------------------------------------------------------------ */
+
+#define ETAG_HEAD "W/\"datetime'"
+#define ETAG_TAIL "'\""
+
+/* W/"datetime'<Timestamp with ':' as %3A>'" (SPEC 4.10). */
+size_t entity_etag(int64_t ticks, char *out)
+{
+    char ts[40];
+    size_t tn = edm_datetime_format(ticks, ts);
+    size_t n = 0;
+    memcpy(out, ETAG_HEAD, sizeof ETAG_HEAD - 1);
+    n += sizeof ETAG_HEAD - 1;
+    for (size_t i = 0; i < tn; i++) {
+        if (ts[i] == ':') {
+            memcpy(out + n, "%3A", 3);
+            n += 3;
+        } else {
+            out[n++] = ts[i];
+        }
+    }
+    memcpy(out + n, ETAG_TAIL, sizeof ETAG_TAIL - 1);
+    n += sizeof ETAG_TAIL - 1;
+    out[n] = '\0';
+    return n;
+}
+
+/* Accepts exactly W/"datetime'T'" where T is a DateTime with ':' written
+ * as ':' or %3A (SPEC 7.3). */
+int entity_etag_parse(const char *s, size_t n, int64_t *ticks)
+{
+    size_t hl = sizeof ETAG_HEAD - 1, tl = sizeof ETAG_TAIL - 1;
+    if (n < hl + tl || memcmp(s, ETAG_HEAD, hl) != 0 || memcmp(s + n - tl, ETAG_TAIL, tl) != 0)
+        return -1;
+    const char *t = s + hl;
+    size_t tn = n - hl - tl;
+    char ts[64];
+    size_t k = 0;
+    for (size_t i = 0; i < tn; i++) {
+        if (k == sizeof ts)
+            return -1;
+        if (t[i] == '%') {
+            if (tn - i < 3 || t[i + 1] != '3' || (t[i + 2] != 'A' && t[i + 2] != 'a'))
+                return -1;
+            ts[k++] = ':';
+            i += 2;
+        } else {
+            ts[k++] = t[i];
+        }
+    }
+    return edm_datetime_parse(ts, k, ticks) == 0 ? 0 : -1;
+}

@@ -1,0 +1,70 @@
+/* entity_json.h - OData JSON <-> struct entity (yajl), with validation.
+ *
+ * Parsing follows SPEC 4.4-4.9 and 5.1: type inference, @odata.type
+ * annotations before or after the value, odata.* members and system-key
+ * annotations ignored, Timestamp ignored, null properties skipped, every
+ * limit of SPEC 4.3 checked with the service's error code. Writing follows
+ * SPEC 5.2-5.7: member order and annotations per metadata level. */
+#ifndef TABLED_ENTITY_JSON_H
+#define TABLED_ENTITY_JSON_H
+#include <stddef.h>
+
+#include "core/arena.h"
+#include "core/buf.h"
+#include "protocol/entity.h"
+#include "protocol/errors.h"
+
+enum odata_level { ODATA_NOMETADATA = 0, ODATA_MINIMAL = 1, ODATA_FULL = 2 };
+
+enum entity_parse_mode {
+    ENTITY_PARSE_INSERT = 0,  /* PartitionKey and RowKey required in the body */
+    ENTITY_PARSE_UPDATE = 1,  /* body keys optional (the URL names the entity) */
+};
+
+/* Parses body into *e (zeroed first). Names and keys are copied into the
+ * arena (NUL-terminated); String (and other) values may point into body,
+ * which must therefore outlive *e (a request body outlives its request).
+ * With ENTITY_PARSE_UPDATE, body keys (when present) are still validated
+ * and left in e->pk/e->rk, NULL when absent. Checks every per-property
+ * limit, the 252-property limit and the 1 MiB size of what was parsed.
+ * Returns TERR_NONE or the error to answer. */
+enum terr entity_json_parse(struct arena *a, const char *body, size_t len,
+                            enum entity_parse_mode mode, struct entity *e);
+
+/* Validates a PartitionKey/RowKey value (from a body or a URL): well-formed
+ * UTF-8, no forbidden characters (SPEC 4.5) -> TERR_InvalidInput, at most
+ * 1024 UTF-16 units -> TERR_KeyValueTooLarge. */
+enum terr entity_check_key(const char *s, size_t n);
+
+/* Count (<= 252 custom) and size (<= 1 MiB, SPEC 4.12) of a whole entity,
+ * e.g. after a merge. */
+enum terr entity_check_limits(const struct entity *e);
+
+struct entity_json_ctx {
+    enum odata_level level;
+    const char *base;        /* "http://127.0.0.1:10002/devstoreaccount1", no trailing '/' */
+    const char *account;     /* for odata.type "ACCOUNT.TABLE" */
+    const char *table;       /* table name as stored (original casing) */
+    const char *metadata;    /* odata.metadata value for single-entry
+                                responses, NULL inside a feed */
+    const char *const *select;  /* $select names, NULL = all properties */
+    size_t nselect;
+};
+
+/* Appends one entry object: {"odata.metadata":..,"odata.etag":..,
+ * "PartitionKey":..,"RowKey":..,"Timestamp":..,props...} per level. With a
+ * select list only listed properties appear (PartitionKey/RowKey/Timestamp
+ * only if listed; listed-but-absent ones as null), in stored order. */
+void entity_json_write(struct buf *b, const struct entity *e, const struct entity_json_ctx *ctx);
+
+/* Appends s as a JSON string literal (quotes included, escapes per SPEC 5.7). */
+void json_put_string(struct buf *b, const char *s, size_t n);
+
+/* ETag text W/"datetime'2024-06-03T10%3A00%3A00.1234567Z'" into out
+ * (>= 64 bytes); returns its length (SPEC 4.10). */
+size_t entity_etag(int64_t ticks, char *out);
+/* Parses an If-Match ETag of that form (':' or '%3A' accepted) into ticks.
+ * Returns 0 or -1 when the text is not an ETag this server issues. */
+int entity_etag_parse(const char *s, size_t n, int64_t *ticks);
+
+#endif

@@ -1,0 +1,94 @@
+/* errors.h - the Table service's error codes, chosen once in protocol/.
+ *
+ * Functions below protocol/ return int statuses; the protocol layer maps
+ * them to one of these, and error_respond() writes the service's body
+ * (JSON for OData operations, storage XML otherwise; SPEC 9.1). */
+#ifndef TABLED_ERRORS_H
+#define TABLED_ERRORS_H
+
+enum terr {
+    TERR_NONE = 0,
+    /* common storage codes (SPEC 9.2) */
+    TERR_AccountIsDisabled,
+    TERR_AuthenticationFailed,
+    TERR_AuthorizationFailure,
+    TERR_AuthorizationPermissionMismatch,
+    TERR_AuthorizationResourceTypeMismatch,
+    TERR_AuthorizationServiceMismatch,
+    TERR_AuthorizationProtocolMismatch,
+    TERR_AuthorizationSourceIPMismatch,
+    TERR_InsufficientAccountPermissions,
+    TERR_InvalidAuthenticationInfo,
+    TERR_InvalidHeaderValue,
+    TERR_InvalidInput,
+    TERR_InvalidQueryParameterValue,
+    TERR_InvalidResourceName,
+    TERR_InvalidUri,
+    TERR_InvalidXmlDocument,
+    TERR_InvalidXmlNodeValue,
+    TERR_Md5Mismatch,
+    TERR_MissingContentLengthHeader,
+    TERR_MissingRequiredHeader,
+    TERR_MissingRequiredQueryParameter,
+    TERR_MissingRequiredXmlNode,
+    TERR_MultipleVersionsSpecified,
+    TERR_OperationTimedOut,
+    TERR_OutOfRangeInput,
+    TERR_OutOfRangeQueryParameterValue,
+    TERR_RequestBodyTooLarge,
+    TERR_ResourceNotFound,
+    TERR_ResourceAlreadyExists,
+    TERR_ConditionNotMet,
+    TERR_InternalError,
+    TERR_ServerBusy,
+    TERR_ServerBusyPartition,         /* same code, partition bucket message (SPEC 13.2) */
+    TERR_ServerBusyAccount,           /* same code, account bucket message */
+    TERR_UnsupportedHeader,
+    TERR_UnsupportedHttpVerb,
+    TERR_UnsupportedQueryParameter,
+    TERR_UnsupportedXmlNode,
+    TERR_CorsPreflightFailure,
+    TERR_RequestHeaderFieldsTooLarge,   /* 431, connection closed */
+    /* table service codes (SPEC 9.3) */
+    TERR_AtomFormatNotSupported,
+    TERR_CommandsInBatchActOnDifferentPartitions,
+    TERR_ContentLengthExceeded,
+    TERR_DuplicatePropertiesSpecified,
+    TERR_EntityAlreadyExists,
+    TERR_EntityTooLarge,
+    TERR_HostInformationNotPresent,
+    TERR_InvalidDuplicateRow,
+    TERR_InvalidValueType,
+    TERR_JsonFormatNotSupported,
+    TERR_JsonVerboseFormatNotSupported,
+    TERR_KeyValueTooLarge,            /* PartitionKey too long */
+    TERR_RowKeyValueTooLarge,         /* same code, RowKey message */
+    TERR_MediaTypeNotSupported,
+    TERR_MethodNotAllowed,
+    TERR_NotImplemented,
+    TERR_PartitionKeyPropertyCannotBeUpdated,
+    TERR_PrimaryKeyPropertyIsInvalidType,
+    TERR_PropertiesNeedValue,
+    TERR_PropertyNameInvalid,
+    TERR_PropertyNameTooLong,
+    TERR_PropertyValueTooLarge,
+    TERR_TableAlreadyExists,
+    TERR_TableBeingDeleted,
+    TERR_TableNotFound,
+    TERR_TooManyProperties,
+    TERR_UpdateConditionNotSatisfied,
+    TERR_XMethodIncorrectCount,
+    TERR_XMethodIncorrectValue,
+    TERR_XMethodNotUsingPost,
+    TERR__COUNT
+};
+
+struct terr_info {
+    const char *code;     /* "TableNotFound" */
+    int status;           /* 404 */
+    const char *message;  /* first line of the message */
+};
+
+const struct terr_info *terr_info(enum terr e);
+
+#endif

@@ -1,0 +1,341 @@
+/* ops_entities.c - Get, Insert, Update, Merge, upserts and Delete of one
+ * entity (SPEC 3.6-3.10, 7). Writes go through entity_prepare (every check
+ * and the resulting entity, nothing written), entity_commit (one Timestamp
+ * and one atomic apply for all prepared writes) and entity_respond, which
+ * $batch shares. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "protocol/ctx.h"
+#include "protocol/keys.h"
+#include "protocol/query.h"
+
+/* svc->val keeps its buffer across requests up to this size. */
+#define ENTITY_VAL_KEEP_BYTES (1u << 20)
+
+/* Result of reading the If-Match header (SPEC 7.3). */
+struct precond {
+    int present;   /* header sent */
+    int any;       /* "*" */
+    int never;     /* empty value: can never match */
+    int64_t ticks; /* the ETag's timestamp otherwise */
+};
+
+/* Parses If-Match / If-None-Match for a write. */
+static enum terr parse_precond(struct req_ctx *c, struct precond *p)
+{
+    memset(p, 0, sizeof *p);
+    if (request_header(c->req, "If-None-Match"))
+        return TERR_InvalidInput;
+    size_t n = request_header_count(c->req, "If-Match");
+    if (n == 0)
+        return TERR_NONE;
+    if (n > 1)
+        return TERR_InvalidInput;
+    const char *v = request_header(c->req, "If-Match");
+    p->present = 1;
+    if (!*v) {
+        p->never = 1;
+        return TERR_NONE;
+    }
+    if (strcmp(v, "*") == 0) {
+        p->any = 1;
+        return TERR_NONE;
+    }
+    if (entity_etag_parse(v, strlen(v), &p->ticks) != 0)
+        return TERR_InvalidInput;
+    return TERR_NONE;
+}
+
+/* Validates the URL keys of c (SPEC 7.4). */
+static enum terr check_url_keys(struct req_ctx *c)
+{
+    enum terr e = entity_check_key(c->pk, c->pk_len);
+    if (!e && (e = entity_check_key(c->rk, c->rk_len)) == TERR_KeyValueTooLarge)
+        e = TERR_RowKeyValueTooLarge;
+    return e;
+}
+
+/* Backend key of (t, pk, rk), in the arena. */
+static void entity_key(struct req_ctx *c, const struct table_info *t, const char *pk,
+                       size_t pk_len, const char *rk, size_t rk_len, const char **key,
+                       size_t *key_len)
+{
+    struct buf *b = &c->svc->key;
+    buf_reset(b);
+    keys_entity(b, t->id, pk, pk_len, rk, rk_len);
+    *key = arena_strndup(c->a, b->data, b->len);
+    *key_len = b->len;
+}
+
+/* Reads the entity at key. 1 found (e decoded; its strings live in the
+ * arena), 0 absent, -1 backend error or corrupt value. */
+static int load_entity(struct req_ctx *c, const char *key, size_t key_len, struct entity *e)
+{
+    struct service *svc = c->svc;
+    void *val;
+    size_t vl;
+    char err[256] = "";
+    int rc = svc->ops->get(svc->st, key, key_len, &val, &vl, err, sizeof err);
+    if (rc == BACKEND_NOTFOUND)
+        return 0;
+    if (rc != BACKEND_OK) {
+        log_error("backend get failed: %s", err);
+        return -1;
+    }
+    char *copy = arena_alloc(c->a, vl ? vl : 1);
+    memcpy(copy, val, vl);
+    free(val);
+    if (entity_decode(c->a, copy, vl, e) != 0) {
+        log_error("corrupt entity value in the store");
+        return -1;
+    }
+    return 1;
+}
+
+/* Adds the ETag header for ticks. The text of the last one is kept in the
+ * service: a batch's entities all share one Timestamp. */
+static void etag_header(struct req_ctx *c, int64_t ticks)
+{
+    struct service *svc = c->svc;
+    if (!svc->etag[0] || svc->etag_ticks != ticks) {
+        entity_etag(ticks, svc->etag);
+        svc->etag_ticks = ticks;
+        svc->etag_len = strlen(svc->etag);
+    }
+    response_header_ref(c->resp, "ETag", arena_strndup(c->a, svc->etag, svc->etag_len),
+                        svc->etag_len);
+}
+
+/* BASE/TABLE(PartitionKey='..',RowKey='..') in the arena; *len its length.
+ * Built in svc->key, which is free again once the key was copied. */
+static const char *entity_url(struct req_ctx *c, const struct table_info *t,
+                              const struct entity *e, size_t *len)
+{
+    struct buf *b = &c->svc->key;
+    buf_reset(b);
+    buf_puts(b, c->base);
+    buf_putc(b, '/');
+    url_entity_path(b, t->name, e->pk, e->pk_len, e->rk, e->rk_len);
+    *len = b->len;
+    return arena_strndup(c->a, b->data, b->len);
+}
+
+/* Writes e as a single-entry body (Get Entity, Insert 201). */
+static void write_single(struct req_ctx *c, const struct table_info *t, const struct entity *e,
+                         const struct query_opts *q)
+{
+    const char *md = q && q->select_text
+                         ? arena_sprintf(c->a, "%s/@Element&$select=%s", t->name, q->select_text)
+                         : arena_sprintf(c->a, "%s/@Element", t->name);
+    struct entity_json_ctx jc = {
+        .level = c->level,
+        .base = c->base,
+        .account = c->account->name,
+        .table = t->name,
+        .metadata = reply_metadata_url(c, md),
+        .select = q ? q->select : NULL,
+        .nselect = q ? q->nselect : 0,
+    };
+    reply_json_content_type(c);
+    entity_json_write(&c->resp->body, e, &jc);
+}
+
+void op_get_entity(struct req_ctx *c)
+{
+    const struct table_info *t;
+    struct query_opts q = {0};
+    enum terr err = ctx_table(c, &t);
+    if (!err)
+        err = check_url_keys(c);
+    if (!err)
+        err = query_opts_parse(c, QUERY_POINT, &q);
+    if (err) {
+        reply_error(c, err);
+        return;
+    }
+    const char *key;
+    size_t kl;
+    entity_key(c, t, c->pk, c->pk_len, c->rk, c->rk_len, &key, &kl);
+    struct entity e = {0};
+    int found = load_entity(c, key, kl, &e);
+    if (found <= 0) {
+        reply_error(c, found < 0 ? TERR_InternalError : TERR_ResourceNotFound);
+        return;
+    }
+    e.pk = c->pk;
+    e.pk_len = c->pk_len;
+    e.rk = c->rk;
+    e.rk_len = c->rk_len;
+    c->resp->status = 200;
+    etag_header(c, e.timestamp);
+    write_single(c, t, &e, &q);
+}
+
+/* Keys named by the request: the body's for an insert, else the URL's. */
+static enum terr prepare_keys(struct req_ctx *c, struct entity_write *w, const struct entity *body)
+{
+    if (c->op == OP_INSERT_ENTITY) {
+        w->e = *body;
+    } else {
+        enum terr e = check_url_keys(c);
+        if (e)
+            return e;
+        if (body)
+            w->e = *body;
+        /* The URL names the entity; body keys are ignored (SPEC 7.4). */
+        w->e.pk = c->pk;
+        w->e.pk_len = c->pk_len;
+        w->e.rk = c->rk;
+        w->e.rk_len = c->rk_len;
+    }
+    return TERR_NONE;
+}
+
+enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
+{
+    memset(w, 0, sizeof *w);
+    w->op = c->op;
+    w->del = c->op == OP_DELETE_ENTITY;
+    enum terr err = ctx_table(c, &w->t);
+    if (err)
+        return err;
+    struct entity body;
+    if (!w->del) {
+        err = entity_json_parse(c->a, c->req->body ? c->req->body : "", c->req->body_len,
+                                c->op == OP_INSERT_ENTITY ? ENTITY_PARSE_INSERT
+                                                          : ENTITY_PARSE_UPDATE,
+                                &body);
+        if (err)
+            return err;
+    }
+    if ((err = prepare_keys(c, w, w->del ? NULL : &body)))
+        return err;
+    if (c->batch && (err = batch_check_entity(c, w)))
+        return err;
+    if (c->in_batch || c->op == OP_INSERT_ENTITY) {
+        /* A SAS key range can be checked only now (SPEC 8.5, 10.8). */
+        c->aop.pk = w->e.pk;
+        c->aop.pk_len = w->e.pk_len;
+        c->aop.rk = w->e.rk;
+        c->aop.rk_len = w->e.rk_len;
+        if ((err = auth_authorize(&c->auth, &c->aop))) {
+            c->auth_failed = 1;
+            return err;
+        }
+    }
+    struct precond pc = {0};
+    if (c->op != OP_INSERT_ENTITY && (err = parse_precond(c, &pc)))
+        return err;
+    if (w->del && !pc.present) {
+        /* Inside a batch a DELETE without If-Match means "*" (SPEC 3.10). */
+        if (!c->in_batch)
+            return TERR_MissingRequiredHeader;
+        pc.present = pc.any = 1;
+    }
+
+    entity_key(c, w->t, w->e.pk, w->e.pk_len, w->e.rk, w->e.rk_len, &w->key, &w->key_len);
+    struct entity cur = {0};
+    int found = load_entity(c, w->key, w->key_len, &cur);
+    if (found < 0)
+        return TERR_InternalError;
+    if (c->op == OP_INSERT_ENTITY)
+        return found ? TERR_EntityAlreadyExists : TERR_NONE;
+    if (!found)
+        return pc.present ? TERR_ResourceNotFound : TERR_NONE;
+    if (pc.present && !pc.any && (pc.never || pc.ticks != cur.timestamp))
+        return TERR_UpdateConditionNotSatisfied;
+    if ((c->op == OP_MERGE_ENTITY || c->op == OP_INSERT_OR_MERGE)) {
+        cur.pk = w->e.pk;
+        cur.pk_len = w->e.pk_len;
+        cur.rk = w->e.rk;
+        cur.rk_len = w->e.rk_len;
+        entity_merge(c->a, &cur, &w->e);
+        if ((err = entity_check_limits(&cur)))
+            return err;
+        w->e = cur;
+    }
+    return TERR_NONE;
+}
+
+int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n)
+{
+    struct service *svc = c->svc;
+    /* Every entity written together shares one Timestamp (SPEC 4.10). */
+    int64_t ts = service_next_timestamp(svc);
+    struct backend_write *bw = arena_alloc(c->a, n * sizeof *bw);
+    /* The values are encoded back to back into svc->val (reused across
+     * requests); they are pointed at only once it has stopped growing. */
+    size_t *off = arena_alloc(c->a, n * sizeof *off);
+    buf_reset(&svc->val);
+    for (size_t i = 0; i < n; i++) {
+        w[i].e.timestamp = ts;
+        off[i] = svc->val.len;
+        if (!w[i].del)
+            entity_encode(&w[i].e, &svc->val);
+        w[i].val_len = svc->val.len - off[i];
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].del) {
+            bw[i] = (struct backend_write){BACKEND_DELETE, w[i].key, w[i].key_len, NULL, 0};
+            continue;
+        }
+        w[i].val = svc->val.data + off[i];
+        bw[i] = (struct backend_write){BACKEND_PUT, w[i].key, w[i].key_len, w[i].val,
+                                       w[i].val_len};
+    }
+    int rc = service_apply(svc, bw, n);
+    if (svc->val.cap > ENTITY_VAL_KEEP_BYTES)
+        buf_free(&svc->val);   /* a big batch's buffer is not kept */
+    return rc;
+}
+
+void entity_respond(struct req_ctx *c, const struct entity_write *w)
+{
+    struct response *r = c->resp;
+    if (w->del) {
+        r->status = 204;
+        return;
+    }
+    if (w->op != OP_INSERT_ENTITY) {
+        r->status = 204;
+        etag_header(c, w->e.timestamp);
+        return;
+    }
+    size_t url_len;
+    const char *url = entity_url(c, w->t, &w->e, &url_len);
+    /* c->prefer is one of odata_prefer's literals */
+    if (c->prefer && strcmp(c->prefer, "return-no-content") == 0) {
+        r->status = 204;
+        etag_header(c, w->e.timestamp);
+        response_header_ref(r, "Location", url, url_len);
+        response_header_ref(r, "DataServiceId", url, url_len);
+        response_header_ref(r, "Preference-Applied", c->prefer, strlen(c->prefer));
+        return;
+    }
+    r->status = 201;
+    etag_header(c, w->e.timestamp);
+    response_header_ref(r, "Location", url, url_len);
+    if (c->prefer)
+        response_header_ref(r, "Preference-Applied", c->prefer, strlen(c->prefer));
+    write_single(c, w->t, &w->e, NULL);
+}
+
+void op_write(struct req_ctx *c)
+{
+    struct entity_write w;
+    enum terr err = entity_prepare(c, &w);
+    if (err) {
+        if (c->auth_failed)
+            reply_auth_error(c, err);
+        else
+            reply_error(c, err);
+        return;
+    }
+    if (entity_commit(c, &w, 1) != 0) {
+        reply_error(c, TERR_InternalError);
+        return;
+    }
+    entity_respond(c, &w);
+}

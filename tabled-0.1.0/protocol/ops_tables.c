@@ -1,0 +1,318 @@
+/* ops_tables.c - Create Table, Delete Table, Query Tables, Get Table
+ * (SPEC 3.1-3.4, 4.1). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yajl/yajl_tree.h>
+
+#include "core/log.h"
+#include "protocol/ctx.h"
+#include "protocol/keys.h"
+#include "protocol/query.h"
+#include "protocol/token.h"
+
+#define TABLE_PAGE_MAX 1000
+
+/* Validates a new table name; TERR_NONE when it may be created (SPEC 3.3:
+ * length, then characters, then the reserved name). */
+static enum terr check_table_name(const char *s, size_t n)
+{
+    if (n < 3 || n > 63)
+        return TERR_OutOfRangeInput;
+    if (!isalpha((unsigned char)s[0]))
+        return TERR_InvalidResourceName;
+    for (size_t i = 1; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) || (unsigned char)s[i] > 127)
+            return TERR_InvalidResourceName;
+    if (n == 6 && strncasecmp(s, "tables", 6) == 0)
+        return TERR_InvalidInput;
+    return TERR_NONE;
+}
+
+/* Appends one table entry object for the negotiated level. */
+static void write_table_entry(struct req_ctx *c, struct buf *b, const char *name, size_t n,
+                              const char *metadata)
+{
+    buf_putc(b, '{');
+    int first = 1;
+    if (metadata && c->level != ODATA_NOMETADATA) {
+        buf_puts(b, "\"odata.metadata\":");
+        json_put_string(b, metadata, strlen(metadata));
+        first = 0;
+    }
+    if (c->level == ODATA_FULL) {
+        if (!first)
+            buf_putc(b, ',');
+        buf_puts(b, "\"odata.type\":");
+        const char *type = arena_sprintf(c->a, "%s.Tables", c->account->name);
+        json_put_string(b, type, strlen(type));
+        buf_puts(b, ",\"odata.id\":");
+        const char *id = arena_sprintf(c->a, "%s/Tables('%.*s')", c->base, (int)n, name);
+        json_put_string(b, id, strlen(id));
+        buf_puts(b, ",\"odata.editLink\":");
+        const char *edit = arena_sprintf(c->a, "Tables('%.*s')", (int)n, name);
+        json_put_string(b, edit, strlen(edit));
+        first = 0;
+    }
+    if (!first)
+        buf_putc(b, ',');
+    buf_puts(b, "\"TableName\":");
+    json_put_string(b, name, n);
+    buf_putc(b, '}');
+}
+
+/* TableName of a Create Table body, or an error. */
+static enum terr body_table_name(struct req_ctx *c, const char **name, size_t *n)
+{
+    const struct request *req = c->req;
+    if (!req->body || req->body_len == 0)
+        return TERR_InvalidInput;
+    char errbuf[128];
+    yajl_val root = yajl_tree_parse(req->body, errbuf, sizeof errbuf);
+    if (!root)
+        return TERR_InvalidInput;
+    enum terr e = TERR_InvalidInput;
+    if (YAJL_IS_OBJECT(root)) {
+        for (size_t i = 0; i < root->u.object.len; i++) {
+            if (strcmp(root->u.object.keys[i], "TableName") != 0)
+                continue;
+            yajl_val v = root->u.object.values[i];
+            if (YAJL_IS_STRING(v) && v->u.string[0]) {
+                *n = strlen(v->u.string);
+                *name = arena_strndup(c->a, v->u.string, *n);
+                e = TERR_NONE;
+            }
+            break;
+        }
+    }
+    yajl_tree_free(root);
+    return e;
+}
+
+void op_create_table(struct req_ctx *c)
+{
+    const char *name;
+    size_t n;
+    enum terr e = body_table_name(c, &name, &n);
+    if (!e)
+        e = check_table_name(name, n);
+    if (!e && tables_find(c->svc->tables, c->account->name, name, n))
+        e = TERR_TableAlreadyExists;
+    if (e) {
+        reply_error_msg(c, e, e == TERR_OutOfRangeInput
+                                  ? "The specified resource name length is not within the "
+                                    "permissible limits."
+                                  : NULL);
+        return;
+    }
+    struct service *svc = c->svc;
+    struct table_info t = {.id = tables_next_id(svc->tables), .name = (char *)name,
+                           .name_len = n};
+    buf_reset(&svc->key);
+    buf_reset(&svc->val);
+    keys_table(&svc->key, c->account->name, name, n);
+    tables_encode(&t, &svc->val);
+    struct backend_write w = {BACKEND_PUT, svc->key.data, svc->key.len, svc->val.data,
+                              svc->val.len};
+    if (service_apply(svc, &w, 1) != 0) {
+        reply_error(c, TERR_InternalError);
+        return;
+    }
+    tables_add(svc->tables, c->account->name, t.id, name, n, NULL, 0);
+
+    const char *url = arena_sprintf(c->a, "%s/Tables('%s')", c->base, name);
+    struct response *r = c->resp;
+    if (c->prefer && strcmp(c->prefer, "return-no-content") == 0) {
+        r->status = 204;
+        response_header(r, "Location", url);
+        response_header(r, "DataServiceId", url);
+        response_header(r, "Preference-Applied", c->prefer);
+        return;
+    }
+    r->status = 201;
+    reply_json_content_type(c);
+    response_header(r, "Location", url);
+    if (c->prefer)
+        response_header(r, "Preference-Applied", c->prefer);
+    write_table_entry(c, &r->body, name, n, reply_metadata_url(c, "Tables/@Element"));
+}
+
+/* Deletes every entity of table id, a bounded chunk per apply(). */
+static int delete_entities(struct service *svc, uint64_t id)
+{
+    struct buf start, end;
+    buf_init(&start);
+    buf_init(&end);
+    keys_entity_table_prefix(&start, id);
+    keys_entity_table_prefix(&end, id);
+    keys_prefix_end(&end);
+    struct backend_write *w = malloc(1024 * sizeof *w);
+    struct buf keys;
+    buf_init(&keys);
+    int rc = 0;
+    if (!w)
+        abort();
+    for (;;) {
+        struct backend_iter *it;
+        char err[256];
+        if (svc->ops->iter_open(svc->st, start.data, start.len, end.data, end.len, &it, err,
+                                sizeof err) != BACKEND_OK) {
+            log_error("delete table: %s", err);
+            rc = -1;
+            break;
+        }
+        size_t n = 0, offs[1024], lens[1024];
+        const void *k, *v;
+        size_t kl, vl;
+        buf_reset(&keys);
+        while (n < 1024 && svc->ops->iter_next(it, &k, &kl, &v, &vl) == 1) {
+            offs[n] = keys.len;
+            lens[n] = kl;
+            buf_append(&keys, k, kl);
+            n++;
+        }
+        svc->ops->iter_close(it);
+        if (n == 0)
+            break;
+        for (size_t i = 0; i < n; i++)
+            w[i] = (struct backend_write){BACKEND_DELETE, keys.data + offs[i], lens[i], NULL, 0};
+        if (service_apply(svc, w, n) != 0) {
+            rc = -1;
+            break;
+        }
+    }
+    free(w);
+    buf_free(&keys);
+    buf_free(&start);
+    buf_free(&end);
+    return rc;
+}
+
+void op_delete_table(struct req_ctx *c)
+{
+    struct service *svc = c->svc;
+    const struct table_info *t =
+        tables_find(svc->tables, c->account->name, c->table, c->table_len);
+    if (!t) {
+        reply_error(c, TERR_ResourceNotFound);
+        return;
+    }
+    uint64_t id = t->id;
+    buf_reset(&svc->key);
+    keys_table(&svc->key, c->account->name, c->table, c->table_len);
+    struct backend_write w = {BACKEND_DELETE, svc->key.data, svc->key.len, NULL, 0};
+    if (service_apply(svc, &w, 1) != 0) {
+        reply_error(c, TERR_InternalError);
+        return;
+    }
+    tables_remove(svc->tables, c->account->name, c->table, c->table_len);
+    /* The table is gone once its row is; entities keyed by its id are
+     * unreachable from now on and are removed here. */
+    if (delete_entities(svc, id) != 0)
+        log_warn("entities of deleted table %llu not fully removed", (unsigned long long)id);
+    c->resp->status = 204;
+}
+
+void op_get_table(struct req_ctx *c)
+{
+    const struct table_info *t =
+        tables_find(c->svc->tables, c->account->name, c->table, c->table_len);
+    if (!t) {
+        reply_error(c, TERR_ResourceNotFound);
+        return;
+    }
+    c->resp->status = 200;
+    reply_json_content_type(c);
+    write_table_entry(c, &c->resp->body, t->name, t->name_len,
+                      reply_metadata_url(c, "Tables/@Element"));
+}
+
+void op_query_tables(struct req_ctx *c)
+{
+    struct service *svc = c->svc;
+    struct query_opts q;
+    enum terr e = query_opts_parse(c, QUERY_TABLES, &q);
+    if (e) {
+        reply_error_msg(c, e, q.message);
+        return;
+    }
+    const struct query_param *next = url_query_get(c->qp, c->nqp, "NextTableName");
+    struct buf start, end, lower;
+    buf_init(&start);
+    buf_init(&end);
+    buf_init(&lower);
+    keys_table_prefix(&start, c->account->name);
+    keys_table_prefix(&end, c->account->name);
+    keys_prefix_end(&end);
+    if (next) {
+        const char *key;
+        size_t kl;
+        if (token_decode(c->a, next->value, next->value_len, &key, &kl) != 0) {
+            buf_free(&start);
+            buf_free(&end);
+            reply_error(c, TERR_InvalidInput);
+            return;
+        }
+        buf_reset(&start);
+        keys_table(&start, c->account->name, key, kl);
+    }
+    struct backend_iter *it;
+    char err[256];
+    if (svc->ops->iter_open(svc->st, start.data, start.len, end.data, end.len, &it, err,
+                            sizeof err) != BACKEND_OK) {
+        log_error("query tables: %s", err);
+        buf_free(&start);
+        buf_free(&end);
+        reply_error(c, TERR_InternalError);
+        return;
+    }
+    struct response *r = c->resp;
+    struct buf *b = &r->body;
+    buf_putc(b, '{');
+    if (c->level != ODATA_NOMETADATA) {
+        buf_puts(b, "\"odata.metadata\":");
+        const char *md = reply_metadata_url(c, "Tables");
+        json_put_string(b, md, strlen(md));
+        buf_putc(b, ',');
+    }
+    buf_puts(b, "\"value\":[");
+    int limit = q.top ? q.top : TABLE_PAGE_MAX, count = 0;
+    const char *next_name = NULL;
+    size_t next_len = 0;
+    const void *k, *v;
+    size_t kl, vl;
+    while (svc->ops->iter_next(it, &k, &kl, &v, &vl) == 1) {
+        uint64_t id;
+        const char *name;
+        size_t nl, al;
+        const unsigned char *acl;
+        if (tables_decode(v, vl, &id, &name, &nl, &acl, &al) != 0)
+            continue;
+        if (!query_match_table(&q, name, nl))
+            continue;
+        if (count == limit) {
+            next_name = arena_strndup(c->a, name, nl);
+            next_len = nl;
+            break;
+        }
+        if (count++)
+            buf_putc(b, ',');
+        write_table_entry(c, b, name, nl, NULL);
+    }
+    svc->ops->iter_close(it);
+    buf_puts(b, "]}");
+    r->status = 200;
+    reply_json_content_type(c);
+    if (next_name) {
+        char *low = arena_strndup(c->a, next_name, next_len);
+        for (size_t i = 0; i < next_len; i++)
+            low[i] = (char)tolower((unsigned char)low[i]);
+        response_header(r, "x-ms-continuation-NextTableName",
+                        token_encode(c->a, low, next_len));
+    }
+    buf_free(&start);
+    buf_free(&end);
+    buf_free(&lower);
+}

@@ -1,0 +1,153 @@
+/* reply.c - error bodies and the headers every response carries
+ * (SPEC 2.2, 9.1, 14). */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "protocol/ctx.h"
+#include "protocol/edm.h"
+
+static const char *const content_types[] = {
+    "application/json;odata=nometadata;streaming=true;charset=utf-8",
+    "application/json;odata=minimalmetadata;streaming=true;charset=utf-8",
+    "application/json;odata=fullmetadata;streaming=true;charset=utf-8",
+};
+
+void reply_json_content_type(struct req_ctx *c)
+{
+    response_header(c->resp, "Content-Type", content_types[c->level]);
+}
+
+const char *reply_metadata_url(struct req_ctx *c, const char *suffix)
+{
+    return arena_sprintf(c->a, "%s/$metadata#%s", c->base, suffix);
+}
+
+/* Appends s to b with the five XML special characters escaped. */
+static void xml_escape(struct buf *b, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': buf_puts(b, "&lt;"); break;
+        case '>': buf_puts(b, "&gt;"); break;
+        case '&': buf_puts(b, "&amp;"); break;
+        case '"': buf_puts(b, "&quot;"); break;
+        default: buf_putc(b, *s);
+        }
+    }
+}
+
+/* Message text followed by the RequestId and Time lines (SPEC 9.1). */
+static const char *full_message(struct req_ctx *c, const char *message)
+{
+    char t[40];
+    edm_datetime_format7(edm_now_ticks(), t);
+    return arena_sprintf(c->a, "%s\nRequestId:%s\nTime:%s", message, c->request_id, t);
+}
+
+void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
+{
+    const struct terr_info *info = terr_info(e);
+    struct response *r = c->resp;
+    if (!message)
+        message = info->message;
+    if (c->msg_prefix)
+        message = arena_sprintf(c->a, "%s%s", c->msg_prefix, message);
+    const char *msg = full_message(c, message);
+    r->status = info->status;
+    buf_reset(&r->body);
+    /* Drop headers an operation may have added before failing. */
+    r->nheaders = 0;
+    if (c->prefer_echo && c->prefer)
+        response_header(r, "Preference-Applied", c->prefer);
+    if (e == TERR_AtomFormatNotSupported) {
+        /* OData XML error in the default namespace (SPEC 9.1.2). */
+        response_header(r, "Content-Type", "application/xml;charset=utf-8");
+        buf_puts(&r->body, "<?xml version=\"1.0\" encoding=\"utf-8\"?><error xmlns=\""
+                           "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\"><code>");
+        buf_puts(&r->body, info->code);
+        buf_puts(&r->body, "</code><message xml:lang=\"en-US\">");
+        xml_escape(&r->body, msg);
+        buf_puts(&r->body, "</message></error>");
+    } else if (c->odata) {
+        reply_json_content_type(c);
+        buf_puts(&r->body, "{\"odata.error\":{\"code\":\"");
+        buf_puts(&r->body, info->code);
+        buf_puts(&r->body, "\",\"message\":{\"lang\":\"en-US\",\"value\":");
+        json_put_string(&r->body, msg, strlen(msg));
+        buf_puts(&r->body, "}}}");
+    } else {
+        response_header(r, "Content-Type", "application/xml");
+        response_header(r, "x-ms-error-code", info->code);
+        buf_puts(&r->body, "<?xml version=\"1.0\" encoding=\"utf-8\"?><m:error xmlns:m=\""
+                           "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\"><m:code>");
+        buf_puts(&r->body, info->code);
+        buf_puts(&r->body, "</m:code><m:message xml:lang=\"en-US\">");
+        xml_escape(&r->body, msg);
+        buf_puts(&r->body, "</m:message></m:error>");
+    }
+    if (r->no_body) {
+        /* HEAD: status and code only (SPEC 9.1.4). */
+        if (!response_get_header(r, "x-ms-error-code"))
+            response_header(r, "x-ms-error-code", info->code);
+    }
+    if (info->status == 431 || info->status == 505)
+        r->close = 1;
+}
+
+void reply_auth_error(struct req_ctx *c, enum terr e)
+{
+    const struct auth_result *ar = &c->auth;
+    reply_error_msg(c, e, ar->message);
+    if (ar->http_status)
+        c->resp->status = ar->http_status;
+    if (ar->www_authenticate)
+        response_header(c->resp, "WWW-Authenticate", ar->www_authenticate);
+    if (ar->detail && !c->odata && c->resp->body.len > 20) {
+        /* Storage XML bodies carry the detail after the message. */
+        struct buf *b = &c->resp->body;
+        const char *tail = "</m:error>";
+        size_t tl = strlen(tail);
+        if (b->len > tl && memcmp(b->data + b->len - tl, tail, tl) == 0) {
+            b->len -= tl;
+            buf_puts(b, "<AuthenticationErrorDetail>");
+            xml_escape(b, ar->detail);
+            buf_puts(b, "</AuthenticationErrorDetail>");
+            buf_puts(b, tail);
+        }
+    }
+}
+
+void reply_error(struct req_ctx *c, enum terr e)
+{
+    reply_error_msg(c, e, NULL);
+}
+
+/* Date header text, recomputed at most once a second. */
+static const char *http_date(void)
+{
+    static time_t cached;
+    static char text[40];
+    time_t now = time(NULL);
+    if (now != cached) {
+        edm_rfc1123_format((int64_t)now, text);
+        cached = now;
+    }
+    return text;
+}
+
+void reply_finish(struct req_ctx *c)
+{
+    struct response *r = c->resp;
+    if (c->odata)
+        response_header(r, "Cache-Control", "no-cache");
+    response_header(r, "Server", "Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0");
+    response_header(r, "x-ms-request-id", c->request_id);
+    const char *cid = request_header(c->req, "x-ms-client-request-id");
+    if (cid)
+        response_header(r, "x-ms-client-request-id", cid);
+    response_header(r, "x-ms-version", c->version);
+    if (c->odata)
+        response_header(r, "X-Content-Type-Options", "nosniff");
+    response_header(r, "Date", http_date());
+}

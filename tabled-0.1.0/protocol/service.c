@@ -1,0 +1,868 @@
+/* service.c - the request pipeline of the Table service: request id and
+ * version, account and route, verb tunnelling, content negotiation,
+ * dispatch to an operation, common headers (DESIGN.md "Data flow"). */
+#include "protocol/service.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "core/fault.h"
+#include "core/jsonpeek.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/throttle.h"
+#include "protocol/acl.h"
+#include "protocol/ctx.h"
+#include "protocol/edm.h"
+#include "protocol/filter.h"
+#include "protocol/keys.h"
+#include "protocol/multipart.h"
+#include "protocol/route.h"
+
+/* Largest request body of any operation (SPEC 2.7). */
+#define PROTOCOL_MAX_BODY (4u << 20)
+
+/* Service versions accepted in x-ms-version (SPEC 12.1), ascending. */
+static const char *const versions[] = {
+    "2009-04-14", "2009-07-17", "2009-09-19", "2011-08-18", "2012-02-12",
+    "2013-08-15", "2014-02-14", "2015-02-21", "2015-04-05", "2015-07-08",
+    "2015-12-11", "2016-05-31", "2017-04-17", "2017-07-29", "2017-11-09",
+    "2018-02-01", "2018-03-28", "2018-06-17", "2018-11-09", "2019-02-02",
+    "2019-07-07", "2019-10-10", "2019-12-12", "2020-02-10", "2020-04-08",
+    "2020-06-12", "2020-08-04", "2020-10-02", "2020-12-06", "2021-02-12",
+    "2021-04-10", "2021-06-08", "2021-08-06", "2021-10-04", "2021-12-02",
+    "2022-11-02", "2023-01-03", "2023-05-03", "2023-08-03", "2023-11-03",
+    "2024-02-04", "2024-05-04", "2024-08-04", "2024-11-04", "2025-01-05",
+    "2025-05-05", "2025-07-05", "2025-11-05", "2026-02-06", "2026-04-06",
+    "2026-06-06",
+};
+#define NVERSIONS (sizeof versions / sizeof versions[0])
+
+/* The accepted version equal to v, or NULL. */
+static const char *known_version(const char *v)
+{
+    for (size_t i = 0; i < NVERSIONS; i++)
+        if (strcmp(versions[i], v) == 0)
+            return versions[i];
+    return NULL;
+}
+
+/* auth_ctx callback: 1 when v is an accepted version. */
+static int version_known(const char *v)
+{
+    return known_version(v) != NULL;
+}
+
+struct service *service_new(const struct config *cfg, const struct backend_ops *ops,
+                            struct backend_store *st, char *err, size_t errlen)
+{
+    struct service *svc = calloc(1, sizeof *svc);
+    if (!svc) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    svc->cfg = cfg;
+    svc->ops = ops;
+    svc->st = st;
+    svc->tables = tables_load(ops, st, err, errlen);
+    if (!svc->tables) {
+        free(svc);
+        return NULL;
+    }
+    if (getrandom(svc->rng, sizeof svc->rng, 0) != sizeof svc->rng) {
+        svc->rng[0] = (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ULL;
+        svc->rng[1] = (uint64_t)(uintptr_t)svc;
+    }
+    svc->rng[0] |= 1;
+    buf_init(&svc->key);
+    buf_init(&svc->val);
+    svc->scratch = arena_new(16384);
+    svc->auth.accounts = cfg->accounts;
+    svc->auth.naccounts = cfg->naccounts;
+    svc->auth.disabled = !cfg->auth;
+    svc->auth.bearer_basic = cfg->oauth_basic;
+    svc->auth.version_known = version_known;
+    svc->auth.policy_lookup = acl_policy_lookup;
+    svc->auth.policy_arg = svc;
+    return svc;
+}
+
+void service_free(struct service *svc)
+{
+    if (!svc)
+        return;
+    tables_free(svc->tables);
+    buf_free(&svc->key);
+    buf_free(&svc->val);
+    arena_free(svc->scratch);
+    free(svc);
+}
+
+int service_dirty(const struct service *svc)
+{
+    return svc->dirty;
+}
+
+/* Monotonic microseconds: request latency, backend timings, the
+ * throttle's clock (the same base as core/server.c's maintenance timer). */
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int service_sync(struct service *svc)
+{
+    char err[256] = "";
+    svc->dirty = 0;
+    uint64_t t0 = svc->metrics ? mono_us() : 0;
+    int rc = svc->ops->sync(svc->st, err, sizeof err);
+    if (svc->metrics)
+        metrics_backend_sync(svc->metrics, mono_us() - t0);
+    if (rc != BACKEND_OK)
+        log_error("backend sync failed: %s", err);
+    return rc;
+}
+
+int64_t service_next_timestamp(struct service *svc)
+{
+    int64_t now = edm_now_ticks();
+    if (now <= svc->last_timestamp)
+        now = svc->last_timestamp + 1;
+    svc->last_timestamp = now;
+    return now;
+}
+
+/* Change of the request's account's entity count that writes w make:
+ * +1 per put of an entity key that does not exist yet, -1 per entity
+ * delete (entity deletes only ever name existing entities). */
+static int64_t entity_delta(struct service *svc, const struct backend_write *w, size_t n)
+{
+    int64_t d = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].key_len == 0 || ((const char *)w[i].key)[0] != KEY_TAG_ENTITY)
+            continue;
+        if (w[i].op == BACKEND_DELETE) {
+            d--;
+            continue;
+        }
+        void *val = NULL;
+        size_t vl;
+        char err[256];
+        int rc = svc->ops->get(svc->st, w[i].key, w[i].key_len, &val, &vl, err, sizeof err);
+        if (rc == BACKEND_NOTFOUND)
+            d++;
+        free(val);
+    }
+    return d;
+}
+
+int service_apply(struct service *svc, const struct backend_write *w, size_t n)
+{
+    char err[256] = "";
+    struct metrics *m = svc->metrics;
+    int64_t delta = m && m->entities_known ? entity_delta(svc, w, n) : 0;
+    uint64_t t0 = m ? mono_us() : 0;
+    int rc = svc->ops->apply(svc->st, w, n, err, sizeof err);
+    if (m) {
+        metrics_backend_apply(m, mono_us() - t0);
+        if (rc == BACKEND_OK)
+            metrics_entities_add(m, svc->cur_account, delta);
+    }
+    if (rc != BACKEND_OK) {
+        log_error("backend apply failed: %s", err);
+        return rc;
+    }
+    if (svc->cfg->durability == DURABILITY_BATCH)
+        svc->dirty = 1;
+    return 0;
+}
+
+enum terr ctx_table(struct req_ctx *c, const struct table_info **out)
+{
+    *out = tables_find(c->svc->tables, c->account->name, c->table, c->table_len);
+    return *out ? TERR_NONE : TERR_TableNotFound;
+}
+
+/* xorshift128+ : request ids need uniqueness, not secrecy. */
+static uint64_t rng_next(struct service *svc)
+{
+    uint64_t s1 = svc->rng[0];
+    const uint64_t s0 = svc->rng[1];
+    svc->rng[0] = s0;
+    s1 ^= s1 << 23;
+    svc->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+    return svc->rng[1] + s0;
+}
+
+/* Random version-4 UUID text into out (>= 37 bytes). */
+void service_uuid(struct service *svc, char out[40])
+{
+    uint8_t g[16];
+    uint64_t a = rng_next(svc), b = rng_next(svc);
+    memcpy(g, &a, 8);
+    memcpy(g + 8, &b, 8);
+    g[6] = (uint8_t)((g[6] & 0x0f) | 0x40);
+    g[8] = (uint8_t)((g[8] & 0x3f) | 0x80);
+    edm_guid_format(g, out);
+}
+
+/* Sets up the context common to every request. */
+static void ctx_init(struct req_ctx *c, struct service *svc, struct request *req,
+                     struct response *resp)
+{
+    memset(c, 0, sizeof *c);
+    c->svc = svc;
+    c->req = req;
+    c->resp = resp;
+    c->a = req->arena;
+    c->method = req->method;
+    c->version = versions[NVERSIONS - 1];
+    c->level = ODATA_MINIMAL;
+    const char *v = request_header(req, "x-ms-version");
+    if (v && known_version(v))
+        c->version = known_version(v);
+    c->odata = 1; /* JSON errors until an XML operation is recognised */
+    service_uuid(svc, c->request_id);
+}
+
+/* Applies X-HTTP-Method tunnelling (SPEC 1.4). */
+static enum terr tunnel_method(struct req_ctx *c)
+{
+    size_t n = request_header_count(c->req, "X-HTTP-Method");
+    if (n == 0)
+        return TERR_NONE;
+    if (c->req->method != HTTP_M_POST)
+        return TERR_XMethodNotUsingPost;
+    const char *v = request_header(c->req, "X-HTTP-Method");
+    if (n > 1 || strchr(v, ','))
+        return TERR_XMethodIncorrectCount;
+    if (strcmp(v, "PUT") == 0)
+        c->method = HTTP_M_PUT;
+    else if (strcmp(v, "MERGE") == 0)
+        c->method = HTTP_M_MERGE;
+    else if (strcmp(v, "DELETE") == 0)
+        c->method = HTTP_M_DELETE;
+    else
+        return TERR_XMethodIncorrectValue;
+    return TERR_NONE;
+}
+
+/* Picks the operation from verb, resource and query (SPEC 1.4). */
+static enum terr pick_op(struct req_ctx *c)
+{
+    const struct query_param *comp = url_query_get(c->qp, c->nqp, "comp");
+    const struct query_param *restype = url_query_get(c->qp, c->nqp, "restype");
+    enum http_method m = c->method;
+    if (m == HTTP_M_OPTIONS) {
+        c->op = OP_PREFLIGHT;
+        return TERR_NONE;
+    }
+    switch (c->res) {
+    case RES_SERVICE:
+        c->odata = 0;
+        if (!comp)
+            return TERR_InvalidUri;
+        if (!restype || strcmp(restype->value, "service") != 0)
+            return TERR_InvalidQueryParameterValue;
+        if (strcmp(comp->value, "properties") == 0) {
+            if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+                c->op = OP_GET_SERVICE_PROPERTIES;
+            else if (m == HTTP_M_PUT)
+                c->op = OP_SET_SERVICE_PROPERTIES;
+            else
+                return TERR_UnsupportedHttpVerb;
+        } else if (strcmp(comp->value, "stats") == 0) {
+            if (m != HTTP_M_GET && m != HTTP_M_HEAD)
+                return TERR_UnsupportedHttpVerb;
+            c->op = OP_GET_SERVICE_STATS;
+        } else {
+            return TERR_InvalidQueryParameterValue;
+        }
+        return TERR_NONE;
+    case RES_TABLES:
+        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+            c->op = OP_QUERY_TABLES;
+        else if (m == HTTP_M_POST)
+            c->op = OP_CREATE_TABLE;
+        else
+            return TERR_MethodNotAllowed;
+        return TERR_NONE;
+    case RES_TABLE_ENTRY:
+        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+            c->op = OP_GET_TABLE;
+        else if (m == HTTP_M_DELETE)
+            c->op = OP_DELETE_TABLE;
+        else
+            return TERR_MethodNotAllowed;
+        return TERR_NONE;
+    case RES_TABLE:
+        if (comp) {
+            c->odata = 0;
+            if (strcmp(comp->value, "acl") != 0)
+                return TERR_InvalidQueryParameterValue;
+            if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+                c->op = OP_GET_ACL;
+            else if (m == HTTP_M_PUT)
+                c->op = OP_SET_ACL;
+            else
+                return TERR_UnsupportedHttpVerb;
+            return TERR_NONE;
+        }
+        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+            c->op = OP_QUERY_ENTITIES;
+        else if (m == HTTP_M_POST)
+            c->op = OP_INSERT_ENTITY;
+        else
+            return TERR_MethodNotAllowed;
+        return TERR_NONE;
+    case RES_ENTITY: {
+        int has_if_match = request_header(c->req, "If-Match") != NULL;
+        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
+            c->op = OP_GET_ENTITY;
+        else if (m == HTTP_M_PUT)
+            c->op = has_if_match ? OP_UPDATE_ENTITY : OP_INSERT_OR_REPLACE;
+        else if (m == HTTP_M_MERGE || m == HTTP_M_PATCH)
+            c->op = has_if_match ? OP_MERGE_ENTITY : OP_INSERT_OR_MERGE;
+        else if (m == HTTP_M_DELETE)
+            c->op = OP_DELETE_ENTITY;
+        else
+            return TERR_MethodNotAllowed;
+        return TERR_NONE;
+    }
+    case RES_BATCH:
+        if (m != HTTP_M_POST)
+            return TERR_MethodNotAllowed;
+        c->op = OP_BATCH;
+        return TERR_NONE;
+    default:
+        return TERR_InvalidUri;
+    }
+}
+
+/* True for operations that change data (refused on the secondary). */
+static int op_writes(enum op op)
+{
+    switch (op) {
+    case OP_CREATE_TABLE: case OP_DELETE_TABLE: case OP_INSERT_ENTITY:
+    case OP_UPDATE_ENTITY: case OP_INSERT_OR_REPLACE: case OP_MERGE_ENTITY:
+    case OP_INSERT_OR_MERGE: case OP_DELETE_ENTITY: case OP_BATCH:
+    case OP_SET_ACL: case OP_SET_SERVICE_PROPERTIES:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* True when the successful answer carries an OData body. */
+static int op_has_body(enum op op)
+{
+    switch (op) {
+    case OP_QUERY_TABLES: case OP_GET_TABLE: case OP_CREATE_TABLE:
+    case OP_QUERY_ENTITIES: case OP_GET_ENTITY: case OP_INSERT_ENTITY:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* OData query options the service does not support (SPEC 1.3, 6.7). */
+static int unsupported_option(const struct req_ctx *c)
+{
+    static const char *const opts[] = {"$orderby", "$skip", "$expand", "$inlinecount",
+                                       "$count", "$skiptoken", "$search"};
+    for (size_t i = 0; i < c->nqp; i++)
+        for (size_t j = 0; j < sizeof opts / sizeof opts[0]; j++)
+            if (strcasecmp(c->qp[i].name, opts[j]) == 0)
+                return 1;
+    return 0;
+}
+
+/* Version from x-ms-version (SPEC 12.1). */
+static enum terr pick_version(struct req_ctx *c)
+{
+    size_t n = request_header_count(c->req, "x-ms-version");
+    const struct query_param *api = url_query_get(c->qp, c->nqp, "api-version");
+    if (n > 1)
+        return TERR_InvalidHeaderValue;
+    if (n == 1 && api)
+        return TERR_MultipleVersionsSpecified;
+    const char *v = n ? request_header(c->req, "x-ms-version") : api ? api->value : NULL;
+    if (!v) {
+        const struct query_param *sv = url_query_get(c->qp, c->nqp, "sv");
+        if (sv && url_query_get(c->qp, c->nqp, "sig"))
+            v = sv->value;
+    }
+    if (!v)
+        return TERR_NONE;
+    const char *k = known_version(v);
+    if (!k)
+        return TERR_InvalidHeaderValue;
+    c->version = k;
+    return TERR_NONE;
+}
+
+/* The auth module's name for each operation. */
+static enum auth_op_kind auth_kind(enum op op)
+{
+    switch (op) {
+    case OP_QUERY_TABLES: case OP_GET_TABLE: return AUTH_OP_QUERY_TABLES;
+    case OP_CREATE_TABLE: return AUTH_OP_CREATE_TABLE;
+    case OP_DELETE_TABLE: return AUTH_OP_DELETE_TABLE;
+    case OP_QUERY_ENTITIES: return AUTH_OP_QUERY_ENTITIES;
+    case OP_GET_ENTITY: return AUTH_OP_GET_ENTITY;
+    case OP_INSERT_ENTITY: return AUTH_OP_INSERT_ENTITY;
+    case OP_UPDATE_ENTITY: return AUTH_OP_UPDATE_ENTITY;
+    case OP_INSERT_OR_REPLACE: return AUTH_OP_INSERT_OR_REPLACE;
+    case OP_MERGE_ENTITY: return AUTH_OP_MERGE_ENTITY;
+    case OP_INSERT_OR_MERGE: return AUTH_OP_INSERT_OR_MERGE;
+    case OP_DELETE_ENTITY: return AUTH_OP_DELETE_ENTITY;
+    case OP_BATCH: return AUTH_OP_BATCH;
+    case OP_GET_ACL: return AUTH_OP_GET_ACL;
+    case OP_SET_ACL: return AUTH_OP_SET_ACL;
+    case OP_GET_SERVICE_PROPERTIES: return AUTH_OP_GET_SERVICE_PROPERTIES;
+    case OP_SET_SERVICE_PROPERTIES: return AUTH_OP_SET_SERVICE_PROPERTIES;
+    case OP_GET_SERVICE_STATS: return AUTH_OP_GET_SERVICE_STATS;
+    default: return AUTH_OP_PREFLIGHT;
+    }
+}
+
+/* Authenticates and authorizes the routed request (SPEC 10). */
+static enum terr authenticate(struct req_ctx *c)
+{
+    struct auth_op *op = &c->aop;
+    memset(op, 0, sizeof *op);
+    op->kind = auth_kind(c->op);
+    if (c->res == RES_TABLE || c->res == RES_ENTITY || c->res == RES_TABLE_ENTRY)
+        op->table = c->table;
+    if (c->res == RES_ENTITY) {
+        op->pk = c->pk;
+        op->pk_len = c->pk_len;
+        op->rk = c->rk;
+        op->rk_len = c->rk_len;
+    }
+    op->secondary = c->secondary;
+    return auth_check(&c->svc->auth, c->req, c->account->name, op, &c->auth);
+}
+
+/* ---- throttling and fault injection (SPEC 13.2, core/throttle.h,
+ * core/fault.h) ----
+ *
+ * Every operation is admitted right after authentication and content
+ * negotiation, before any work: one token of its partition bucket (entity
+ * operations) and of its account bucket; table, ACL and service calls cost
+ * one account token. Entity operations name their partition in the URL;
+ * an insert's PartitionKey is read from the JSON body with jsonpeek, which
+ * stops at that member (a body without a readable one charges the account
+ * only: the insert fails validation anyway). Batches and queries learn
+ * their partition later and are admitted by service_batch_admit() and
+ * service_query_admit(). Fault rules are consulted first: an injected
+ * fault refuses the request without running it (or, for a timeout with
+ * timeout-applies, runs it and then answers 500), and takes no tokens. */
+
+/* Operation names of the metrics (indexed by enum op). */
+static const char *const op_names[] = {
+    [OP_NONE] = "Unrouted",
+    [OP_QUERY_TABLES] = "QueryTables",
+    [OP_GET_TABLE] = "GetTable",
+    [OP_CREATE_TABLE] = "CreateTable",
+    [OP_DELETE_TABLE] = "DeleteTable",
+    [OP_QUERY_ENTITIES] = "QueryEntities",
+    [OP_GET_ENTITY] = "GetEntity",
+    [OP_INSERT_ENTITY] = "InsertEntity",
+    [OP_UPDATE_ENTITY] = "UpdateEntity",
+    [OP_INSERT_OR_REPLACE] = "InsertOrReplaceEntity",
+    [OP_MERGE_ENTITY] = "MergeEntity",
+    [OP_INSERT_OR_MERGE] = "InsertOrMergeEntity",
+    [OP_DELETE_ENTITY] = "DeleteEntity",
+    [OP_BATCH] = "EntityGroupTransaction",
+    [OP_GET_ACL] = "GetTableAcl",
+    [OP_SET_ACL] = "SetTableAcl",
+    [OP_GET_SERVICE_PROPERTIES] = "GetServiceProperties",
+    [OP_SET_SERVICE_PROPERTIES] = "SetServiceProperties",
+    [OP_GET_SERVICE_STATS] = "GetServiceStats",
+    [OP_PREFLIGHT] = "Preflight",
+};
+
+static const char *op_name(enum op op)
+{
+    return (size_t)op < sizeof op_names / sizeof op_names[0] && op_names[op] ? op_names[op]
+                                                                            : "Unrouted";
+}
+
+/* Index of the request's account in the configuration. */
+static unsigned account_index(const struct req_ctx *c)
+{
+    return (unsigned)(c->account - c->svc->cfg->accounts);
+}
+
+/* The fault rules' name for what op does. */
+static enum fault_class fault_class_of(enum op op)
+{
+    if (op == OP_BATCH)
+        return FAULT_BATCH;
+    return op_writes(op) ? FAULT_WRITE : FAULT_READ;
+}
+
+/* Consults the fault rules, then the buckets, for a request of c->op on
+ * (table, pk) costing cost tokens (0: only check the buckets are not
+ * empty). pk NULL: no partition (account bucket only). Returns the error
+ * to answer, or TERR_NONE to go on. */
+static enum terr guard(struct req_ctx *c, const char *table, size_t table_len, const char *pk,
+                       size_t pk_len, int64_t cost)
+{
+    struct service *svc = c->svc;
+    unsigned ai = account_index(c);
+    c->guarded = 1;
+    if (fault_active(svc->faults)) {
+        struct fault_request q = {c->account->name, table, table_len, pk, pk_len,
+                                  fault_class_of(c->op)};
+        struct fault_action a;
+        if (fault_decide(svc->faults, &q, &a)) {
+            c->resp->delay_ms = a.delay_ms;
+            switch (a.kind) {
+            case FAULT_RESET:
+                metrics_fault(svc->metrics, ai, METRICS_FAULT_RESET);
+                c->resp->reset = 1;
+                return TERR_ServerBusy;  /* never sent: the connection is reset */
+            case FAULT_BUSY:
+                metrics_fault(svc->metrics, ai, METRICS_FAULT_BUSY);
+                return TERR_ServerBusy;
+            case FAULT_TIMEOUT:
+                metrics_fault(svc->metrics, ai, METRICS_FAULT_TIMEOUT);
+                if (!a.applies_write)
+                    return TERR_OperationTimedOut;
+                c->timeout_after = 1;
+                break;
+            default:
+                metrics_fault(svc->metrics, ai, METRICS_FAULT_LATENCY);
+                break;
+            }
+        }
+    }
+    if (svc->throttle) {
+        struct throttle_key k = {ai, table, table_len, pk, pk_len};
+        int64_t acost = c->op == OP_BATCH && svc->cfg->throttle_batch_per_request && cost > 0
+                            ? 1 : cost;
+        enum throttle_verdict v = throttle_admit(svc->throttle, &k, cost, acost, mono_us());
+        if (v != THROTTLE_OK) {
+            c->throttled = 1;
+            c->timeout_after = 0;
+            metrics_throttled(svc->metrics, ai, v == THROTTLE_PARTITION ? METRICS_SCOPE_PARTITION
+                                                                        : METRICS_SCOPE_ACCOUNT);
+            return v == THROTTLE_PARTITION ? TERR_ServerBusyPartition : TERR_ServerBusyAccount;
+        }
+    }
+    return TERR_NONE;
+}
+
+/* Admits an operation whose partition the URL or an insert body names. */
+static enum terr guard_request(struct req_ctx *c)
+{
+    const char *pk = NULL;
+    size_t pk_len = 0;
+    if (c->res == RES_ENTITY) {
+        pk = c->pk;
+        pk_len = c->pk_len;
+    } else if (c->op == OP_INSERT_ENTITY && c->req->body &&
+               !jsonpeek_string(c->a, c->req->body, c->req->body_len, "PartitionKey", &pk,
+                                &pk_len)) {
+        pk = NULL;
+    }
+    int table = c->res == RES_TABLE || c->res == RES_ENTITY || c->res == RES_TABLE_ENTRY;
+    return guard(c, table ? c->table : NULL, table ? c->table_len : 0, pk, pk_len, 1);
+}
+
+enum terr service_batch_admit(struct req_ctx *c, const struct req_ctx *sub,
+                              const struct multipart_op *op, size_t n)
+{
+    if (!c->svc->throttle && !fault_active(c->svc->faults))
+        return TERR_NONE;
+    const char *pk = NULL;
+    size_t pk_len = 0;
+    if (sub->res == RES_ENTITY) {
+        pk = sub->pk;
+        pk_len = sub->pk_len;
+    } else if (op->body && !jsonpeek_string(c->a, op->body, op->body_len, "PartitionKey", &pk,
+                                            &pk_len)) {
+        pk = NULL;
+    }
+    return guard(c, sub->table, sub->table_len, pk, pk_len, (int64_t)n);
+}
+
+enum terr service_query_admit(struct req_ctx *c, const struct filter_plan *plan)
+{
+    c->run_pk = NULL;
+    c->run_n = c->page_n = 0;
+    if (c->guarded || (!c->svc->throttle && !fault_active(c->svc->faults)))
+        return TERR_NONE;
+    /* A plan inside one partition names it; otherwise only the account
+     * bucket is checked up front. */
+    const char *pk = NULL;
+    size_t pk_len = 0;
+    for (size_t i = 0; i < plan->n; i++) {
+        const struct filter_range *r = &plan->ranges[i];
+        if (r->lo.unbounded || r->hi.unbounded || r->lo.pk_len != r->hi.pk_len ||
+            memcmp(r->lo.pk, r->hi.pk, r->lo.pk_len) != 0 ||
+            (i > 0 && (r->lo.pk_len != pk_len || memcmp(r->lo.pk, pk, pk_len) != 0))) {
+            pk = NULL;
+            break;
+        }
+        pk = r->lo.pk;
+        pk_len = r->lo.pk_len;
+    }
+    return guard(c, c->table, c->table_len, pk, pk_len, 0);
+}
+
+/* Charges the current run of one partition's entities. */
+static void charge_run(struct req_ctx *c)
+{
+    if (c->run_n > 0) {
+        struct throttle_key k = {account_index(c), c->table, c->table_len, c->run_pk,
+                                 c->run_pk_len};
+        throttle_charge(c->svc->throttle, &k, c->run_n, 0, mono_us());
+    }
+    c->run_n = 0;
+}
+
+void service_query_entity(struct req_ctx *c, const char *pk, size_t pk_len)
+{
+    if (!c->svc->throttle)
+        return;
+    c->page_n++;
+    if (c->run_n > 0 && c->run_pk_len == pk_len && memcmp(c->run_pk, pk, pk_len) == 0) {
+        c->run_n++;
+        return;
+    }
+    charge_run(c);
+    c->run_pk = arena_strndup(c->a, pk, pk_len);
+    c->run_pk_len = pk_len;
+    c->run_n = 1;
+}
+
+void service_query_done(struct req_ctx *c)
+{
+    if (!c->svc->throttle)
+        return;
+    charge_run(c);
+    struct throttle_key k = {account_index(c), c->table, c->table_len, NULL, 0};
+    throttle_charge(c->svc->throttle, &k, 0, c->page_n > 0 ? c->page_n : 1, mono_us());
+}
+
+/* Runs the operation chosen by pick_op. */
+static void dispatch(struct req_ctx *c)
+{
+    switch (c->op) {
+    case OP_QUERY_TABLES: op_query_tables(c); break;
+    case OP_GET_TABLE: op_get_table(c); break;
+    case OP_CREATE_TABLE: op_create_table(c); break;
+    case OP_DELETE_TABLE: op_delete_table(c); break;
+    case OP_QUERY_ENTITIES: op_query_entities(c); break;
+    case OP_GET_ENTITY: op_get_entity(c); break;
+    case OP_INSERT_ENTITY: case OP_UPDATE_ENTITY: case OP_INSERT_OR_REPLACE:
+    case OP_MERGE_ENTITY: case OP_INSERT_OR_MERGE: case OP_DELETE_ENTITY:
+        op_write(c);
+        break;
+    case OP_BATCH: op_batch(c); break;
+    case OP_GET_ACL: op_get_acl(c); break;
+    case OP_SET_ACL: op_set_acl(c); break;
+    case OP_GET_SERVICE_PROPERTIES: op_get_service_properties(c); break;
+    case OP_SET_SERVICE_PROPERTIES: op_set_service_properties(c); break;
+    case OP_GET_SERVICE_STATS: op_get_service_stats(c); break;
+    case OP_PREFLIGHT: op_preflight(c); break;
+    default:
+        reply_error(c, TERR_NotImplemented);
+        break;
+    }
+}
+
+/* The pipeline up to dispatch; returns the error to answer, if any. */
+static enum terr prepare(struct req_ctx *c)
+{
+    const struct request *req = c->req;
+    if (req->body_len > PROTOCOL_MAX_BODY && c->req->method != HTTP_M_OTHER)
+        return TERR_ContentLengthExceeded;
+    if (url_parse_query(c->a, req->query, req->query_len, &c->qp, &c->nqp) != 0)
+        return TERR_InvalidInput;
+    enum terr e = pick_version(c);
+    if (e)
+        return e;
+    const char *cid = request_header(req, "x-ms-client-request-id");
+    if (cid && strlen(cid) > 1024)
+        return TERR_InvalidHeaderValue;
+    const char *rest;
+    size_t rest_len;
+    if ((e = route_account(c, &rest, &rest_len))) {
+        /* No key can sign for an account that does not exist (SPEC 10.2);
+         * without authentication there is simply no such resource. */
+        if (c->unknown_account && c->svc->cfg->auth) {
+            c->auth.detail = "The account named in the request does not exist.";
+            c->auth_failed = 1;
+            return TERR_AuthenticationFailed;
+        }
+        return e;
+    }
+    if ((e = route_resource(c, rest, rest_len)))
+        return e;
+    if ((e = tunnel_method(c)))
+        return e;
+    if ((e = pick_op(c)))
+        return e;
+    if (c->op == OP_PREFLIGHT)
+        return TERR_NONE;
+    if ((e = authenticate(c))) {
+        c->auth_failed = 1;
+        return e;
+    }
+    if (c->secondary && op_writes(c->op))
+        return TERR_InsufficientAccountPermissions;
+    if (c->odata) {
+        const char *ct = request_header(req, "Content-Type");
+        if (ct && req->body_len && c->op != OP_BATCH &&
+            (strcasestr(ct, "atom") || strcasestr(ct, "/xml")))
+            return TERR_AtomFormatNotSupported;
+        if (c->op == OP_CREATE_TABLE || c->op == OP_INSERT_ENTITY)
+            odata_prefer(c);
+        int body = op_has_body(c->op) && !(c->prefer && strcmp(c->prefer, "return-no-content") == 0);
+        if ((e = odata_negotiate(c, body)))
+            return e;
+        if (unsupported_option(c))
+            return TERR_NotImplemented;
+    }
+    if ((c->svc->throttle || fault_active(c->svc->faults)) && c->op != OP_BATCH &&
+        c->op != OP_QUERY_ENTITIES)
+        return guard_request(c);
+    return TERR_NONE;
+}
+
+void service_handle(struct service *svc, struct request *req, struct response *resp)
+{
+    struct req_ctx c;
+    ctx_init(&c, svc, req, resp);
+    enum terr e = prepare(&c);
+    if (c.account)
+        svc->cur_account = account_index(&c);
+    if (e && c.auth_failed)
+        reply_auth_error(&c, e);
+    else if (e)
+        reply_error(&c, e);
+    else
+        dispatch(&c);
+    if (c.timeout_after)  /* injected timeout after the write ran */
+        reply_error(&c, TERR_OperationTimedOut);
+    reply_finish(&c);
+    if (c.throttled && svc->cfg->throttle_retry_after)
+        response_headerf(resp, "Retry-After", "%d", svc->cfg->throttle_retry_after);
+    op_cors_headers(&c);
+    if (svc->metrics)
+        metrics_request(svc->metrics, c.op, op_name(c.op), resp->reset ? 0 : resp->status,
+                        mono_us() - req->start_us);
+}
+
+void service_error(struct service *svc, struct request *req, struct response *resp, int terr)
+{
+    struct req_ctx c;
+    ctx_init(&c, svc, req, resp);
+    reply_error(&c, (enum terr)terr);
+    reply_finish(&c);
+    if (svc->metrics)
+        metrics_request(svc->metrics, OP_NONE, op_name(OP_NONE), resp->status,
+                        mono_us() - req->start_us);
+    if (terr_info((enum terr)terr)->status >= 400 && (terr == TERR_ContentLengthExceeded ||
+                                                      terr == TERR_RequestHeaderFieldsTooLarge))
+        resp->close = 1;
+}
+
+/* Counts the entities of every table of every configured account (the
+ * starting point of the tabled_entities gauges). 0 or -1 with a message. */
+static int count_entities(struct service *svc, char *err, size_t errlen)
+{
+    const struct backend_ops *ops = svc->ops;
+    const char ts[1] = {KEY_TAG_TABLE}, te[1] = {KEY_TAG_TABLE + 1};
+    struct backend_iter *it;
+    if (ops->iter_open(svc->st, ts, 1, te, 1, &it, err, errlen) != BACKEND_OK)
+        return -1;
+    /* Table rows first (ids and accounts), then one scan per table. */
+    struct buf ids;
+    buf_init(&ids);
+    const void *k, *v;
+    size_t kl, vl;
+    int rc;
+    while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+        const char *kp = k;
+        const char *nul = kl > 1 ? memchr(kp + 1, '\0', kl - 1) : NULL;
+        uint64_t id;
+        const char *name;
+        size_t nl, al;
+        const unsigned char *acl;
+        if (!nul || tables_decode(v, vl, &id, &name, &nl, &acl, &al) != 0)
+            continue;
+        char acct[64];
+        size_t an = (size_t)(nul - kp - 1);
+        if (an >= sizeof acct)
+            continue;
+        memcpy(acct, kp + 1, an);
+        acct[an] = '\0';
+        const struct account_cfg *a = config_find_account(svc->cfg, acct);
+        if (!a)
+            continue;
+        uint32_t ai = (uint32_t)(a - svc->cfg->accounts);
+        buf_append(&ids, &id, sizeof id);
+        buf_append(&ids, &ai, sizeof ai);
+    }
+    ops->iter_close(it);
+    struct buf start, end;
+    buf_init(&start);
+    buf_init(&end);
+    for (size_t off = 0; rc == 0 && off < ids.len; off += sizeof(uint64_t) + sizeof(uint32_t)) {
+        uint64_t id;
+        uint32_t ai;
+        memcpy(&id, ids.data + off, sizeof id);
+        memcpy(&ai, ids.data + off + sizeof id, sizeof ai);
+        buf_reset(&start);
+        buf_reset(&end);
+        keys_entity_table_prefix(&start, id);
+        keys_entity_table_prefix(&end, id);
+        keys_prefix_end(&end);
+        if (ops->iter_open(svc->st, start.data, start.len, end.data, end.len, &it, err,
+                           errlen) != BACKEND_OK) {
+            rc = -1;
+            break;
+        }
+        int64_t n = 0;
+        while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1)
+            n++;
+        ops->iter_close(it);
+        metrics_entities_add(svc->metrics, ai, n);
+    }
+    buf_free(&start);
+    buf_free(&end);
+    buf_free(&ids);
+    if (rc < 0) {
+        if (!*err)
+            snprintf(err, errlen, "reading the store failed (%d)", rc);
+        return -1;
+    }
+    return 0;
+}
+
+int service_attach(struct service *svc, struct throttle *t, struct fault_set *f,
+                   struct metrics *m, char *err, size_t errlen)
+{
+    svc->throttle = t;
+    svc->faults = f;
+    svc->metrics = m;
+    if (m) {
+        memset(m->entities, 0, sizeof m->entities);
+        err[0] = '\0';
+        if (count_entities(svc, err, errlen) != 0)
+            return -1;
+        m->entities_known = 1;
+    }
+    return 0;
+}

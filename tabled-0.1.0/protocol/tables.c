@@ -1,0 +1,315 @@
+/* tables.c - the table catalogue and its cache (see tables.h). */
+#include "protocol/tables.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/keys.h"
+
+struct tnode {
+    struct tnode *next;
+    uint64_t hash;
+    char *key;                 /* account '/' lower(name) */
+    struct table_info info;
+};
+
+struct table_cache {
+    struct tnode **buckets;
+    size_t nbuckets, count;
+    uint64_t next_id;
+    const struct tnode *last;  /* the last table found (NULL after a removal) */
+};
+
+/* Hash of account '/' lower(name), computed without building the key. */
+static uint64_t thash(const char *account, const char *name, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = account; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h = (h ^ '/') * 1099511628211ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)tolower((unsigned char)name[i])) * 1099511628211ULL;
+    return h;
+}
+
+/* True when node key equals account '/' lower(name). */
+static int tmatch(const struct tnode *t, const char *account, const char *name, size_t n)
+{
+    size_t al = strlen(account);
+    if (strncmp(t->key, account, al) != 0 || t->key[al] != '/')
+        return 0;
+    const char *k = t->key + al + 1;
+    for (size_t i = 0; i < n; i++)
+        if (k[i] != tolower((unsigned char)name[i]))
+            return 0;
+    return k[n] == '\0';
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n, sz);
+    if (!p)
+        abort();
+    return p;
+}
+
+static char *xmemdup(const void *p, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (!d)
+        abort();
+    if (n)
+        memcpy(d, p, n);
+    d[n] = '\0';
+    return d;
+}
+
+/* Doubles the bucket array once the load factor passes 1. */
+static void tgrow(struct table_cache *tc)
+{
+    size_t nb = tc->nbuckets * 2;
+    struct tnode **b = xcalloc(nb, sizeof *b);
+    for (size_t i = 0; i < tc->nbuckets; i++) {
+        struct tnode *t = tc->buckets[i];
+        while (t) {
+            struct tnode *n = t->next;
+            t->next = b[t->hash % nb];
+            b[t->hash % nb] = t;
+            t = n;
+        }
+    }
+    free(tc->buckets);
+    tc->buckets = b;
+    tc->nbuckets = nb;
+}
+
+/* Looks name up by hash; a request naming the table found last, with the
+ * same bytes (every operation of a $batch does), is answered without
+ * hashing: the same bytes match case-insensitively too. */
+const struct table_info *tables_find(struct table_cache *tc, const char *account,
+                                     const char *name, size_t name_len)
+{
+    const struct tnode *l = tc->last;
+    if (l && l->info.name_len == name_len && memcmp(l->info.name, name, name_len) == 0 &&
+        strcmp(l->info.account, account) == 0)
+        return &l->info;
+    uint64_t h = thash(account, name, name_len);
+    for (struct tnode *t = tc->buckets[h % tc->nbuckets]; t; t = t->next)
+        if (t->hash == h && tmatch(t, account, name, name_len)) {
+            tc->last = t;
+            return &t->info;
+        }
+    return NULL;
+}
+
+const struct table_info *tables_add(struct table_cache *tc, const char *account,
+                                    uint64_t id, const char *name, size_t name_len,
+                                    const unsigned char *acl, size_t acl_len)
+{
+    tables_remove(tc, account, name, name_len);
+    struct tnode *t = xcalloc(1, sizeof *t);
+    size_t al = strlen(account);
+    t->key = malloc(al + 1 + name_len + 1);
+    if (!t->key)
+        abort();
+    memcpy(t->key, account, al);
+    t->key[al] = '/';
+    for (size_t i = 0; i < name_len; i++)
+        t->key[al + 1 + i] = (char)tolower((unsigned char)name[i]);
+    t->key[al + 1 + name_len] = '\0';
+    t->hash = thash(account, name, name_len);
+    t->info.id = id;
+    t->info.account = xmemdup(account, al);
+    t->info.name = xmemdup(name, name_len);
+    t->info.name_len = name_len;
+    t->info.acl = acl_len ? (unsigned char *)xmemdup(acl, acl_len) : NULL;
+    t->info.acl_len = acl_len;
+    t->next = tc->buckets[t->hash % tc->nbuckets];
+    tc->buckets[t->hash % tc->nbuckets] = t;
+    if (++tc->count > tc->nbuckets)
+        tgrow(tc);
+    if (id >= tc->next_id)
+        tc->next_id = id + 1;
+    return &t->info;
+}
+
+static void tnode_free(struct tnode *t)
+{
+    free(t->key);
+    free(t->info.account);
+    free(t->info.name);
+    free(t->info.acl);
+    free(t);
+}
+
+void tables_remove(struct table_cache *tc, const char *account, const char *name,
+                   size_t name_len)
+{
+    uint64_t h = thash(account, name, name_len);
+    struct tnode **pp = &tc->buckets[h % tc->nbuckets];
+    for (; *pp; pp = &(*pp)->next) {
+        struct tnode *t = *pp;
+        if (t->hash == h && tmatch(t, account, name, name_len)) {
+            *pp = t->next;
+            if (tc->last == t)
+                tc->last = NULL;
+            tnode_free(t);
+            tc->count--;
+            return;
+        }
+    }
+}
+
+void tables_set_acl(struct table_cache *tc, const struct table_info *ti,
+                    const unsigned char *acl, size_t acl_len)
+{
+    (void)tc;
+    struct table_info *t = (struct table_info *)ti;
+    free(t->acl);
+    t->acl = acl_len ? (unsigned char *)xmemdup(acl, acl_len) : NULL;
+    t->acl_len = acl_len;
+}
+
+uint64_t tables_next_id(struct table_cache *tc)
+{
+    return tc->next_id++;
+}
+
+void tables_encode(const struct table_info *t, struct buf *out)
+{
+    buf_put_u8(out, 1);
+    buf_put_be64(out, t->id);
+    buf_put_varint(out, t->name_len);
+    buf_append(out, t->name, t->name_len);
+    buf_put_varint(out, t->acl_len);
+    if (t->acl_len)
+        buf_append(out, t->acl, t->acl_len);
+}
+
+/* Reads a LEB128 varint; 0 or -1 when truncated or too long. */
+static int get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*p >= end)
+            return -1;
+        unsigned char c = *(*p)++;
+        r |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *v = r;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int tables_decode(const void *val, size_t len, uint64_t *id, const char **name,
+                  size_t *name_len, const unsigned char **acl, size_t *acl_len)
+{
+    const unsigned char *p = val, *end = p + len;
+    if (len < 9 || p[0] != 1)
+        return -1;
+    uint64_t v = 0;
+    for (int i = 1; i <= 8; i++)
+        v = (v << 8) | p[i];
+    *id = v;
+    p += 9;
+    uint64_t n;
+    if (get_varint(&p, end, &n) || n > (uint64_t)(end - p))
+        return -1;
+    *name = (const char *)p;
+    *name_len = n;
+    p += n;
+    if (get_varint(&p, end, &n) || n > (uint64_t)(end - p))
+        return -1;
+    *acl = p;
+    *acl_len = n;
+    return 0;
+}
+
+struct table_cache *tables_load(const struct backend_ops *ops, struct backend_store *st,
+                                char *err, size_t errlen)
+{
+    struct table_cache *tc = xcalloc(1, sizeof *tc);
+    tc->nbuckets = 64;
+    tc->buckets = xcalloc(tc->nbuckets, sizeof *tc->buckets);
+    tc->next_id = 1;
+
+    /* Table rows: every key starting with 't'. */
+    const char start[1] = {KEY_TAG_TABLE}, end[1] = {KEY_TAG_TABLE + 1};
+    struct backend_iter *it;
+    if (ops->iter_open(st, start, 1, end, 1, &it, err, errlen) != BACKEND_OK) {
+        tables_free(tc);
+        return NULL;
+    }
+    const void *k, *v;
+    size_t kl, vl;
+    int rc;
+    while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+        const char *kp = k;
+        const char *nul = memchr(kp + 1, '\0', kl - 1);
+        uint64_t id;
+        const char *name;
+        size_t nl, al;
+        const unsigned char *acl;
+        if (!nul || tables_decode(v, vl, &id, &name, &nl, &acl, &al) != 0) {
+            snprintf(err, errlen, "corrupt table row in the store");
+            ops->iter_close(it);
+            tables_free(tc);
+            return NULL;
+        }
+        char *account = xmemdup(kp + 1, (size_t)(nul - kp - 1));
+        tables_add(tc, account, id, name, nl, acl, al);
+        free(account);
+    }
+    ops->iter_close(it);
+    if (rc < 0) {
+        snprintf(err, errlen, "reading table rows failed (%d)", rc);
+        tables_free(tc);
+        return NULL;
+    }
+    /* Entity keys of deleted tables may remain (see ops_tables.c); the id
+     * counter must also pass them, so look at the last entity key. */
+    const char es[1] = {KEY_TAG_ENTITY}, ee[1] = {KEY_TAG_ENTITY + 1};
+    if (ops->iter_open(st, es, 1, ee, 1, &it, err, errlen) == BACKEND_OK) {
+        /* Binary search over ids is not possible with a forward cursor, so
+         * probe downward from the largest id space by seeking: seek to each
+         * candidate id prefix; ids are dense in practice. */
+        uint64_t probe = tc->next_id;
+        for (;;) {
+            unsigned char pk[9] = {KEY_TAG_ENTITY};
+            for (int i = 0; i < 8; i++)
+                pk[1 + i] = (unsigned char)(probe >> (56 - 8 * i));
+            ops->iter_seek(it, pk, sizeof pk);
+            if (ops->iter_next(it, &k, &kl, &v, &vl) != 1 || kl < 9)
+                break;
+            const unsigned char *kb = k;
+            uint64_t id = 0;
+            for (int i = 1; i <= 8; i++)
+                id = (id << 8) | kb[i];
+            probe = id + 1;
+        }
+        if (probe > tc->next_id)
+            tc->next_id = probe;
+        ops->iter_close(it);
+    }
+    return tc;
+}
+
+void tables_free(struct table_cache *tc)
+{
+    if (!tc)
+        return;
+    for (size_t i = 0; i < tc->nbuckets; i++) {
+        struct tnode *t = tc->buckets[i];
+        while (t) {
+            struct tnode *n = t->next;
+            tnode_free(t);
+            t = n;
+        }
+    }
+    free(tc->buckets);
+    free(tc);
+}

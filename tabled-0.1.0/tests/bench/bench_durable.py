@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""bench_durable.py - the [durability] benchmarks (make bench-durable).
+
+  inserts  durable single-entity inserts (--durability batch) from --conns
+           keep-alive connections for --seconds, ~1 KiB entities (random
+           characters, then words), per durable backend
+           (tests/bench/bench_insert does the HTTP)
+  restart  loads --entities ~1 KiB entities ($batch of 100), then times
+           restarts from process start to the "ready" line (the store open,
+           its index rebuilt, tables loaded), after SIGTERM and after
+           kill -9, per durable backend
+  rss      loads --entities ~1 KiB entities into the memory backend and
+           reads VmRSS
+
+  bench_durable.py [--entities N] [--seconds S] [--conns C] [--value BYTES]
+                   [--backends leveldb,flatfile] [--dir DIR] [inserts|restart|rss]...
+
+TABLED and BENCH_INSERT name the binaries (default: ./tabled and
+./tests/bench/bench_insert of the build tree). Data goes under --dir
+(default: a temporary directory on the same disk as /tmp), removed after.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+TOP = os.environ.get("TOP_BUILDDIR") or os.getcwd()
+TABLED = os.environ.get("TABLED") or os.path.join(TOP, "tabled")
+BENCH = os.environ.get("BENCH_INSERT") or os.path.join(TOP, "tests", "bench", "bench_insert")
+
+
+class Server:
+    def __init__(self, backend, data, durability="batch", extra=()):
+        self.cmd = [TABLED, "--port", "0", "--auth", "off", "--access-log", "off",
+                    "--log-level", "warn", "--backend", backend, "--data", data,
+                    "--durability", durability] + list(extra)
+
+    def start(self):
+        t0 = time.monotonic()
+        self.p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for raw in iter(self.p.stdout.readline, b""):
+            m = re.search(rb"ready at http://[^:]+:(\d+)", raw)
+            if m:
+                self.secs = time.monotonic() - t0
+                self.port = int(m.group(1))
+                return self
+        raise RuntimeError("tabled did not start: %s" % " ".join(self.cmd))
+
+    def rss_mib(self):
+        with open("/proc/%d/status" % self.p.pid) as f:
+            for ln in f:
+                if ln.startswith("VmRSS:"):
+                    return int(ln.split()[1]) / 1024.0
+        return -1
+
+    def request(self, method, path, body=None):
+        req = urllib.request.Request("http://127.0.0.1:%d/devstoreaccount1%s" % (self.port, path),
+                                     data=body.encode() if body else None, method=method,
+                                     headers={"Content-Type": "application/json",
+                                              "Accept": "application/json;odata=nometadata",
+                                              "x-ms-version": "2019-02-02"})
+        try:
+            with urllib.request.urlopen(req, timeout=600) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def stop(self, sig=signal.SIGTERM):
+        self.p.send_signal(sig)
+        self.p.wait(600)
+        self.p.stdout.close()
+
+
+def bench_insert(port, *args):
+    out = subprocess.run([BENCH, "-p", str(port)] + [str(a) for a in args],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    text = out.stdout.decode().strip()
+    if out.returncode:
+        raise RuntimeError("bench_insert failed: %s" % text)
+    return text
+
+
+def do_inserts(a, base):
+    print("## durable inserts: --durability batch, %d connections, %d s, %d-byte Data of random "
+          "characters (incompressible) or of words and numbers (compresses like JSON)"
+          % (a.conns, a.seconds, a.value))
+    for be in a.backends.split(","):
+        for kind, flags in (("random", []), ("words", ["-w"])):
+            data = os.path.join(base, "ins-" + be)
+            s = Server(be, data).start()
+            s.request("POST", "/Tables", json.dumps({"TableName": "bench"}))
+            text = bench_insert(s.port, "-c", a.conns, "-d", a.seconds, "-s", a.value, *flags)
+            s.stop()
+            print("%-9s %-7s %s" % (be, kind, text))
+            shutil.rmtree(data, ignore_errors=True)
+            sys.stdout.flush()
+
+
+def load(s, n, value):
+    """n entities in $batch requests of 100 from 8 connections."""
+    s.request("POST", "/Tables", json.dumps({"TableName": "bench"}))
+    t0 = time.monotonic()
+    text = bench_insert(s.port, "-c", 8, "-n", (n + 99) // 100, "-b", 100, "-s", value)
+    return time.monotonic() - t0, text
+
+
+def do_restart(a, base):
+    print("## restart with %d entities of ~%d bytes (time from exec to the ready line)"
+          % (a.entities, a.value + 60))
+    for be in a.backends.split(","):
+        data = os.path.join(base, "rst-" + be)
+        s = Server(be, data).start()
+        secs, text = load(s, a.entities, a.value)
+        print("%-9s loaded in %.1f s (%s)" % (be, secs, text))
+        s.stop(signal.SIGKILL)           # the first restart recovers from a kill
+        size = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(data) for f in fs)
+        times = []
+        # how the previous process ended, and how this one is ended
+        plan = [("kill -9 after the load", signal.SIGTERM), ("SIGTERM", signal.SIGTERM),
+                ("SIGTERM", signal.SIGKILL), ("kill -9", signal.SIGTERM)]
+        for how, end in plan:
+            s = Server(be, data).start()
+            times.append((how, s.secs, s.rss_mib()))
+            st, body = s.request("GET", "/bench()?$top=1")
+            if st != 200 or b"PartitionKey" not in body:
+                raise RuntimeError("after restart the table does not answer: %d %r" % (st, body[:200]))
+            s.stop(end)
+        print("%-9s data %.0f MiB; restarts: %s" % (be, size / 1048576.0, ", ".join(
+            "%.2f s after %s (RSS %.0f MiB)" % (t, how, r) for how, t, r in times)))
+        shutil.rmtree(data, ignore_errors=True)
+        sys.stdout.flush()
+
+
+def do_rss(a, base):
+    print("## memory backend: RSS after loading %d entities of ~%d bytes" % (a.entities, a.value + 60))
+    s = Server("memory", os.path.join(base, "unused")).start()
+    before = s.rss_mib()
+    secs, text = load(s, a.entities, a.value)
+    after = s.rss_mib()
+    st, body = s.request("GET", "/bench()?$top=1")
+    s.stop()
+    print("memory    loaded in %.1f s (%s); VmRSS %.0f MiB before, %.0f MiB (%.2f GiB) after"
+          % (secs, text, before, after, after / 1024.0))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--entities", type=int, default=1000000)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--conns", type=int, default=64)
+    ap.add_argument("--value", type=int, default=960)
+    ap.add_argument("--backends", default="leveldb,flatfile")
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("what", nargs="*", default=["inserts", "restart", "rss"])
+    a = ap.parse_args()
+    base = tempfile.mkdtemp(prefix="tabled-bench-", dir=a.dir)
+    print("# tabled %s, bench_insert %s, %d CPUs, load average %s" % (
+        TABLED, BENCH, os.cpu_count(), open("/proc/loadavg").read().split()[0]))
+    try:
+        for w in a.what:
+            {"inserts": do_inserts, "restart": do_restart, "rss": do_rss}[w](a, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
