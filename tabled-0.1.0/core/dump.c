@@ -530,7 +530,7 @@ int dump_main(int argc, char **argv)
             i++;
         } else if (strcmp(a, "--from-azurite") == 0) {
             d.from_azurite = 1;
-        } else if (a[0] != '-' && !d.input && !is_export) {
+        } else if ((a[0] != '-' || strcmp(a, "-") == 0) && !d.input && !is_export) {
             d.input = a;
         } else if (nrest + 2 <= DUMP_MAX_FLAGS) {
             /* A store option; its value is the next argument unless given
