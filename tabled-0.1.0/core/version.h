@@ -1,7 +1,0 @@
-/* version.h - the version string printed by --version and the ready line. */
-#ifndef TABLED_VERSION_H
-#define TABLED_VERSION_H
-
-#define TABLED_VERSION "0.1.0"
-
-#endif
