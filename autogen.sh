@@ -4,12 +4,14 @@
 set -e
 cd "$(dirname "$0")"
 
-PKGS="libevent-dev libssl-dev libyajl-dev libexpat1-dev libleveldb-dev node-llhttp autoconf automake libtool pkg-config make gcc python3-azure"
+PKGS="libevent-dev libssl-dev libyajl-dev libexpat1-dev libleveldb-dev node-llhttp autoconf automake libtool pkg-config make gcc python3-azure man-db groff-base"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-# The JavaScript SDK tests need Node.js and npm; any installed ones will do.
+# man-db and groff-base: tests/integration/test_install.py renders the man
+# pages (man -l). The JavaScript SDK tests need Node.js and npm; any
+# installed ones will do. (make deb checks its own tools.)
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
 if [ -n "$missing" ]; then

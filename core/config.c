@@ -563,6 +563,21 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
             cfg->access_log = b;
         return 0;
     }
+    if (strcmp(name, "path-style-only") == 0) {
+        if (parse_bool(v, &cfg->path_style_only) < 0) {
+            set_err(err, errlen, "--path-style-only expects on|off, got '%s'", v);
+            return -1;
+        }
+        return 0;
+    }
+    if (strcmp(name, "oauth") == 0) {
+        if (strcasecmp(v, "basic") == 0 || strcasecmp(v, "off") == 0) {
+            cfg->oauth_basic = strcasecmp(v, "basic") == 0;
+            return 0;
+        }
+        set_err(err, errlen, "--oauth expects basic|off, got '%s'", v);
+        return -1;
+    }
     if (strcmp(name, "host-suffix") == 0)
         return copy_field(cfg->host_suffix, sizeof cfg->host_suffix, v, "--host-suffix", err,
                           errlen);
@@ -986,6 +1001,8 @@ static const char usage_text[] =
     "  --host-suffix S         host-style suffix after ACCOUNT.table. (default localhost)\n"
     "  --strict-versions[=on|off]  refuse x-ms-version values tabled does not know, as\n"
     "                          the cloud does (default off: newer ones act as the newest)\n"
+    "  --path-style-only on|off  account always from the URL path (default off)\n"
+    "  --oauth basic|off       accept bearer tokens by their claims, over HTTPS (default off)\n"
     "  --account NAME:KEY1[:KEY2]  add an account (base64 keys; repeatable)\n"
     "  --dev-account on|off|auto  serve devstoreaccount1 (default auto: only when\n"
     "                          no other account is configured)\n"

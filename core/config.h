@@ -54,6 +54,9 @@ struct config {
     int strict_versions;       /* 1: refuse x-ms-version values not in the built-in
                                 * list, as the cloud does; 0 (default): accept any
                                 * well-formed version from 2009-04-14 on */
+    int path_style_only;       /* account always from the path (Azurite's
+                                  --disableProductStyleUrl) */
+    int oauth_basic;           /* --oauth basic: Azurite-style bearer check */
 
     /* limits checked by core/ as bytes arrive */
     size_t max_header_bytes;   /* default 64 KiB (whole header block) */

@@ -15,11 +15,14 @@
 #include "core/advise.h"
 #include "core/advisor.h"
 #include "core/background.h"
+#include "core/azurite_cli.h"
 #include "core/config.h"
+#include "core/dump.h"
 #include "core/fault.h"
 #include "core/heap.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/notify.h"
 #include "core/server.h"
 #include "core/throttle.h"
 #include "core/version.h"
@@ -190,12 +193,65 @@ static void print_ready(const struct config *cfg, const struct backend_ops *ops,
     fflush(stdout);
 }
 
+/* Azurite's readiness lines (azurite-table): the two its table service
+ * prints when started alone (src/table/main.ts) and the one the combined
+ * azurite command prints (src/azurite.ts), since test frameworks wait for
+ * either. */
+static void print_azurite_ready(const struct config *cfg, const struct azurite_cli *az,
+                                const struct server *srv)
+{
+    char auth[300];
+    url_authority(auth, sizeof auth, cfg->host,
+                  az->https ? server_tls_port(srv) : server_port(srv));
+    printf("Azurite Table service is starting on %s\n", auth);
+    printf("Azurite Table service successfully started on %s\n", auth);
+    printf("Azurite Table service is successfully listening at %s://%s\n",
+           az->https ? "https" : "http", auth);
+    fflush(stdout);
+}
+
+/* True when tabled was started as azurite-table (the installed link). */
+static int started_as_azurite(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+    return strcmp(base ? base + 1 : argv0, "azurite-table") == 0;
+}
+
+/* The decrypted TLS files of azurite-table --pwd, removed at exit. */
+static char azurite_tls_dir[1100];
+static void remove_azurite_tls_dir(void)
+{
+    azurite_cli_cleanup(azurite_tls_dir);
+}
+
 int main(int argc, char **argv)
 {
     static struct config cfg;
+    static struct azurite_cli az;
     static char stdout_buf[64 * 1024];
     char err[1024] = "";
 
+    if (argc > 1 && (strcmp(argv[1], "export") == 0 || strcmp(argv[1], "import") == 0))
+        return dump_main(argc - 1, argv + 1);
+    int azurite = argc > 0 && started_as_azurite(argv[0]);
+    if (azurite) {
+        if (azurite_cli_parse(&az, argc, argv, getenv("AZURITE_ACCOUNTS"), err, sizeof err) < 0) {
+            fprintf(stderr, "azurite-table: %s\n", err);
+            return 2;
+        }
+        if (az.help || az.version) {
+            if (az.help)
+                fputs(azurite_cli_usage, stdout);
+            else
+                printf("tabled %s (azurite-table)\n", TABLED_VERSION);
+            return 0;
+        }
+        if (az.ignored[0])
+            fprintf(stderr, "azurite-table: ignoring %s (tabled serves the Table service only)\n",
+                    az.ignored);
+        argc = az.argc;
+        argv = az.argv;
+    }
     setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
     if (argc > 1 && strcmp(argv[1], "advise") == 0)
         return advise_main(argc, argv);
@@ -211,8 +267,21 @@ int main(int argc, char **argv)
     for (size_t i = 0; rc == 0 && i < cfg.nadvisor_options; i++)
         rc = advisor_limit_set(&alim, cfg.advisor_options[i], err, sizeof err);
     if (rc < 0) {
-        fprintf(stderr, "tabled: %s\n", err);
+        fprintf(stderr, "%s: %s\n", azurite ? "azurite-table" : "tabled", err);
         return 2;
+    }
+    if (azurite) {
+        azurite_cli_apply(&az, &cfg);
+        if (azurite_cli_tls_files(&az, &cfg, azurite_tls_dir, sizeof azurite_tls_dir, err,
+                                  sizeof err) < 0) {
+            fprintf(stderr, "azurite-table: %s\n", err);
+            return 2;
+        }
+        atexit(remove_azurite_tls_dir);
+        if (az.debug_log[0] && !freopen(az.debug_log, "a", stderr)) {
+            fprintf(stdout, "azurite-table: cannot open debug log %s\n", az.debug_log);
+            return 2;
+        }
     }
     log_set_level(cfg.log_level);
     signal(SIGPIPE, SIG_IGN);
@@ -298,8 +367,12 @@ int main(int argc, char **argv)
         log_warn("fault injection is on: %zu rule(s)", fault_count(faults));
     struct background *bg = background_new(server_base(srv), svc);
     print_ready(&cfg, ops, srv);
+    if (azurite)
+        print_azurite_ready(&cfg, &az, srv);
+    notify_ready("serving");
 
     server_run(srv);
+    notify_stopping();
 
     background_free(bg);
     server_free(srv);

@@ -96,7 +96,7 @@ enum terr route_account(struct req_ctx *c, const char **rest, size_t *rest_len)
     if (plen == 0 || path[0] != '/')
         return TERR_InvalidUri;
 
-    if (path_style_host(host, hl)) {
+    if (c->svc->cfg->path_style_only || path_style_host(host, hl)) {
         const char *seg = path + 1;
         const char *slash = memchr(seg, '/', plen - 1);
         size_t sl = slash ? (size_t)(slash - seg) : plen - 1;

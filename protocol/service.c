@@ -68,6 +68,7 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
     svc->auth.accounts = cfg->accounts;
     svc->auth.naccounts = cfg->naccounts;
     svc->auth.disabled = !cfg->auth;
+    svc->auth.bearer_basic = cfg->oauth_basic;
     svc->auth.version_known = cfg->strict_versions ? version_sas_strict : version_sas_lenient;
     svc->auth.policy_lookup = acl_policy_lookup;
     svc->auth.policy_arg = svc;

@@ -1,0 +1,602 @@
+/* dump.c - tabled export / tabled import (see dump.h).
+ *
+ * Both work on the store itself, opened like the server opens it (same
+ * --backend, --data, --backend-option, --config), so they work with every
+ * backend and keep Timestamps and ETags exactly. LevelDB locks its
+ * directory and the flat file is written by one process only: stop the
+ * server first (for a service: systemctl stop tabled). Export of a stopped
+ * store is a consistent snapshot by construction. Import is idempotent:
+ * tables are created when missing, entities are put (an existing entity of
+ * the same keys is replaced), in transactions of --batch entities. */
+#include "core/dump.h"
+#include "core/dump_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <yajl/yajl_tree.h>
+
+#include "backends/backend.h"
+#include "core/arena.h"
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/version.h"
+#include "protocol/edm.h"
+#include "protocol/entity.h"
+#include "protocol/entity_json.h"
+#include "protocol/keys.h"
+#include "protocol/tables.h"
+
+#define DUMP_MAX_FLAGS 64
+
+static const char dump_usage[] =
+    "Usage: tabled export [--account NAME] [--table NAME] [-o FILE] [STORE OPTIONS]\n"
+    "       tabled import [--batch N] [--from-azurite] [--account NAME] FILE [STORE OPTIONS]\n"
+    "STORE OPTIONS are tabled's own: --config FILE, --backend NAME, --data DIR,\n"
+    "--backend-option N=V, --durability MODE. Stop the server of that store first.\n"
+    "--from-azurite reads Azurite's __azurite_db_table__.json (--account then\n"
+    "names the account its data goes to; default: the account recorded in it).\n";
+
+/* Backend diagnostics go to stderr. */
+static void dump_backend_log(enum backend_log_level level, const char *msg)
+{
+    fprintf(stderr, "tabled: %s%s\n", level == BACKEND_LOG_ERROR ? "error: " : "", msg);
+}
+
+/* Opens the configured store and its table catalogue. */
+static int dump_open(struct dump *d, char *err, size_t errlen)
+{
+    d->ops = backend_lookup(d->cfg.backend, err, errlen);
+    if (!d->ops)
+        return -1;
+    static const char *params[CONFIG_MAX_BACKEND_OPTIONS + 1];
+    for (size_t i = 0; i < d->cfg.nbackend_options; i++)
+        params[i] = d->cfg.backend_options[i];
+    params[d->cfg.nbackend_options] = NULL;
+    struct backend_options bo = {
+        .data_dir = d->cfg.data_dir,
+        .durability = d->cfg.durability == DURABILITY_SYNC ? BACKEND_DURABLE_SYNC
+                      : d->cfg.durability == DURABILITY_NONE ? BACKEND_DURABLE_NONE
+                                                             : BACKEND_DURABLE_BATCH,
+        .params = params,
+        .log = dump_backend_log,
+    };
+    char msg[512];
+    if (d->ops->open(&bo, &d->st, msg, sizeof msg) != 0) {
+        snprintf(err, errlen, "cannot open the %s store in %.300s: %s (is the server running?)",
+                 d->ops->name, d->cfg.data_dir, msg);
+        return -1;
+    }
+    d->tc = tables_load(d->ops, d->st, err, errlen);
+    if (!d->tc) {
+        d->ops->close(d->st);
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes the whole buffer to f and empties it. */
+static int dump_flush_out(struct buf *b, FILE *f)
+{
+    if (b->len && fwrite(b->data, 1, b->len, f) != b->len)
+        return -1;
+    b->len = 0;
+    return 0;
+}
+
+/* Appends "key":"base64(p)" with a leading comma. */
+static void put_b64_member(struct buf *b, const char *key, const void *p, size_t n)
+{
+    buf_puts(b, ",\"");
+    buf_puts(b, key);
+    buf_puts(b, "\":\"");
+    edm_base64_encode(b, p, n);
+    buf_putc(b, '"');
+}
+
+/* Whether an account passes the --account filter. */
+static int want_account(const struct dump *d, const char *account)
+{
+    return !d->account || strcasecmp(d->account, account) == 0;
+}
+
+/* One table found in the store. */
+struct dump_table {
+    uint64_t id;
+    char account[64];
+    char name[64];
+};
+
+/* Exports service properties, tables and entities to f. */
+static int dump_export(struct dump *d, FILE *f, char *err, size_t errlen)
+{
+    struct buf out, kb;
+    buf_init(&out);
+    buf_init(&kb);
+    struct arena *a = arena_new(65536);
+    struct dump_table *tabs = NULL;
+    size_t ntabs = 0, cap = 0;
+    struct backend_iter *it = NULL;
+    const void *k, *v;
+    size_t kl, vl;
+    int rc = -1, r;
+
+    buf_puts(&out, "{\"tabled-export\":1,\"version\":\"" TABLED_VERSION "\"}\n");
+    /* Service properties: 'p' ACCOUNT. */
+    static const char p0[] = {KEY_TAG_PROPS}, p1[] = {KEY_TAG_PROPS + 1};
+    if (d->ops->iter_open(d->st, p0, 1, p1, 1, &it, err, errlen) != 0)
+        goto out;
+    while ((r = d->ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+        char acct[64];
+        if (kl < 2 || kl - 1 >= sizeof acct)
+            continue;
+        memcpy(acct, (const char *)k + 1, kl - 1);
+        acct[kl - 1] = '\0';
+        if (!want_account(d, acct) || d->table)
+            continue;
+        buf_puts(&out, "{\"account\":");
+        json_put_string(&out, acct, strlen(acct));
+        put_b64_member(&out, "service-properties", v, vl);
+        buf_puts(&out, "}\n");
+    }
+    d->ops->iter_close(it);
+    it = NULL;
+    if (r < 0) {
+        snprintf(err, errlen, "reading service properties failed");
+        goto out;
+    }
+    /* Tables: 't' ACCOUNT 0x00 lower(NAME). */
+    static const char t0[] = {KEY_TAG_TABLE}, t1[] = {KEY_TAG_TABLE + 1};
+    if (d->ops->iter_open(d->st, t0, 1, t1, 1, &it, err, errlen) != 0)
+        goto out;
+    while ((r = d->ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+        const char *acct = (const char *)k + 1;
+        const char *nul = memchr(acct, 0, kl - 1);
+        uint64_t id;
+        const char *name;
+        size_t name_len, acl_len;
+        const unsigned char *acl;
+        if (!nul || (size_t)(nul - acct) >= sizeof tabs->account ||
+            tables_decode(v, vl, &id, &name, &name_len, &acl, &acl_len) != 0 ||
+            name_len >= sizeof tabs->name) {
+            snprintf(err, errlen, "malformed table row in the store");
+            r = -1;
+            break;
+        }
+        char account[64];
+        memcpy(account, acct, (size_t)(nul - acct));
+        account[nul - acct] = '\0';
+        if (!want_account(d, account) ||
+            (d->table && (strlen(d->table) != name_len ||
+                          strncasecmp(d->table, name, name_len) != 0)))
+            continue;
+        if (ntabs == cap) {
+            cap = cap ? cap * 2 : 16;
+            tabs = realloc(tabs, cap * sizeof *tabs);
+            if (!tabs)
+                abort();
+        }
+        struct dump_table *t = &tabs[ntabs++];
+        t->id = id;
+        strcpy(t->account, account);
+        memcpy(t->name, name, name_len);
+        t->name[name_len] = '\0';
+        buf_puts(&out, "{\"account\":");
+        json_put_string(&out, account, strlen(account));
+        buf_puts(&out, ",\"table\":");
+        json_put_string(&out, t->name, name_len);
+        put_b64_member(&out, "acl", acl, acl_len);
+        buf_puts(&out, "}\n");
+    }
+    d->ops->iter_close(it);
+    it = NULL;
+    if (r < 0 || dump_flush_out(&out, f) < 0)
+        goto out;
+    if (d->table && ntabs == 0) {
+        snprintf(err, errlen, "no table %s%s%s", d->table, d->account ? " in account " : "",
+                 d->account ? d->account : "");
+        goto out;
+    }
+    /* Entities of each table, in key order. */
+    for (size_t i = 0; i < ntabs; i++) {
+        struct buf lo, hi;
+        buf_init(&lo);
+        buf_init(&hi);
+        keys_entity_table_prefix(&lo, tabs[i].id);
+        keys_entity_table_prefix(&hi, tabs[i].id);
+        keys_prefix_end(&hi);
+        int orc = d->ops->iter_open(d->st, lo.data, lo.len, hi.data, hi.len, &it, err, errlen);
+        buf_free(&lo);
+        buf_free(&hi);
+        if (orc != 0)
+            goto out;
+        struct entity_json_ctx ctx = {.level = ODATA_MINIMAL, .base = "",
+                                      .account = tabs[i].account, .table = tabs[i].name};
+        while ((r = d->ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+            struct entity e;
+            uint64_t id;
+            memset(&e, 0, sizeof e);
+            if (keys_entity_decode(a, k, kl, &id, &e.pk, &e.pk_len, &e.rk, &e.rk_len) != 0 ||
+                entity_decode(a, v, vl, &e) != 0) {
+                snprintf(err, errlen, "malformed entity in table %s", tabs[i].name);
+                r = -1;
+                break;
+            }
+            buf_puts(&out, "{\"account\":");
+            json_put_string(&out, tabs[i].account, strlen(tabs[i].account));
+            buf_puts(&out, ",\"table\":");
+            json_put_string(&out, tabs[i].name, strlen(tabs[i].name));
+            char num[64];
+            snprintf(num, sizeof num, ",\"ticks\":%lld,\"entity\":", (long long)e.timestamp);
+            buf_puts(&out, num);
+            entity_json_write(&out, &e, &ctx);
+            buf_puts(&out, "}\n");
+            arena_reset(a);
+            d->nentities++;
+            if (out.len >= 1 << 20 && dump_flush_out(&out, f) < 0) {
+                r = -1;
+                break;
+            }
+            if (d->progress && d->nentities % 100000 == 0)
+                fprintf(stderr, "\rexported %llu entities", d->nentities);
+        }
+        d->ops->iter_close(it);
+        it = NULL;
+        if (r < 0)
+            goto out;
+    }
+    if (dump_flush_out(&out, f) < 0 || fflush(f) != 0) {
+        snprintf(err, errlen, "write failed: %s", strerror(errno));
+        goto out;
+    }
+    d->ntables = ntabs;
+    rc = 0;
+out:
+    if (it)
+        d->ops->iter_close(it);
+    if (rc < 0 && !err[0])
+        snprintf(err, errlen, "export failed: %s", strerror(errno));
+    free(tabs);
+    arena_free(a);
+    buf_free(&out);
+    buf_free(&kb);
+    return rc;
+}
+
+/* Commits the pending writes in one apply(). */
+int dump_batch_commit(struct dump *d, struct dump_batch *bt, char *err, size_t errlen)
+{
+    if (!bt->n)
+        return 0;
+    if (d->ops->apply(d->st, bt->w, bt->n, err, errlen) != 0)
+        return -1;
+    bt->n = 0;
+    arena_reset(bt->a);
+    return 0;
+}
+
+/* Adds a put (copying key and value) and commits when the batch is full. */
+int dump_batch_put(struct dump *d, struct dump_batch *bt, const void *k, size_t kl,
+                     const void *v, size_t vl, char *err, size_t errlen)
+{
+    void *kc = arena_alloc(bt->a, kl ? kl : 1), *vc = arena_alloc(bt->a, vl ? vl : 1);
+    memcpy(kc, k, kl);
+    memcpy(vc, v, vl);
+    bt->w[bt->n++] = (struct backend_write){BACKEND_PUT, kc, kl, vc, vl};
+    if ((long)bt->n >= d->batch || bt->n == sizeof bt->w / sizeof bt->w[0])
+        return dump_batch_commit(d, bt, err, errlen);
+    return 0;
+}
+
+/* The table of that name, created (with its ACL when given) when missing;
+ * an existing table gets the ACL of the file. NULL on error. */
+/* Whether s is 3..max letters and digits (a table: starting with a
+ * letter), as the service requires of account and table names. */
+static int dump_name_ok(const char *s, size_t max, int letter_first)
+{
+    size_t n = strlen(s);
+    if (n < 3 || n > max || (letter_first && !isalpha((unsigned char)s[0])))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+const struct table_info *dump_ensure_table(struct dump *d, struct dump_batch *bt,
+                                           const char *account, const char *name,
+                                           const unsigned char *acl, size_t acl_len,
+                                           int set_acl, char *err, size_t errlen)
+{
+    size_t nl = strlen(name);
+    if (!dump_name_ok(account, 24, 0) || !dump_name_ok(name, 63, 1)) {
+        snprintf(err, errlen, "invalid account or table name '%.64s/%.64s'", account, name);
+        return NULL;
+    }
+    const struct table_info *t = tables_find(d->tc, account, name, nl);
+    if (t && !set_acl)
+        return t;
+    struct table_info nt = {.id = t ? t->id : tables_next_id(d->tc),
+                            .account = (char *)account, .name = (char *)(t ? t->name : name),
+                            .name_len = t ? t->name_len : nl,
+                            .acl = (unsigned char *)acl, .acl_len = acl_len};
+    struct buf k, v;
+    buf_init(&k);
+    buf_init(&v);
+    keys_table(&k, account, name, nl);
+    tables_encode(&nt, &v);
+    /* A table row is committed at once, so that the catalogue and the
+     * store agree whatever happens next. */
+    int rc = dump_batch_commit(d, bt, err, errlen);
+    struct backend_write w = {BACKEND_PUT, k.data, k.len, v.data, v.len};
+    if (rc == 0)
+        rc = d->ops->apply(d->st, &w, 1, err, errlen);
+    buf_free(&k);
+    buf_free(&v);
+    if (rc != 0)
+        return NULL;
+    if (t) {
+        tables_set_acl(d->tc, t, acl, acl_len);
+        return t;
+    }
+    d->ntables++;
+    return tables_add(d->tc, account, nt.id, name, nl, acl, acl_len);
+}
+
+/* Parses the fixed prefix of an entity line:
+ * {"account":"A","table":"T","ticks":N,"entity": ... } */
+static int parse_entity_line(char *line, size_t len, char **account, char **table,
+                             int64_t *ticks, char **entry, size_t *entry_len)
+{
+    static const char p1[] = "{\"account\":\"", p2[] = "\",\"table\":\"", p3[] = "\",\"ticks\":",
+                      p4[] = ",\"entity\":";
+    char *p = line, *end = line + len;
+    while (end > p && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+        end--;
+    if (strncmp(p, p1, sizeof p1 - 1) != 0)
+        return -1;
+    p += sizeof p1 - 1;
+    *account = p;
+    char *q = strchr(p, '"');
+    if (!q || strncmp(q, p2, sizeof p2 - 1) != 0)
+        return -1;
+    *q = '\0';
+    p = q + sizeof p2 - 1;
+    *table = p;
+    q = strchr(p, '"');
+    if (!q || strncmp(q, p3, sizeof p3 - 1) != 0)
+        return -1;
+    *q = '\0';
+    p = q + sizeof p3 - 1;
+    char *e;
+    errno = 0;
+    long long t = strtoll(p, &e, 10);
+    if (errno || e == p || strncmp(e, p4, sizeof p4 - 1) != 0 || end - e < 12 || end[-1] != '}')
+        return -1;
+    *ticks = t;
+    *entry = e + sizeof p4 - 1;
+    *entry_len = (size_t)(end - 1 - *entry);
+    return 0;
+}
+
+/* A string member of a yajl object, or NULL. */
+static const char *tree_str(yajl_val obj, const char *key)
+{
+    const char *path[] = {key, NULL};
+    yajl_val v = yajl_tree_get(obj, path, yajl_t_string);
+    return v ? YAJL_GET_STRING(v) : NULL;
+}
+
+/* Shows the running count on a terminal. */
+void dump_show_progress(struct dump *d, int done)
+{
+    if (d->progress && (done || d->nentities % 10000 == 0))
+        fprintf(stderr, "\rimported %llu entities%s", d->nentities, done ? "\n" : "");
+}
+
+/* Imports a tabled export file. */
+static int dump_import(struct dump *d, FILE *f, char *err, size_t errlen)
+{
+    struct dump_batch *bt = calloc(1, sizeof *bt);
+    struct arena *ea = arena_new(65536);
+    bt->a = arena_new(1 << 20);
+    struct buf k, v;
+    buf_init(&k);
+    buf_init(&v);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    unsigned long lineno = 0;
+    int rc = -1;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        char *account, *table, *entry;
+        size_t entry_len;
+        int64_t ticks;
+        if (strncmp(line, "{\"account\":\"", 12) == 0 && strstr(line, "\",\"ticks\":")) {
+            if (parse_entity_line(line, (size_t)len, &account, &table, &ticks, &entry,
+                                  &entry_len) != 0) {
+                snprintf(err, errlen, "line %lu: malformed entity line", lineno);
+                goto out;
+            }
+            const struct table_info *t =
+                dump_ensure_table(d, bt, account, table, NULL, 0, 0, err, errlen);
+            if (!t)
+                goto out;
+            struct entity e;
+            enum terr te = entity_json_parse(ea, entry, entry_len, ENTITY_PARSE_INSERT, &e);
+            if (te != TERR_NONE) {
+                snprintf(err, errlen, "line %lu: entity refused (%s)", lineno,
+                         terr_info(te)->code);
+                goto out;
+            }
+            e.timestamp = ticks;
+            k.len = 0;
+            v.len = 0;
+            keys_entity(&k, t->id, e.pk, e.pk_len, e.rk, e.rk_len);
+            entity_encode(&e, &v);
+            if (dump_batch_put(d, bt, k.data, k.len, v.data, v.len, err, errlen) < 0)
+                goto out;
+            arena_reset(ea);
+            d->nentities++;
+            dump_show_progress(d, 0);
+            continue;
+        }
+        char msg[256];
+        yajl_val obj = yajl_tree_parse(line, msg, sizeof msg);
+        if (!obj || !YAJL_IS_OBJECT(obj)) {
+            snprintf(err, errlen, "line %lu: not a JSON object", lineno);
+            yajl_tree_free(obj);
+            goto out;
+        }
+        const char *acct = tree_str(obj, "account"), *tab = tree_str(obj, "table"),
+                   *acl = tree_str(obj, "acl"), *props = tree_str(obj, "service-properties");
+        uint8_t *raw = NULL;
+        size_t raw_len = 0;
+        int ok = 1;
+        if (acct && tab) {
+            ok = (!acl || edm_base64_decode(ea, acl, strlen(acl), &raw, &raw_len) == 0) &&
+                 dump_ensure_table(d, bt, acct, tab, raw, raw_len, 1, err, errlen) != NULL;
+        } else if (acct && props) {
+            ok = edm_base64_decode(ea, props, strlen(props), &raw, &raw_len) == 0;
+            if (ok) {
+                k.len = 0;
+                keys_props(&k, acct);
+                ok = dump_batch_put(d, bt, k.data, k.len, raw, raw_len, err, errlen) == 0;
+            }
+        } else {
+            const char *hp[] = {"tabled-export", NULL};
+            ok = yajl_tree_get(obj, hp, yajl_t_number) != NULL;
+        }
+        yajl_tree_free(obj);
+        arena_reset(ea);
+        if (!ok) {
+            if (!err[0])
+                snprintf(err, errlen, "line %lu: not a line of a tabled export", lineno);
+            goto out;
+        }
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "read failed: %s", strerror(errno));
+        goto out;
+    }
+    if (dump_batch_commit(d, bt, err, errlen) < 0 || d->ops->sync(d->st, err, errlen) != 0)
+        goto out;
+    dump_show_progress(d, 1);
+    rc = 0;
+out:
+    free(line);
+    buf_free(&k);
+    buf_free(&v);
+    arena_free(bt->a);
+    free(bt);
+    arena_free(ea);
+    return rc;
+}
+
+int dump_main(int argc, char **argv)
+{
+    static struct dump d;
+    char *rest[DUMP_MAX_FLAGS + 2];
+    int nrest = 0;
+    char err[1024] = "";
+    int is_export = strcmp(argv[0], "export") == 0;
+
+    memset(&d, 0, sizeof d);
+    d.batch = 1000;
+    rest[nrest++] = "tabled";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(dump_usage, stdout);
+            return 0;
+        } else if ((strcmp(a, "--account") == 0 || strcmp(a, "--table") == 0 ||
+                    strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 ||
+                    strcmp(a, "--batch") == 0) && next) {
+            if (a[2] == 'a')
+                d.account = next;
+            else if (a[2] == 't')
+                d.table = next;
+            else if (a[2] == 'b')
+                d.batch = atol(next);
+            else
+                d.output = next;
+            i++;
+        } else if (strcmp(a, "--from-azurite") == 0) {
+            d.from_azurite = 1;
+        } else if ((a[0] != '-' || strcmp(a, "-") == 0) && !d.input && !is_export) {
+            d.input = a;
+        } else if (nrest + 2 <= DUMP_MAX_FLAGS) {
+            /* A store option; its value is the next argument unless given
+             * as --name=value (tabled's only switches are below). */
+            rest[nrest++] = argv[i];
+            if (a[0] == '-' && !strchr(a, '=') && strcmp(a, "--throttle") != 0 &&
+                strcmp(a, "--version") != 0 && next)
+                rest[nrest++] = argv[++i];
+        } else {
+            fprintf(stderr, "tabled %s: too many arguments\n", argv[0]);
+            return 2;
+        }
+    }
+    rest[nrest] = NULL;
+    if (is_export ? (d.from_azurite || d.input || strcmp(argv[0], "export") != 0)
+                  : (!d.input || d.table || d.output)) {
+        fprintf(stderr, "%s", dump_usage);
+        return 2;
+    }
+    if (d.batch < 1 || d.batch > 1000) {
+        fprintf(stderr, "tabled import: --batch expects 1..1000\n");
+        return 2;
+    }
+    config_defaults(&d.cfg);
+    int rc = config_parse_args(&d.cfg, nrest, rest, err, sizeof err);
+    if (rc != 0) {
+        if (rc < 0)
+            fprintf(stderr, "tabled %s: %s\n", argv[0], err);
+        fflush(stdout);
+        return rc < 0 ? 2 : 0;
+    }
+    d.progress = isatty(2);
+    if (dump_open(&d, err, sizeof err) < 0) {
+        fprintf(stderr, "tabled %s: %s\n", argv[0], err);
+        return 1;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    FILE *f = NULL;
+    if (is_export) {
+        f = d.output ? fopen(d.output, "w") : stdout;
+        rc = f ? dump_export(&d, f, err, sizeof err) : -1;
+        if (!f)
+            snprintf(err, sizeof err, "cannot write %s: %s", d.output, strerror(errno));
+        if (f && f != stdout && fclose(f) != 0 && rc == 0) {
+            snprintf(err, sizeof err, "cannot write %s: %s", d.output, strerror(errno));
+            rc = -1;
+        }
+    } else if (d.from_azurite) {
+        rc = dump_import_azurite(&d, d.input, err, sizeof err);
+    } else {
+        f = strcmp(d.input, "-") == 0 ? stdin : fopen(d.input, "r");
+        rc = f ? dump_import(&d, f, err, sizeof err) : -1;
+        if (!f)
+            snprintf(err, sizeof err, "cannot read %s: %s", d.input, strerror(errno));
+        if (f && f != stdin)
+            fclose(f);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    tables_free(d.tc);
+    d.ops->close(d.st);
+    if (rc < 0) {
+        fprintf(stderr, "tabled %s: %s\n", argv[0], err);
+        return 1;
+    }
+    fprintf(stderr, "tabled %s: %llu tables, %llu entities in %.2f s\n", argv[0], d.ntables,
+            d.nentities, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+    return 0;
+}

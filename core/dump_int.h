@@ -1,0 +1,50 @@
+/* dump_int.h - what core/dump.c shares with core/dump_azurite.c. */
+#ifndef TABLED_DUMP_INT_H
+#define TABLED_DUMP_INT_H
+#include <stddef.h>
+
+#include "backends/backend.h"
+#include "core/arena.h"
+#include "core/config.h"
+#include "protocol/tables.h"
+
+/* What one run works on. */
+struct dump {
+    struct config cfg;
+    const struct backend_ops *ops;
+    struct backend_store *st;
+    struct table_cache *tc;
+    const char *account, *table;     /* export filters (NULL = all) */
+    const char *output;              /* export file (NULL = stdout) */
+    const char *input;               /* import file ("-" = stdin) */
+    int from_azurite;
+    long batch;                      /* entities per import transaction */
+    int progress;                    /* stderr is a terminal */
+    unsigned long long nentities, ntables;
+};
+
+/* Writes collected for one import transaction (keys and values in the
+ * arena, reset after each commit). */
+struct dump_batch {
+    struct backend_write w[1024];
+    size_t n;
+    struct arena *a;
+};
+
+/* Commits the pending writes in one apply(). 0 or -1. */
+int dump_batch_commit(struct dump *d, struct dump_batch *bt, char *err, size_t errlen);
+/* Adds a put (key and value copied) and commits when the batch is full. */
+int dump_batch_put(struct dump *d, struct dump_batch *bt, const void *k, size_t kl,
+                   const void *v, size_t vl, char *err, size_t errlen);
+/* The table of that name, created when missing; with set_acl its ACL is
+ * (re)written. NULL on error. */
+const struct table_info *dump_ensure_table(struct dump *d, struct dump_batch *bt,
+                                           const char *account, const char *name,
+                                           const unsigned char *acl, size_t acl_len,
+                                           int set_acl, char *err, size_t errlen);
+/* The running count on a terminal (every 10000, and a final line). */
+void dump_show_progress(struct dump *d, int done);
+/* tabled import --from-azurite FILE. 0 or -1. */
+int dump_import_azurite(struct dump *d, const char *path, char *err, size_t errlen);
+
+#endif
