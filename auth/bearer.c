@@ -8,6 +8,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "auth/auth_int.h"
+#include "core/jsonwalk.h"
 #include "protocol/edm.h"
 
 /* Longest token payload we look at. */
@@ -125,6 +126,11 @@ static const char *check_token(const struct auth_ctx *ctx, const struct request 
     if (!json || strlen(json) != jlen)
         return "The token is not a JWT.";
     char err[128];
+    /* Nesting is bounded before yajl_tree recurses over it; claims are C
+     * strings, so one holding "\u0000" would be cut short: refused. */
+    if (jsonwalk_parse(NULL, NULL, json, jlen, JSONWALK_MAX_DEPTH, JSONWALK_NO_NUL, NULL, 0) !=
+        JSONWALK_OK)
+        return "The token is not a JWT.";
     yajl_val root = yajl_tree_parse(json, err, sizeof err);
     if (!root || !YAJL_IS_OBJECT(root)) {
         yajl_tree_free(root);

@@ -10,6 +10,7 @@
 #include "core/admin_access.h"
 #include "core/advisor_http.h"
 #include "core/fault.h"
+#include "core/jsonwalk.h"
 #include "core/log.h"
 #include "core/metrics.h"
 
@@ -75,7 +76,7 @@ static int hexval(char c)
 }
 
 /* Decodes %XX escapes of a path segment into out (cap bytes). -1 when it
- * does not fit or is malformed. */
+ * does not fit, is malformed or decodes to a NUL. */
 static int pct_decode(const char *s, size_t n, char *out, size_t cap)
 {
     size_t o = 0;
@@ -88,6 +89,8 @@ static int pct_decode(const char *s, size_t n, char *out, size_t cap)
             if (hi < 0 || lo < 0)
                 return -1;
             c = (char)(hi * 16 + lo);
+            if (c == '\0')
+                return -1;   /* names are C strings: %00 would cut one short */
             i += 2;
         }
         if (o + 1 >= cap)
@@ -129,7 +132,10 @@ static int rule_from_json(yajl_val v, struct fault_rule *r, char *err, size_t er
     return fault_rule_check(r, err, errlen);
 }
 
-/* Parses the request body as JSON; NULL with a message. */
+/* Parses the request body as JSON; NULL with a message. The body is first
+ * walked with a nesting limit and refused when it holds "\u0000" (rule
+ * fields are C strings), so the tree built after is shallow and every
+ * string in it is whole. */
 static yajl_val parse_body(const struct request *req, char *err, size_t errlen)
 {
     if (!req->body || !req->body_len) {
@@ -137,6 +143,11 @@ static yajl_val parse_body(const struct request *req, char *err, size_t errlen)
         return NULL;
     }
     char perr[256] = "";
+    if (jsonwalk_parse(NULL, NULL, req->body, req->body_len, JSONWALK_MAX_DEPTH,
+                       JSONWALK_NO_NUL, perr, sizeof perr) != JSONWALK_OK) {
+        snprintf(err, errlen, "invalid JSON: %s", perr);
+        return NULL;
+    }
     yajl_val v = yajl_tree_parse(req->body, perr, sizeof perr);
     if (!v) {
         /* yajl's message spans lines; keep the first */

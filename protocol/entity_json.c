@@ -34,6 +34,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
+#include "core/jsonwalk.h"
 #include "protocol/edm.h"
 #include "protocol/jsonflat.h"
 #include "protocol/url.h"
@@ -564,17 +565,15 @@ static enum terr parse_body(struct jparse *jp, struct arena *a, const char *body
     jp_init(jp, a);   /* declined: forget what the fast path collected */
     if (surrogates_ok(body, len) != 0)
         return TERR_InvalidInput;
-    yajl_handle h = yajl_alloc(&parse_callbacks, NULL, jp);
-    if (!h)
-        return TERR_InternalError;
     /* Every name and string value goes through utf8_check (stricter than
-     * yajl's own check), so yajl need not validate them a second time. */
-    yajl_config(h, yajl_dont_validate_strings, 1);
-    yajl_status st = yajl_parse(h, (const unsigned char *)body, len);
-    if (st == yajl_status_ok)
-        st = yajl_complete_parse(h);
-    yajl_free(h);
-    if (st != yajl_status_ok || !jp->top_object || jp->not_object)
+     * yajl's own check), so yajl need not validate them a second time. A
+     * body nested deeper than the limit is refused as malformed (rule 1)
+     * as soon as the parse reaches that depth. */
+    rc = jsonwalk_parse(&parse_callbacks, jp, body, len, JSONWALK_MAX_DEPTH,
+                        JSONWALK_RAW_STRINGS, NULL, 0);
+    if (rc == JSONWALK_NOMEM)
+        return TERR_InternalError;
+    if (rc != JSONWALK_OK || !jp->top_object || jp->not_object)
         return TERR_InvalidInput;
     return TERR_NONE;
 }

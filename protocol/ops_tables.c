@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <yajl/yajl_tree.h>
 
 #include "core/log.h"
 #include "protocol/atom.h"
@@ -13,6 +12,7 @@
 #include "protocol/keys.h"
 #include "protocol/purge.h"
 #include "protocol/query.h"
+#include "protocol/table_json.h"
 #include "protocol/token.h"
 
 #define TABLE_PAGE_MAX 1000
@@ -73,39 +73,11 @@ static void write_atom_table(struct req_ctx *c, struct buf *b, const char *name,
     atom_write_table(b, name, n, &ac, 1);
 }
 
-/* TableName of a Create Table body, or an error. */
-static enum terr body_table_name(struct req_ctx *c, const char **name, size_t *n)
-{
-    const struct request *req = c->req;
-    if (!req->body || req->body_len == 0)
-        return TERR_InvalidInput;
-    char errbuf[128];
-    yajl_val root = yajl_tree_parse(req->body, errbuf, sizeof errbuf);
-    if (!root)
-        return TERR_InvalidInput;
-    enum terr e = TERR_InvalidInput;
-    if (YAJL_IS_OBJECT(root)) {
-        for (size_t i = 0; i < root->u.object.len; i++) {
-            if (strcmp(root->u.object.keys[i], "TableName") != 0)
-                continue;
-            yajl_val v = root->u.object.values[i];
-            if (YAJL_IS_STRING(v) && v->u.string[0]) {
-                *n = strlen(v->u.string);
-                *name = arena_strndup(c->a, v->u.string, *n);
-                e = TERR_NONE;
-            }
-            break;
-        }
-    }
-    yajl_tree_free(root);
-    return e;
-}
-
 void op_create_table(struct req_ctx *c)
 {
     const char *name;
     size_t n;
-    enum terr e = body_table_name(c, &name, &n);
+    enum terr e = table_json_name(c->a, c->req->body, c->req->body_len, &name, &n);
     if (!e)
         e = check_table_name(name, n);
     if (!e && tables_find(c->svc->tables, c->account->name, name, n))

@@ -3,6 +3,7 @@
  * errors), and who is admitted (core/admin_access.c: Host names, bearer
  * token), with hand-built requests. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/admin.h"
@@ -286,6 +287,37 @@ int main(void)
     TEST_EQ_INT(call(HTTP_M_GET, "/faults/%zz", NULL), 404, "a malformed escape is 404");
 
     test_access(fs);
+    /* 1 MiB of nesting is refused before any tree is built (a recursive
+     * yajl_tree_free over it ran off the stack) */
+    call(HTTP_M_DELETE, "/faults", NULL);
+    for (int shape = 0; shape < 2; shape++) {
+        /* well-formed: every level closed again, so a tree would be whole */
+        const char *open = shape ? "{\"a\":" : "[", *close = shape ? "}" : "]";
+        size_t u = strlen(open), reps = (1u << 20) / (u + 1), len = 0;
+        char *deep = malloc((u + 1) * reps + 2);
+        for (size_t i = 0; i < reps; i++, len += u)
+            memcpy(deep + len, open, u);
+        if (shape)
+            deep[len++] = '1';
+        memset(deep + len, *close, reps);
+        deep[len + reps] = '\0';
+        TEST_EQ_INT(call(HTTP_M_PUT, "/faults/deep", deep), 400,
+                    shape ? "PUT /faults/NAME with 1 MiB of {\"a\":...} is 400"
+                          : "PUT /faults/NAME with 1 MiB of [...] is 400");
+        TEST_CHECK(strstr(body(), "nested deeper than") != NULL, "the error says why");
+        TEST_EQ_INT(call(HTTP_M_PUT, "/faults", deep), 400, "PUT /faults with it is 400");
+        free(deep);
+    }
+    /* NULs: a name is a C string, so "\u0000" or %00 would cut it short */
+    TEST_EQ_INT(call(HTTP_M_PUT, "/faults/foo", "{\"name\":\"foo\\u0000bar\",\"busy\":0.5}"), 400,
+                "a NUL escape in the body's name is 400");
+    TEST_EQ_INT(call(HTTP_M_PUT, "/faults/foo", "{\"ops\\u0000x\":\"batches\"}"), 400,
+                "a NUL escape in a member name is 400");
+    TEST_EQ_INT(call(HTTP_M_PUT, "/faults", "[{\"name\":\"foo\\u0000bar\"}]"), 400,
+                "a NUL escape in PUT /faults is 400");
+    TEST_EQ_INT(call(HTTP_M_PUT, "/faults/foo%00bar", "{\"busy\":0.5}"), 404,
+                "%00 in the path names no rule");
+    TEST_EQ_INT(fault_count(fs), 0, "none of them made a rule");
 
     admin_free(adm);
     adm = admin_new(m, NULL);

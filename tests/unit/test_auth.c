@@ -1051,6 +1051,29 @@ static void test_bearer(void)
             clean = 0;
     }
     TEST_CHECK(clean, "malformed JWTs get the challenge");
+
+    /* claims are C strings: a "\u0000" would cut one to a valid prefix */
+    TEST_EQ_INT(bearer("https://storage.azure.com\\u0000.evil.example", iss, now - 60, now + 3600, 1, 1),
+                TERR_InvalidAuthenticationInfo, "an audience holding \\u0000 is refused");
+    TEST_EQ_INT(bearer("https://storage.azure.com", "https://sts.windows.net/\\u0000evil", now - 60,
+                       now + 3600, 1, 1),
+                TERR_InvalidAuthenticationInfo, "an issuer holding \\u0000 is refused");
+    /* nesting past the limit is refused before yajl_tree recurses over it */
+    char deep[8300];
+    int o = snprintf(deep, sizeof deep, "{\"aud\":\"https://storage.azure.com\",\"iss\":\"%s\","
+                     "\"nbf\":%lld,\"exp\":%lld,\"x\":", iss, now - 60, now + 3600);
+    memset(deep + o, '[', 4000);
+    memset(deep + o + 4000, ']', 4000);
+    strcpy(deep + o + 8000, "}");
+    struct treq t;
+    treq_init(&t, "GET", "/devstoreaccount1/Tables");
+    t.req.tls = 1;
+    treq_header(&t, "x-ms-date", DATE);
+    treq_header(&t, "Authorization",
+                arena_sprintf(arena, "Bearer %s.%s.c2lnbmF0dXJl", b64url("{\"alg\":\"RS256\"}"),
+                              b64url(deep)));
+    TEST_EQ_INT(check(&t, AUTH_OP_QUERY_TABLES, NULL), TERR_InvalidAuthenticationInfo,
+                "claims nested 4000 deep are refused");
     ctx.bearer_basic = 0;
 }
 

@@ -490,6 +490,49 @@ static enum terr parse_buf(struct buf *b, struct entity *e)
     return entity_json_parse(A, b->data, b->len, ENTITY_PARSE_INSERT, e);
 }
 
+/* Nesting: 1 MiB of brackets (also inside an ignored odata.* member, whose
+ * nested values are otherwise allowed) is malformed input, refused by the
+ * depth limit of core/jsonwalk.c; shallow nesting there still passes. */
+static void test_deep(void)
+{
+    struct entity e;
+    static const char *shapes[][3] = {
+        {"[", "", "]"},
+        {"{\"a\":", "1", "}"},
+    };
+    for (int k = 0; k < 2; k++) {
+        for (int inside = 0; inside < 2; inside++) {
+            const char *pre = inside ? "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"odata.x\":" : "";
+            const char *post = inside ? "}" : "";
+            size_t u = strlen(shapes[k][0]), c = strlen(shapes[k][2]);
+            size_t reps = (1u << 20) / (u + c), o = 0;
+            char *b = malloc(strlen(pre) + (u + c) * reps + 8);
+            o += (size_t)sprintf(b, "%s", pre);
+            for (size_t i = 0; i < reps; i++, o += u)
+                memcpy(b + o, shapes[k][0], u);
+            o += (size_t)sprintf(b + o, "%s", shapes[k][1]);
+            for (size_t i = 0; i < reps; i++, o += c)
+                memcpy(b + o, shapes[k][2], c);
+            sprintf(b + o, "%s", post);
+            char what[96];
+            snprintf(what, sizeof what, "1 MiB of %s...%s%s is InvalidInput", shapes[k][0],
+                     shapes[k][2], inside ? " in an odata.* member" : "");
+            TEST_EQ_INT(parse(b, &e), TERR_InvalidInput, what);
+            free(b);
+        }
+    }
+    TEST_EQ_INT(parse("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"odata.x\":[[[{\"a\":[]}]]]}", &e),
+                TERR_NONE, "shallow nesting in an odata.* member is ignored");
+    char b[256];
+    int o = sprintf(b, "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"odata.x\":");
+    for (int i = 0; i < 64; i++)
+        b[o++] = '[';
+    for (int i = 0; i < 64; i++)
+        b[o++] = ']';
+    sprintf(b + o, "}");
+    TEST_EQ_INT(parse(b, &e), TERR_InvalidInput, "65 levels in all are over the limit");
+}
+
 static void test_limits(void)
 {
     struct buf b;
@@ -918,6 +961,7 @@ int main(void)
     test_parse_values();
     test_parse_errors();
     test_limits();
+    test_deep();
     test_check_key();
     test_write();
     test_round_trip();
