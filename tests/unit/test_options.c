@@ -71,6 +71,11 @@ static void test_rows(void)
             snprintf(what, sizeof what, "row %s: custom row has a setter", o->name);
             TEST_CHECK(o->set != NULL, what);
         }
+        if (o->type == OPT_BOOL || o->type == OPT_ENUM || o->type == OPT_INT) {
+            snprintf(what, sizeof what, "row %s: an int (or long long) field", o->name);
+            TEST_CHECK(o->size == sizeof(int) ||
+                           (o->type == OPT_INT && o->size == sizeof(long long)), what);
+        }
         if (o->type == OPT_LIST || o->type == OPT_STRING) {
             snprintf(what, sizeof what, "row %s: stored in struct config", o->name);
             TEST_CHECK(o->size > 0 && o->offset + o->size <= sizeof(struct config), what);
