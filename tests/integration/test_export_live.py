@@ -21,7 +21,8 @@ while the export runs through the SDK. Checks:
              that agree, and a point GET during that export is answered
              within 1 s (a liveness bound); with --admin-token the export
              needs the token (401 without, even on loopback; the token from
-             $TABLED_ADMIN_TOKEN works). Prints TAP."""
+             $TABLED_ADMIN_TOKEN works); an unknown table is 404, another
+             method 405, a malformed parameter 400. Prints TAP."""
 import http.client
 import json
 import os
@@ -212,6 +213,19 @@ def run_backend(tap, tmp, backend, other):
             check_pairs(tap, "leveldb slow reader", pairs_of(lines)[0])
             tap.ok(len(lines) > NBULK, "leveldb: the slow reader got every line",
                    "%d lines" % len(lines))
+            for method, path, want in (("GET", "/export?table=nosuch", 404),
+                                       ("POST", "/export", 405),
+                                       ("GET", "/export?table=%zz", 400)):
+                c = http.client.HTTPConnection("127.0.0.1", admin_port(srv), timeout=10)
+                c.request(method, path, headers={"Authorization": "Bearer " + TOKEN})
+                r = c.getresponse()
+                body = r.read()
+                c.close()
+                tap.eq(r.status, want, "leveldb: %s %s is %d" % (method, path, want))
+            p = tabled("export", "--admin", url, "--table", "pairs", "-o",
+                       os.path.join(tmp, "one.jsonl"), env=env)
+            tap.ok(b"1 tables" in p.stderr, "leveldb: --table exports one table",
+                   p.stderr.decode())
             p = tabled("export", "--admin", url, check=False,
                        env={k: v for k, v in os.environ.items() if k != "TABLED_ADMIN_TOKEN"})
             tap.ok(p.returncode == 1 and b"401" in p.stderr,
