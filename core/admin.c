@@ -19,6 +19,8 @@ struct admin {
     struct fault_set *faults;
     struct admin_access access;   /* Host and token checks (admin_access.h) */
     struct advisor *advisor;   /* optional: /advisor, /dashboard */
+    admin_export_fn export_start;  /* optional: /export */
+    void *export_arg;
 };
 
 struct admin *admin_new(struct metrics *m, struct fault_set *faults)
@@ -40,6 +42,12 @@ void admin_set_access(struct admin *adm, const struct config *cfg)
 void admin_set_advisor(struct admin *adm, struct advisor *adv)
 {
     adm->advisor = adv;
+}
+
+void admin_set_export(struct admin *adm, admin_export_fn start, void *arg)
+{
+    adm->export_start = start;
+    adm->export_arg = arg;
 }
 
 void admin_free(struct admin *adm)
@@ -317,6 +325,54 @@ static void faults(struct admin *adm, const char *rest, size_t rest_len,
     }
 }
 
+/* The value of query parameter name (percent-decoded into out), 1 when
+ * present, 0 when absent, -1 when malformed or too long. */
+static int query_param(const struct request *req, const char *name, char *out, size_t cap)
+{
+    const char *q = req->query, *end = q + req->query_len;
+    size_t nl = strlen(name);
+    while (q < end) {
+        const char *amp = memchr(q, '&', (size_t)(end - q));
+        const char *stop = amp ? amp : end;
+        if ((size_t)(stop - q) > nl && !memcmp(q, name, nl) && q[nl] == '=')
+            return pct_decode(q + nl + 1, (size_t)(stop - q - nl - 1), out, cap) < 0 ? -1 : 1;
+        q = stop + 1;
+    }
+    return 0;
+}
+
+/* GET /export[?account=A&table=T]: the export file as a chunked stream. */
+static void export(struct admin *adm, const struct request *req, struct response *resp)
+{
+    if (req->method != HTTP_M_GET) {
+        reply_method(resp, "GET");
+        return;
+    }
+    if (!adm->export_start) {
+        reply_json_error(resp, 404, "export is not available");
+        return;
+    }
+    char account[64], table[64], err[512] = "";
+    int ha = query_param(req, "account", account, sizeof account);
+    int ht = query_param(req, "table", table, sizeof table);
+    if (ha < 0 || ht < 0) {
+        reply_json_error(resp, 400, "malformed account or table parameter");
+        return;
+    }
+    /* The filters must outlive this request: the stream copies them. */
+    int rc = adm->export_start(adm->export_arg, ha ? account : NULL, ht ? table : NULL,
+                               &resp->stream, err, sizeof err);
+    if (rc != 0) {
+        log_warn("admin: export refused: %s", err);
+        reply_json_error(resp, rc == 404 ? 404 : 500, err);
+        return;
+    }
+    log_info("admin: export started%s%s%s%s", ha ? " of account " : "", ha ? account : "",
+             ht ? " table " : "", ht ? table : "");
+    resp->status = 200;
+    response_header(resp, "Content-Type", "application/x-ndjson");
+}
+
 /* Refuses a request admin_access_check() does not admit: 403 for its Host,
  * 401 with a Bearer challenge (RFC 6750) for its token. 1 when refused. */
 static int refuse_unadmitted(struct admin *adm, const struct request *req,
@@ -389,7 +445,11 @@ void admin_handle(struct admin *adm, const struct request *req, struct response 
         faults(adm, p + skip, n - skip, req, resp);
         return;
     }
+    if (n == 7 && !memcmp(p, "/export", 7)) {
+        export(adm, req, resp);
+        return;
+    }
     if (adm->advisor && advisor_http_handle(adm->advisor, req, resp))
         return;
-    reply_json_error(resp, 404, "not found (try /metrics, /healthz or /faults)");
+    reply_json_error(resp, 404, "not found (try /metrics, /healthz, /faults or /export)");
 }

@@ -20,6 +20,9 @@
  *   DELETE /faults/NAME       remove it (204, or 404)
  *   GET  /advisor, /dashboard the partition advisor (core/advisor_http.h),
  *                             once admin_set_advisor() gave one
+ *   GET  /export[?account=A&table=T]  the export file (tools/dump.h) of a
+ *                             consistent snapshot, chunked, once
+ *                             admin_set_export() gave a producer
  * A rule object uses the keys of core/fault.h ("busy", "timeout",
  * "timeout_delay_ms", "latency_ms", "table", ...); numbers, strings and
  * booleans are accepted, and the counters GET shows ("matched",
@@ -46,6 +49,13 @@ void admin_set_access(struct admin *adm, const struct config *cfg);
 /* Serves the partition advisor's endpoints (not owned). */
 struct advisor;
 void admin_set_advisor(struct admin *adm, struct advisor *adv);
+
+/* Serves GET /export: start fills s (its filters are copied by start) and
+ * returns 0, or 404 (no such table) or 500 with a message in err. */
+struct response_stream;
+typedef int (*admin_export_fn)(void *arg, const char *account, const char *table,
+                               struct response_stream *s, char *err, size_t errlen);
+void admin_set_export(struct admin *adm, admin_export_fn start, void *arg);
 
 /* Answers one request of the admin listener (fills resp). */
 void admin_handle(struct admin *adm, const struct request *req, struct response *resp);

@@ -138,7 +138,10 @@ enum admin_verdict admin_access_check(const struct admin_access *a, const struct
     const char *host = request_header(req, "Host");
     if (!host || request_header_count(req, "Host") != 1 || !admin_access_host_ok(a, host))
         return ADMIN_BAD_HOST;
-    int read_only = req->method == HTTP_M_GET || req->method == HTTP_M_HEAD;
+    /* GET /export hands out every entity: with a token it needs it, as a
+     * change does, on any listener. */
+    int read_only = (req->method == HTTP_M_GET || req->method == HTTP_M_HEAD) &&
+                    !(req->path_len == 7 && !memcmp(req->path, "/export", 7));
     int need = a->has_token && (!read_only || !a->listener_loopback);
     if (!a->listener_loopback && !a->has_token)
         need = 1;  /* config.c forbids this; refuse everything if it happens */

@@ -12,7 +12,8 @@
  *     Host, is refused with 403.
  *
  *  2. Bearer token (--admin-token / --admin-token-file). When one is set,
- *     every request that is not GET or HEAD must carry
+ *     every request that is not GET or HEAD, and GET /export (it hands
+ *     out every entity), must carry
  *     "Authorization: Bearer TOKEN", and so must every request when the
  *     listener is not bound to a loopback address (config.c refuses such a
  *     listener without a token). A missing or wrong token is 401 with

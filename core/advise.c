@@ -20,7 +20,7 @@
 #define WRAP 76
 
 /* Splits "http://HOST[:PORT][/PREFIX]" into its parts. -1 when malformed. */
-static int parse_url(const char *url, char *host, size_t hcap, char *port, size_t pcap,
+int advise_parse_url(const char *url, char *host, size_t hcap, char *port, size_t pcap,
                      char *prefix, size_t xcap)
 {
     if (strncmp(url, "http://", 7) != 0)
@@ -313,7 +313,7 @@ int advise_main(int argc, char **argv)
             i++;
     }
     char host[256], port[16], prefix[512], err[512];
-    if (parse_url(url, host, sizeof host, port, sizeof port, prefix, sizeof prefix) < 0) {
+    if (advise_parse_url(url, host, sizeof host, port, sizeof port, prefix, sizeof prefix) < 0) {
         fprintf(stderr, "tabled advise: --admin expects http://HOST:PORT, got '%s'\n", url);
         return 2;
     }

@@ -8,7 +8,12 @@
  * least one, 2 usage error or the admin listener could not be read. */
 #ifndef TABLED_ADVISE_H
 #define TABLED_ADVISE_H
+#include <stddef.h>
 
 int advise_main(int argc, char **argv);
+/* Splits an admin URL "http://HOST[:PORT][/PREFIX]" into its parts (also
+ * used by `tabled export --admin`). -1 when malformed or too long. */
+int advise_parse_url(const char *url, char *host, size_t hcap, char *port, size_t pcap,
+                     char *prefix, size_t xcap);
 
 #endif

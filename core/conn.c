@@ -79,6 +79,11 @@
 #define CONN_RESERVE_MAX (1024 * 1024)
 /* Per-connection buffers larger than this are freed after a request. */
 #define CONN_KEEP_BYTES (64 * 1024)
+/* A streamed body (struct response_stream) is made in pieces of about
+ * this size, one per loop turn, while less than CONN_STREAM_HIGH bytes of
+ * the connection's output are unsent. */
+#define CONN_STREAM_PIECE (256 * 1024)
+#define CONN_STREAM_HIGH (1024 * 1024)
 
 /* Where one header's name and value sit in c->head. */
 struct hspan {
@@ -132,12 +137,16 @@ struct conn {
     struct evbuffer *pending;   /* replies held for the group commit or a delay */
     struct event *timer;        /* header, idle and linger deadlines */
     struct event *delay_ev;     /* ends an injected delay (created on first use) */
+    struct response_stream stream;  /* a body still being made, or fill NULL */
+    struct event *stream_ev;    /* makes its next piece (created on first use) */
+    struct buf stream_buf;      /* that piece */
 };
 
 static void request_release(struct conn *c, int close);
 static void conn_reading(struct conn *c, int on);
 static void conn_pump(struct conn *c);
 static void conn_settle(struct conn *c);
+static void conn_stream_wake(struct conn *c);
 
 /* Monotonic clock in microseconds. */
 static uint64_t now_us(void)
@@ -669,9 +678,21 @@ static void conn_respond(struct conn *c, int close)
         buf_append(h, hd->value, hd->value_len);
         buf_append(h, "\r\n", 2);
     }
-    buf_append(h, "Content-Length: ", 16);
-    put_uint(h, blen);
-    buf_append(h, "\r\n", 2);
+    if (resp->stream.fill && !resp->no_body) {
+        /* A streamed body: chunked, and the connection closes after it. */
+        buf_puts(h, "Transfer-Encoding: chunked\r\n");
+        close = 1;
+        blen = 0;
+        c->stream = resp->stream;
+        memset(&resp->stream, 0, sizeof resp->stream);
+    } else {
+        if (resp->stream.free)
+            resp->stream.free(resp->stream.arg);
+        memset(&resp->stream, 0, sizeof resp->stream);
+        buf_append(h, "Content-Length: ", 16);
+        put_uint(h, blen);
+        buf_append(h, "\r\n", 2);
+    }
     if (close)
         buf_puts(h, "Connection: close\r\n");
     else if (req->http_major == 1 && req->http_minor == 0)
@@ -706,6 +727,81 @@ static void conn_respond(struct conn *c, int close)
         server_note_access(srv);
     }
     request_release(c, close);
+    if (c->stream.fill)
+        conn_stream_wake(c);
+}
+
+/* Ends a streamed body: frees its producer (the last chunk, when ok, is
+ * queued by the caller). */
+static void conn_stream_end(struct conn *c)
+{
+    if (c->stream.free)
+        c->stream.free(c->stream.arg);
+    memset(&c->stream, 0, sizeof c->stream);
+    buf_free(&c->stream_buf);
+}
+
+/* Whether the stream may make its next piece now: its head has been sent
+ * (no group commit or delay holds it) and little output is unsent, in c
+ * and in the process (the output limits of conn_output_blocked). */
+static int conn_stream_room(struct conn *c)
+{
+    size_t mine = evbuffer_get_length(conn_output(c));
+    size_t high = c->srv->cfg->max_conn_output_bytes < CONN_STREAM_HIGH
+                      ? c->srv->cfg->max_conn_output_bytes : CONN_STREAM_HIGH;
+    return !c->held && !c->delaying && !c->broken && mine < high &&
+           !(mine > 0 && c->srv->out_total > c->srv->cfg->max_total_output_bytes);
+}
+
+/* Makes one piece of the streamed body as one chunk; asks for another
+ * turn while there is room, else the write side's conn_pump does. */
+static void conn_stream_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    (void)what;
+    if (!c->stream.fill || !conn_stream_room(c)) {
+        conn_settle(c);
+        return;
+    }
+    struct buf *b = &c->stream_buf;
+    buf_reset(b);
+    int r = c->stream.fill(c->stream.arg, b, CONN_STREAM_PIECE);
+    struct evbuffer *out = conn_output(c);
+    if (r >= 0 && b->len) {
+        char len[24];
+        int n = snprintf(len, sizeof len, "%zx\r\n", b->len);
+        evbuffer_add(out, len, (size_t)n);
+        evbuffer_add(out, b->data, b->len);
+        evbuffer_add(out, "\r\n", 2);
+    }
+    if (r <= 0) {
+        if (r == 0)
+            evbuffer_add(out, "0\r\n\r\n", 5);
+        else
+            c->eof = 1;  /* no linger: the cut body must be seen as cut */
+        conn_stream_end(c);
+    }
+    conn_touch(c);
+    conn_pump(c);
+    conn_settle(c);
+}
+
+/* Schedules conn_stream_cb for the next loop turn when there is room. */
+static void conn_stream_wake(struct conn *c)
+{
+    if (!c->stream.fill || !conn_stream_room(c))
+        return;
+    if (!c->stream_ev) {
+        c->stream_ev = event_new(c->srv->base, -1, 0, conn_stream_cb, c);
+        if (!c->stream_ev)
+            abort();
+    }
+    /* A zero timer, not event_active(): it runs after the next poll, so
+     * other connections' I/O is served between two pieces. */
+    static const struct timeval now = {0, 0};
+    if (!evtimer_pending(c->stream_ev, NULL))
+        evtimer_add(c->stream_ev, &now);
 }
 
 /* Drops the answer of an injected reset: nothing is sent, the connection
@@ -987,6 +1083,7 @@ static void conn_pump(struct conn *c)
     }
     if (c->in_msg && c->headers_done)
         conn_arm_body(c);  /* body still coming */
+    conn_stream_wake(c);
 }
 
 /* ---- closing ---- */
@@ -1014,6 +1111,9 @@ void conn_free(struct conn *c)
     event_free(c->timer);
     if (c->delay_ev)
         event_free(c->delay_ev);
+    conn_stream_end(c);
+    if (c->stream_ev)
+        event_free(c->stream_ev);
     if (c->reset) {
         /* SO_LINGER 0: close() sends an RST instead of a FIN. */
         struct linger lg = {1, 0};
@@ -1064,7 +1164,7 @@ static void conn_settle(struct conn *c)
         conn_free(c);
         return;
     }
-    if (!c->closing || c->held || c->delaying || c->lingering)
+    if (!c->closing || c->held || c->delaying || c->lingering || c->stream.fill)
         return;
     if (evbuffer_get_length(conn_output(c)) > 0) {
         conn_reading(c, 0);  /* the write callback finishes the job */
@@ -1081,7 +1181,8 @@ static void conn_on_eof(struct conn *c)
         return;
     }
     c->eof = 1;
-    if (!c->held && !c->delaying && evbuffer_get_length(conn_output(c)) == 0) {
+    if (!c->held && !c->delaying && !c->stream.fill &&
+        evbuffer_get_length(conn_output(c)) == 0) {
         conn_free(c);
         return;
     }
@@ -1224,7 +1325,7 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;  /* re-armed when the held answers go out */
     if (evtimer_pending(c->timer, NULL))
         return;  /* re-armed after it expired: the new deadline stands */
-    if (!c->in_msg && evbuffer_get_length(conn_output(c)) > 0) {
+    if (!c->in_msg && (evbuffer_get_length(conn_output(c)) > 0 || c->stream.fill)) {
         /* Still sending a reply: the write deadline governs. */
         conn_arm_idle(c);
         return;

@@ -73,6 +73,19 @@ const struct http_header *request_header_find(const struct request *req, const c
 /* How many headers carry that name (case-insensitive). */
 size_t request_header_count(const struct request *req, const char *name);
 
+/* A body made in pieces as the client takes it (GET /export): core/
+ * sends it with Transfer-Encoding: chunked after the head, one fill() per
+ * loop turn while the connection's unsent output is small, then closes
+ * the connection. fill appends about max bytes or fewer to out and
+ * returns 1 (more to come), 0 (done: the last chunk is sent) or -1
+ * (failed: the connection is closed without the last chunk, so the
+ * client sees a cut body). free releases arg, whatever happened. */
+struct response_stream {
+    int (*fill)(void *arg, struct buf *out, size_t max);
+    void (*free)(void *arg);
+    void *arg;
+};
+
 struct response {
     struct arena *arena;      /* same arena as the request */
     int status;               /* 0 until set */
@@ -88,6 +101,7 @@ struct response {
      * connection (RST). */
     int delay_ms;
     int reset;
+    struct response_stream stream;   /* fill == NULL: the body is body */
 };
 
 void response_init(struct response *resp, struct arena *arena);

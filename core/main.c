@@ -17,7 +17,8 @@
 #include "core/background.h"
 #include "core/azurite_cli.h"
 #include "core/config.h"
-#include "core/dump.h"
+#include "tools/dump.h"
+#include "tools/dump_export.h"
 #include "core/fault.h"
 #include "core/heap.h"
 #include "core/log.h"
@@ -343,6 +344,11 @@ int main(int argc, char **argv)
         metrics->render_more = advisor_render_metrics;
         metrics->render_more_arg = advisor;
         admin_set_advisor(admin, advisor);
+        /* GET /export: tabled export --admin URL (tools/dump_serve.c) */
+        static struct dump_source dsrc;
+        dsrc.ops = ops;
+        dsrc.st = store;
+        admin_set_export(admin, dump_serve_start, &dsrc);
         service_attach_advisor(svc, advisor);
     }
     struct server *srv = NULL;

@@ -1,16 +1,22 @@
 #!/usr/bin/python3
 """bench_export: time of tabled import and tabled export of N entities (default
 1,000,000, ~300 bytes each with all eight Edm types) on each durable backend,
-and the size of the export file. Not part of make check: make bench-export
-[BENCH_EXPORT_ARGS="-n 1000000 -b leveldb"]."""
+and the size of the export file; then a server is started on that store and
+`tabled export --admin` from it is timed, with a client doing point GETs
+meanwhile (their slowest answer: LevelDB exports in steps, the flat file
+writes its snapshot in one loop turn). Not part of make check: make
+bench-export [BENCH_EXPORT_ARGS="-n 1000000 -b leveldb"]."""
 import argparse
 import base64
+import http.client
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -39,6 +45,47 @@ def timed(argv):
     return time.monotonic() - t
 
 
+def live(exe, backend, d, out):
+    """(seconds of export --admin, slowest point GET meanwhile, GETs done)."""
+    p = subprocess.Popen([exe, "--backend", backend, "--data", d, "--port", "0",
+                          "--admin-port", "0", "--auth", "off", "--log-level", "warn",
+                          "--access-log", "off"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    port = aport = None
+    while port is None or aport is None:
+        line = p.stdout.readline().decode()
+        if not line:
+            raise RuntimeError("the server did not start")
+        m = re.search(r"ready at http://[^:]+:(\d+)", line)
+        port = int(m.group(1)) if m else port
+        m = re.search(r"Admin endpoint:\s+http://[^:]+:(\d+)/", line)
+        aport = int(m.group(1)) if m else aport
+    threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
+    stop, lat = threading.Event(), []
+
+    def getter():
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        while not stop.is_set():
+            t = time.monotonic()
+            c.request("GET", "/devstoreaccount1/Bench(PartitionKey='p0001',RowKey='r%09d')"
+                      % 1001, headers={"Accept": "application/json;odata=nometadata",
+                                       "x-ms-version": "2019-02-02"})
+            c.getresponse().read()
+            lat.append(time.monotonic() - t)
+            time.sleep(0.005)
+    g = threading.Thread(target=getter, daemon=True)
+    g.start()
+    time.sleep(0.2)
+    n0 = len(lat)
+    t = timed([exe, "export", "--admin", "http://127.0.0.1:%d" % aport, "-o", out])
+    stop.set()
+    g.join(60)
+    p.terminate()
+    p.wait(30)
+    during = lat[n0:]
+    return t, max(during) if during else float("nan"), len(during)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=1000000)
@@ -58,6 +105,15 @@ def main():
             print("%-8s import %6.2f s (%7.0f entities/s)  export %6.2f s (%7.0f entities/s)  "
                   "export file %.1f MB  store %.1f MB" % (b, ti, a.n / ti, te, a.n / te,
                                                         os.path.getsize(out) / 1e6, size / 1e6))
+            sys.stdout.flush()
+            out2 = os.path.join(tmp, b + "-live.jsonl")
+            tl, worst, ngets = live(a.t, b, d, out2)
+            same = open(out, "rb").read() == open(out2, "rb").read()
+            print("%-8s export --admin from the running server %6.2f s (%7.0f entities/s), "
+                  "file %.1f MB%s; %d point GETs meanwhile, slowest %.3f s"
+                  % (b, tl, a.n / tl, os.path.getsize(out2) / 1e6,
+                     "" if same else " (DIFFERS from the offline export)", ngets, worst))
+            os.unlink(out2)
             sys.stdout.flush()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

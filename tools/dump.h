@@ -1,6 +1,7 @@
 /* dump.h - "tabled export" and "tabled import": an account (or one table)
  * to and from a portable JSON-lines file, working directly on a backend's
- * store (the server of that store must be stopped; see dump.c).
+ * store (the server of that store must be stopped; see dump.c), or from
+ * a running server's admin listener (GET /export, tools/dump_serve.c).
  *
  * File format (one JSON object per line, UTF-8):
  *   {"tabled-export":1,"version":"0.1.0"}                     first line

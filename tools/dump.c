@@ -8,8 +8,9 @@
  * store is a consistent snapshot by construction. Import is idempotent:
  * tables are created when missing, entities are put (an existing entity of
  * the same keys is replaced), in transactions of --batch entities. */
-#include "core/dump.h"
-#include "core/dump_int.h"
+#include "tools/dump.h"
+#include "tools/dump_int.h"
+#include "tools/dump_export.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -36,9 +37,13 @@
 
 static const char dump_usage[] =
     "Usage: tabled export [--account NAME] [--table NAME] [-o FILE] [STORE OPTIONS]\n"
+    "       tabled export --admin URL [--admin-token T] [--account NAME] [--table NAME]\n"
+    "                     [-o FILE]\n"
     "       tabled import [--batch N] [--from-azurite] [--account NAME] FILE [STORE OPTIONS]\n"
     "STORE OPTIONS are tabled's own: --config FILE, --backend NAME, --data DIR,\n"
-    "--backend-option N=V, --durability MODE. Stop the server of that store first.\n"
+    "--backend-option N=V, --durability MODE. Stop the server of that store first,\n"
+    "or export from the running server with --admin (its admin listener, e.g.\n"
+    "http://127.0.0.1:10003; the token defaults to $TABLED_ADMIN_TOKEN).\n"
     "--from-azurite reads Azurite's __azurite_db_table__.json (--account then\n"
     "names the account its data goes to; default: the account recorded in it).\n";
 
@@ -89,182 +94,42 @@ static int dump_flush_out(struct buf *b, FILE *f)
     return 0;
 }
 
-/* Appends "key":"base64(p)" with a leading comma. */
-static void put_b64_member(struct buf *b, const char *key, const void *p, size_t n)
-{
-    buf_puts(b, ",\"");
-    buf_puts(b, key);
-    buf_puts(b, "\":\"");
-    edm_base64_encode(b, p, n);
-    buf_putc(b, '"');
-}
-
-/* Whether an account passes the --account filter. */
-static int want_account(const struct dump *d, const char *account)
-{
-    return !d->account || strcasecmp(d->account, account) == 0;
-}
-
-/* One table found in the store. */
-struct dump_table {
-    uint64_t id;
-    char account[64];
-    char name[64];
-};
-
-/* Exports service properties, tables and entities to f. */
+/* Exports service properties, tables and entities of the stopped store
+ * to f (the lines come from tools/dump_export.c, as for GET /export). */
 static int dump_export(struct dump *d, FILE *f, char *err, size_t errlen)
 {
-    struct buf out, kb;
+    struct buf out;
     buf_init(&out);
-    buf_init(&kb);
-    struct arena *a = arena_new(65536);
-    struct dump_table *tabs = NULL;
-    size_t ntabs = 0, cap = 0;
-    struct backend_iter *it = NULL;
-    const void *k, *v;
-    size_t kl, vl;
     int rc = -1, r;
-
-    buf_puts(&out, "{\"tabled-export\":1,\"version\":\"" TABLED_VERSION "\"}\n");
-    /* Service properties: 'p' ACCOUNT. */
-    static const char p0[] = {KEY_TAG_PROPS}, p1[] = {KEY_TAG_PROPS + 1};
-    if (d->ops->iter_open(d->st, p0, 1, p1, 1, &it, err, errlen) != 0)
+    struct dump_export *x = dump_export_new(d->ops, d->st, d->account, d->table, err, errlen);
+    if (!x)
         goto out;
-    while ((r = d->ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
-        char acct[64];
-        if (kl < 2 || kl - 1 >= sizeof acct)
-            continue;
-        memcpy(acct, (const char *)k + 1, kl - 1);
-        acct[kl - 1] = '\0';
-        if (!want_account(d, acct) || d->table)
-            continue;
-        buf_puts(&out, "{\"account\":");
-        json_put_string(&out, acct, strlen(acct));
-        put_b64_member(&out, "service-properties", v, vl);
-        buf_puts(&out, "}\n");
-    }
-    d->ops->iter_close(it);
-    it = NULL;
-    if (r < 0) {
-        snprintf(err, errlen, "reading service properties failed");
+    if (dump_export_catalogue(x, &out, err, errlen) != 0)
         goto out;
-    }
-    /* Tables: 't' ACCOUNT 0x00 lower(NAME). */
-    static const char t0[] = {KEY_TAG_TABLE}, t1[] = {KEY_TAG_TABLE + 1};
-    if (d->ops->iter_open(d->st, t0, 1, t1, 1, &it, err, errlen) != 0)
-        goto out;
-    while ((r = d->ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
-        const char *acct = (const char *)k + 1;
-        const char *nul = memchr(acct, 0, kl - 1);
-        uint64_t id;
-        const char *name;
-        size_t name_len, acl_len;
-        const unsigned char *acl;
-        if (!nul || (size_t)(nul - acct) >= sizeof tabs->account ||
-            tables_decode(v, vl, &id, &name, &name_len, &acl, &acl_len) != 0 ||
-            name_len >= sizeof tabs->name) {
-            snprintf(err, errlen, "malformed table row in the store");
-            r = -1;
-            break;
-        }
-        char account[64];
-        memcpy(account, acct, (size_t)(nul - acct));
-        account[nul - acct] = '\0';
-        if (!want_account(d, account) ||
-            (d->table && (strlen(d->table) != name_len ||
-                          strncasecmp(d->table, name, name_len) != 0)))
-            continue;
-        if (ntabs == cap) {
-            cap = cap ? cap * 2 : 16;
-            tabs = realloc(tabs, cap * sizeof *tabs);
-            if (!tabs)
-                abort();
-        }
-        struct dump_table *t = &tabs[ntabs++];
-        t->id = id;
-        strcpy(t->account, account);
-        memcpy(t->name, name, name_len);
-        t->name[name_len] = '\0';
-        buf_puts(&out, "{\"account\":");
-        json_put_string(&out, account, strlen(account));
-        buf_puts(&out, ",\"table\":");
-        json_put_string(&out, t->name, name_len);
-        put_b64_member(&out, "acl", acl, acl_len);
-        buf_puts(&out, "}\n");
-    }
-    d->ops->iter_close(it);
-    it = NULL;
-    if (r < 0 || dump_flush_out(&out, f) < 0)
-        goto out;
-    if (d->table && ntabs == 0) {
-        snprintf(err, errlen, "no table %s%s%s", d->table, d->account ? " in account " : "",
-                 d->account ? d->account : "");
-        goto out;
-    }
-    /* Entities of each table, in key order. */
-    for (size_t i = 0; i < ntabs; i++) {
-        struct buf lo, hi;
-        buf_init(&lo);
-        buf_init(&hi);
-        keys_entity_table_prefix(&lo, tabs[i].id);
-        keys_entity_table_prefix(&hi, tabs[i].id);
-        keys_prefix_end(&hi);
-        int orc = d->ops->iter_open(d->st, lo.data, lo.len, hi.data, hi.len, &it, err, errlen);
-        buf_free(&lo);
-        buf_free(&hi);
-        if (orc != 0)
+    do {
+        r = dump_export_step(x, &out, 1 << 20, err, errlen);
+        if (r >= 0 && dump_flush_out(&out, f) < 0) {
+            snprintf(err, errlen, "write failed: %s", strerror(errno));
             goto out;
-        struct entity_json_ctx ctx = {.level = ODATA_MINIMAL, .base = "",
-                                      .account = tabs[i].account, .table = tabs[i].name};
-        while ((r = d->ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
-            struct entity e;
-            uint64_t id;
-            memset(&e, 0, sizeof e);
-            if (keys_entity_decode(a, k, kl, &id, &e.pk, &e.pk_len, &e.rk, &e.rk_len) != 0 ||
-                entity_decode(a, v, vl, &e) != 0) {
-                snprintf(err, errlen, "malformed entity in table %s", tabs[i].name);
-                r = -1;
-                break;
-            }
-            buf_puts(&out, "{\"account\":");
-            json_put_string(&out, tabs[i].account, strlen(tabs[i].account));
-            buf_puts(&out, ",\"table\":");
-            json_put_string(&out, tabs[i].name, strlen(tabs[i].name));
-            char num[64];
-            snprintf(num, sizeof num, ",\"ticks\":%lld,\"entity\":", (long long)e.timestamp);
-            buf_puts(&out, num);
-            entity_json_write(&out, &e, &ctx);
-            buf_puts(&out, "}\n");
-            arena_reset(a);
-            d->nentities++;
-            if (out.len >= 1 << 20 && dump_flush_out(&out, f) < 0) {
-                r = -1;
-                break;
-            }
-            if (d->progress && d->nentities % 100000 == 0)
-                fprintf(stderr, "\rexported %llu entities", d->nentities);
         }
-        d->ops->iter_close(it);
-        it = NULL;
-        if (r < 0)
-            goto out;
-    }
-    if (dump_flush_out(&out, f) < 0 || fflush(f) != 0) {
+        dump_export_counts(x, &d->ntables, &d->nentities);
+        if (d->progress && r > 0)
+            fprintf(stderr, "\rexported %llu entities", d->nentities);
+    } while (r > 0);
+    if (r < 0)
+        goto out;
+    if (fflush(f) != 0) {
         snprintf(err, errlen, "write failed: %s", strerror(errno));
         goto out;
     }
-    d->ntables = ntabs;
+    if (d->progress)
+        fprintf(stderr, "\n");
     rc = 0;
 out:
-    if (it)
-        d->ops->iter_close(it);
     if (rc < 0 && !err[0])
         snprintf(err, errlen, "export failed: %s", strerror(errno));
-    free(tabs);
-    arena_free(a);
+    dump_export_free(x);
     buf_free(&out);
-    buf_free(&kb);
     return rc;
 }
 
@@ -499,6 +364,34 @@ out:
     return rc;
 }
 
+/* tabled export --admin URL: the file from a running server. */
+static int dump_export_admin(struct dump *d)
+{
+    char err[1024] = "";
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    FILE *f = d->output ? fopen(d->output, "w") : stdout;
+    int rc = f ? dump_fetch(d, f, err, sizeof err) : -1;
+    if (!f)
+        snprintf(err, sizeof err, "cannot write %s: %s", d->output, strerror(errno));
+    if (f && fflush(f) != 0 && rc == 0) {
+        snprintf(err, sizeof err, "write failed: %s", strerror(errno));
+        rc = -1;
+    }
+    if (f && f != stdout && fclose(f) != 0 && rc == 0) {
+        snprintf(err, sizeof err, "cannot write %s: %s", d->output, strerror(errno));
+        rc = -1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc < 0) {
+        fprintf(stderr, "tabled export: %s\n", err);
+        return 1;
+    }
+    fprintf(stderr, "tabled export: %llu tables, %llu entities in %.2f s\n", d->ntables,
+            d->nentities, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+    return 0;
+}
+
 int dump_main(int argc, char **argv)
 {
     static struct dump d;
@@ -528,6 +421,13 @@ int dump_main(int argc, char **argv)
             else
                 d.output = next;
             i++;
+        } else if ((strcmp(a, "--admin") == 0 || strcmp(a, "--admin-token") == 0) && next &&
+                   is_export) {
+            if (a[7] == '-')
+                d.admin_token = next;
+            else
+                d.admin = next;
+            i++;
         } else if (strcmp(a, "--from-azurite") == 0) {
             d.from_azurite = 1;
         } else if ((a[0] != '-' || strcmp(a, "-") == 0) && !d.input && !is_export) {
@@ -549,6 +449,15 @@ int dump_main(int argc, char **argv)
                   : (!d.input || d.table || d.output)) {
         fprintf(stderr, "%s", dump_usage);
         return 2;
+    }
+    if (d.admin) {
+        if (nrest > 1) {
+            fprintf(stderr, "tabled export: --admin reads a running server: no store options\n");
+            return 2;
+        }
+        if (!d.admin_token)
+            d.admin_token = getenv("TABLED_ADMIN_TOKEN");
+        return dump_export_admin(&d);
     }
     if (d.batch < 1 || d.batch > 1000) {
         fprintf(stderr, "tabled import: --batch expects 1..1000\n");

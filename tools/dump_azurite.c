@@ -18,7 +18,7 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
-#include "core/dump_int.h"
+#include "tools/dump_int.h"
 #include "protocol/acl.h"
 #include "protocol/edm.h"
 #include "protocol/entity.h"

@@ -1,7 +1,9 @@
-/* dump_int.h - what core/dump.c shares with core/dump_azurite.c. */
+/* dump_int.h - what tools/dump.c shares with tools/dump_azurite.c and
+ * tools/dump_fetch.c. */
 #ifndef TABLED_DUMP_INT_H
 #define TABLED_DUMP_INT_H
 #include <stddef.h>
+#include <stdio.h>
 
 #include "backends/backend.h"
 #include "core/arena.h"
@@ -16,6 +18,8 @@ struct dump {
     struct table_cache *tc;
     const char *account, *table;     /* export filters (NULL = all) */
     const char *output;              /* export file (NULL = stdout) */
+    const char *admin;               /* export from this admin URL, or NULL */
+    const char *admin_token;         /* its bearer token, or NULL */
     const char *input;               /* import file ("-" = stdin) */
     int from_azurite;
     long batch;                      /* entities per import transaction */
@@ -46,5 +50,8 @@ const struct table_info *dump_ensure_table(struct dump *d, struct dump_batch *bt
 void dump_show_progress(struct dump *d, int done);
 /* tabled import --from-azurite FILE. 0 or -1. */
 int dump_import_azurite(struct dump *d, const char *path, char *err, size_t errlen);
+/* tabled export --admin URL: GET /export of a running server into out.
+ * 0, or -1 with a message. */
+int dump_fetch(struct dump *d, FILE *out, char *err, size_t errlen);
 
 #endif

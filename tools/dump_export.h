@@ -1,0 +1,53 @@
+/* dump_export.h - the export file's lines (format in tools/dump.h), made
+ * in bounded steps from one store cursor. Both `tabled export` on a
+ * stopped store and the admin listener's GET /export of a running server
+ * use it, so the two write the same file. */
+#ifndef TABLED_DUMP_EXPORT_H
+#define TABLED_DUMP_EXPORT_H
+#include <stddef.h>
+
+#include "backends/backend.h"
+#include "core/buf.h"
+
+struct dump_export;
+
+/* Starts an export of st (account and table filters may be NULL; not
+ * copied: they must outlive the export). One cursor over the whole store
+ * is opened here and every line comes from it, so on a backend whose
+ * cursors read a snapshot (LevelDB) the service properties, tables, ACLs
+ * and entities are all as of this call. NULL with a message on error. */
+struct dump_export *dump_export_new(const struct backend_ops *ops, struct backend_store *st,
+                                    const char *account, const char *table, char *err,
+                                    size_t errlen);
+/* Appends the header line, the service properties and the tables (with
+ * their ACLs) to out. 0, -1 with a message, or 1 when --table names no
+ * table (err says so). Called once, before the first dump_export_step. */
+int dump_export_catalogue(struct dump_export *x, struct buf *out, char *err, size_t errlen);
+/* Appends entity lines to out until it holds at least max bytes or the
+ * entities are done. 1: more to come, 0: done, -1 with a message. */
+int dump_export_step(struct dump_export *x, struct buf *out, size_t max, char *err,
+                     size_t errlen);
+/* Tables and entities written so far. */
+void dump_export_counts(const struct dump_export *x, unsigned long long *ntables,
+                        unsigned long long *nentities);
+/* Closes the cursor and frees x (NULL is fine). */
+void dump_export_free(struct dump_export *x);
+
+/* A running server's store, for GET /export (tools/dump_serve.c). */
+struct dump_source {
+    const struct backend_ops *ops;
+    struct backend_store *st;
+};
+struct response_stream;
+/* Starts the body of GET /export for src (a struct dump_source): on a
+ * snapshot backend (LevelDB) the cursor is read in steps as the client
+ * takes the data, across loop turns; on the others (memory, flatfile,
+ * plug-ins: their cursors see later writes) the whole export is written
+ * in this loop turn into an unlinked temporary file, which is then sent in
+ * steps, so it is a snapshot too, at the price of a stall while it is
+ * written. 0 with s filled; 404 when the table filter names no table;
+ * 500 with a message on error. */
+int dump_serve_start(void *src, const char *account, const char *table,
+                     struct response_stream *s, char *err, size_t errlen);
+
+#endif
