@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "core/rand.h"
 
 #define MEM_MAX_HEIGHT 16               /* 4^16 entries before it degrades */
 #define MEM_MAX_KEY (64u * 1024)
@@ -94,12 +95,7 @@ static int mem_cmp(const void *a, size_t alen, const void *b, size_t blen)
 /* Random node height: each extra level with probability 1/4. */
 static int mem_random_height(struct backend_store *st)
 {
-    uint64_t x = st->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    st->rng = x;
-    uint32_t r = (uint32_t)(x >> 32);
+    uint32_t r = (uint32_t)(rand_xorshift64(&st->rng) >> 32);
     int h = 1;
     while (h < MEM_MAX_HEIGHT && (r & 3) == 0) {
         h++;

@@ -498,13 +498,6 @@ void advisor_throttled(struct advisor *adv, const struct advisor_key *k, uint64_
         p->throttled++;
 }
 
-uint64_t advisor_clock_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* ---- names ---- */
 
 const char *advisor_kind_name(enum advisor_kind k)
