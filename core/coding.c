@@ -53,6 +53,18 @@ size_t coding_hex_encode(const uint8_t *p, size_t n, char *out, int upper)
     return 2 * n;
 }
 
+/* Hex pairs with a dash before bytes 4, 6, 8 and 10. */
+size_t coding_uuid_format(const uint8_t g[16], char out[37])
+{
+    size_t o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        o += coding_hex_encode(&g[i], 1, out + o, 0);
+    }
+    return o;
+}
+
 static const char b64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 

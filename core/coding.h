@@ -22,6 +22,10 @@ long coding_hex4(const char *s, size_t n);
  * out holds 2 * n + 1 bytes. Returns 2 * n. */
 size_t coding_hex_encode(const uint8_t *p, size_t n, char *out, int upper);
 
+/* The 8-4-4-4-12 text of a 16-byte UUID (lower-case hex, bytes in text
+ * order) at out, NUL-terminated. Returns 36. */
+size_t coding_uuid_format(const uint8_t g[16], char out[37]);
+
 /* Bytes base64 text of n bytes takes (padded), without the NUL. */
 #define CODING_B64_LEN(n) (((n) + 2) / 3 * 4)
 

@@ -342,16 +342,7 @@ int edm_guid_parse(const char *s, size_t n, uint8_t out[16])
 
 size_t edm_guid_format(const uint8_t g[16], char *out)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            out[o++] = '-';
-        out[o++] = hex[g[i] >> 4];
-        out[o++] = hex[g[i] & 15];
-    }
-    out[o] = '\0';
-    return o;
+    return coding_uuid_format(g, out);
 }
 
 /* ---------------------------------------------------------------- base64 */

@@ -35,6 +35,12 @@ static void test_hex(void)
     TEST_EQ_INT(coding_hex4("D83", 3), -1, "hex4 too short");
     TEST_EQ_INT(coding_hex4("12z4", 4), -1, "hex4 bad digit");
 
+    char u[37];
+    const uint8_t g[16] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+                           0xFE, 0xDC, 0xBA, 0x98, 0x76, 0x54, 0x32, 0x10};
+    TEST_EQ_INT(coding_uuid_format(g, u), 36, "uuid_format length");
+    TEST_EQ_STR(u, "01234567-89ab-cdef-fedc-ba9876543210", "uuid_format text");
+
     char s[16];
     const uint8_t b[] = {0x01, 0xAB, 0xff};
     TEST_EQ_INT(coding_hex_encode(b, 3, s, 0), 6, "hex_encode length");
