@@ -118,10 +118,18 @@ long coding_b64_decode(const char *s, size_t n, uint8_t *out, unsigned flags)
         if (n % 4 == 1)
             return -1;
     } else {
-        if (n % 4 != 0)
+        size_t pad = 0;
+        while (pad < n && s[n - 1 - pad] == '=')
+            pad++;
+        if (pad > 2)
             return -1;
-        if (n > 0 && s[n - 1] == '=')
-            n -= (n > 1 && s[n - 2] == '=') ? 2 : 1;
+        if (flags & CODING_B64_PAD_OPTIONAL) {
+            if ((pad && n % 4 != 0) || (n - pad) % 4 == 1)
+                return -1;
+        } else if (n % 4 != 0) {
+            return -1;
+        }
+        n -= pad;
     }
     long o = 0;
     uint32_t acc = 0;
@@ -137,6 +145,8 @@ long coding_b64_decode(const char *s, size_t n, uint8_t *out, unsigned flags)
             out[o++] = (uint8_t)(acc >> bits);
         }
     }
+    if ((flags & CODING_B64_CANONICAL) && (acc & ((1u << bits) - 1)))
+        return -1;
     return o;
 }
 

@@ -41,6 +41,11 @@ enum {
     /* base64url as JWTs carry it: '-' '_' as well as '+' '/', trailing
      * '=' optional (any number stripped), only a length of 4k+1 refused. */
     CODING_B64_URL = 1,
+    /* Standard alphabet, padding may be left off (a length of 4k+1 is
+     * refused; when '=' is present the length is a multiple of 4). */
+    CODING_B64_PAD_OPTIONAL = 2,
+    /* Refuse non-zero pad bits (canonical text only, as account keys). */
+    CODING_B64_CANONICAL = 4,
 };
 
 /* Decodes n characters of base64 at s into out, which holds n / 4 * 3 + 3

@@ -26,6 +26,7 @@ static void test_hex(void)
     TEST_CHECK(out[0] == 0x00 && out[1] == 0xFF && out[2] == 0xA5 && out[3] == 0xEE,
                "hex_decode bytes, nothing past n / 2");
     TEST_EQ_INT(coding_hex_decode("abc", 3, out), -1, "hex_decode odd length refused");
+    TEST_EQ_INT(coding_hex_decode("abcd", 3, out), -1, "hex_decode odd length: no byte past n read");
     TEST_EQ_INT(coding_hex_decode("0g", 2, out), -1, "hex_decode invalid digit refused");
     TEST_EQ_INT(coding_hex_decode("g0", 2, out), -1, "hex_decode invalid high digit refused");
     TEST_EQ_INT(coding_hex_decode("", 0, out), 0, "hex_decode empty");
@@ -94,6 +95,17 @@ static void test_b64(void)
     TEST_CHECK(b64_is("-_-_", 0, NULL, -1), "strict: url alphabet refused");
     TEST_CHECK(b64_is("Zm9v\n", 0, NULL, -1), "strict: trailing newline refused");
 
+    const unsigned opt = CODING_B64_PAD_OPTIONAL | CODING_B64_CANONICAL;
+    TEST_CHECK(b64_is("Zg", opt, "f", 1), "optional pad: left off");
+    TEST_CHECK(b64_is("Zg==", opt, "f", 1), "optional pad: present");
+    TEST_CHECK(b64_is("Zm8", opt, "fo", 2), "optional pad: length 3");
+    TEST_CHECK(b64_is("Zg=", opt, NULL, -1), "optional pad: partial padding refused");
+    TEST_CHECK(b64_is("Zm9vY", opt, NULL, -1), "optional pad: length 4k+1 refused");
+    TEST_CHECK(b64_is("Zg===", opt, NULL, -1), "optional pad: three pads refused");
+    TEST_CHECK(b64_is("Zh==", opt, NULL, -1), "canonical: non-zero pad bits refused");
+    TEST_CHECK(b64_is("Zm9=", opt, NULL, -1), "canonical: non-zero pad bits refused (one pad)");
+    TEST_CHECK(b64_is("-_-_", opt, NULL, -1), "optional pad: url alphabet refused");
+
     TEST_CHECK(b64_is("-_-_", CODING_B64_URL, "\xfb\xff\xbf", 3), "url: - and _");
     TEST_CHECK(b64_is("+/+/", CODING_B64_URL, "\xfb\xff\xbf", 3), "url: + and / too");
     TEST_CHECK(b64_is("Zg", CODING_B64_URL, "f", 1), "url: padding optional");
@@ -123,6 +135,8 @@ static void test_pct(void)
     TEST_EQ_STR(pct("", 0, 0, 64), "", "empty");
     TEST_CHECK(pct("%", 1, 0, 64) == NULL, "lone % at the end refused");
     TEST_CHECK(pct("ab%4", 4, 0, 64) == NULL, "one digit at the end refused");
+    TEST_CHECK(pct("ab%41", 4, 0, 64) == NULL, "escape cut by n not completed from past n");
+    TEST_CHECK(pct("ab%411", 3, 0, 64) == NULL, "lone % cut by n refused");
     TEST_CHECK(pct("%4g", 3, 0, 64) == NULL, "non-hex digit refused");
     TEST_CHECK(pct("%%41", 4, 0, 64) == NULL, "%% refused");
     TEST_EQ_STR(pct("x%41", 4, 0, 64), "xA", "escape as the last three bytes");
