@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "core/rand.h"
 
 #define MEM_MAX_HEIGHT 16               /* 4^16 entries before it degrades */
 #define MEM_MAX_KEY (64u * 1024)
@@ -92,10 +91,17 @@ static int mem_cmp(const void *a, size_t alen, const void *b, size_t blen)
     return alen < blen ? -1 : alen > blen ? 1 : 0;
 }
 
-/* Random node height: each extra level with probability 1/4. */
+/* Random node height: each extra level with probability 1/4. (xorshift64
+ * written out, not core/rand.h: the example plug-in compiles this file
+ * against the installed backend.h alone.) */
 static int mem_random_height(struct backend_store *st)
 {
-    uint32_t r = (uint32_t)(rand_xorshift64(&st->rng) >> 32);
+    uint64_t x = st->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    st->rng = x;
+    uint32_t r = (uint32_t)(x >> 32);
     int h = 1;
     while (h < MEM_MAX_HEIGHT && (r & 3) == 0) {
         h++;
