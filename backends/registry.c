@@ -7,7 +7,6 @@
  * loaded plug-in is never unloaded: its vtable must stay valid for the life
  * of the process. */
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -70,7 +69,7 @@ static const struct backend_ops *registry_load_plugin(const char *path, char *er
     void *sym = dlsym(h, TABLED_BACKEND_SYMBOL);
     if (!sym) {
         errfmt_set(err, errlen, "backend plug-in %s does not export %s", path,
-                     TABLED_BACKEND_SYMBOL);
+                   TABLED_BACKEND_SYMBOL);
         dlclose(h);
         return NULL;
     }
@@ -79,13 +78,13 @@ static const struct backend_ops *registry_load_plugin(const char *path, char *er
     const struct backend_ops *ops = init();
     if (!ops) {
         errfmt_set(err, errlen, "backend plug-in %s: %s returned NULL", path,
-                     TABLED_BACKEND_SYMBOL);
+                   TABLED_BACKEND_SYMBOL);
         dlclose(h);
         return NULL;
     }
     if (ops->version != TABLED_BACKEND_VERSION) {
         errfmt_set(err, errlen, "backend plug-in %s: interface version %d, this server needs %d",
-                     path, ops->version, TABLED_BACKEND_VERSION);
+                   path, ops->version, TABLED_BACKEND_VERSION);
         dlclose(h);
         return NULL;
     }
@@ -122,6 +121,6 @@ const struct backend_ops *backend_lookup(const char *name, char *err, size_t err
         used += (size_t)w;
     }
     errfmt_set(err, errlen, "unknown backend '%s' (known: %s; or a path to a plug-in .so)", name,
-                 known);
+               known);
     return NULL;
 }

@@ -269,7 +269,8 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
             errno = 0;
             keepalive = strtol(val, &end, 10);
             if (errno || *end || !*val || keepalive < 1 || keepalive > 1000000) {
-                errfmt_set(err, errlen, "--tableKeepAliveTimeout expects seconds > 0, got '%s'", val);
+                errfmt_set(err, errlen, "--tableKeepAliveTimeout expects seconds > 0, got '%s'",
+                           val);
                 return -1;
             }
         } else if (strcmp(name, "inMemoryPersistence") == 0) {
@@ -413,7 +414,7 @@ int azurite_cli_tls_files(const struct azurite_cli *az, struct config *cfg, char
     FILE *f = fopen(az->key[0] ? az->key : az->cert, "rb");
     if (!f) {
         errfmt_set(err, errlen, "cannot read %s: %s", az->key[0] ? az->key : az->cert,
-               strerror(errno));
+                   strerror(errno));
         return -1;
     }
     if (az->key[0]) {

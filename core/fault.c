@@ -4,7 +4,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,7 +140,7 @@ int fault_rule_set(struct fault_rule *r, const char *key, const char *value, cha
     if (!strcmp(k, "name")) {
         if (!*value || copy_field(r->name, sizeof r->name, value) < 0 || strchr(value, '/')) {
             errfmt_set(err, errlen, "fault name must be 1-%d characters without '/'",
-                    FAULT_MAX_NAME - 1);
+                       FAULT_MAX_NAME - 1);
             return -1;
         }
         return 0;
@@ -175,7 +174,7 @@ int fault_rule_set(struct fault_rule *r, const char *key, const char *value, cha
     if (!strcmp(k, "ops")) {
         if (parse_ops(value, &r->ops) < 0) {
             errfmt_set(err, errlen, "fault ops: expected reads, writes, batches or all, got '%s'",
-                    value);
+                       value);
             return -1;
         }
         return 0;
@@ -205,7 +204,8 @@ int fault_rule_set(struct fault_rule *r, const char *key, const char *value, cha
     }
     if (!strcmp(k, "timeout-applies")) {
         if (parse_bool(value, &r->timeout_applies) < 0) {
-            errfmt_set(err, errlen, "fault timeout-applies: expected true or false, got '%s'", value);
+            errfmt_set(err, errlen, "fault timeout-applies: expected true or false, got '%s'",
+                       value);
             return -1;
         }
         return 0;
@@ -458,7 +458,8 @@ int fault_decide(struct fault_set *fs, const struct fault_request *q, struct fau
     if (out->kind != FAULT_RESET) {
         int lat = best->latency_min_ms;
         if (best->latency_max_ms > best->latency_min_ms)
-            lat += (int)(rand_x128_next(&fs->rng) % (uint64_t)(best->latency_max_ms - best->latency_min_ms + 1));
+            lat += (int)(rand_x128_next(&fs->rng) %
+                         (uint64_t)(best->latency_max_ms - best->latency_min_ms + 1));
         out->delay_ms = lat;
         if (out->kind == FAULT_TIMEOUT) {
             out->delay_ms += best->timeout_delay_ms;

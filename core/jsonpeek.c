@@ -92,7 +92,8 @@ static long unescape(const char *p, size_t n, char *out)
             p += 4;
             uint32_t cp = (uint32_t)u;
             if (cp >= 0xD800 && cp <= 0xDBFF) {
-                long lo = end - p >= 6 && p[0] == '\\' && p[1] == 'u' ? coding_hex4(p + 2, (size_t)(end - p - 2)) : -1;
+                long lo = end - p >= 6 && p[0] == '\\' && p[1] == 'u'
+                              ? coding_hex4(p + 2, (size_t)(end - p - 2)) : -1;
                 if (lo < 0xDC00 || lo > 0xDFFF)
                     return -1;
                 p += 6;

@@ -519,7 +519,8 @@ static int surrogates_ok(const char *s, size_t n)
             if (u >= 0xDC00 && u <= 0xDFFF)
                 return -1;
             if (u >= 0xD800 && u <= 0xDBFF) {
-                if (n - i < 7 || s[i + 1] != '\\' || s[i + 2] != 'u' || (lo = coding_hex4(s + i + 3, n - i - 3)) < 0 ||
+                if (n - i < 7 || s[i + 1] != '\\' || s[i + 2] != 'u' ||
+                    (lo = coding_hex4(s + i + 3, n - i - 3)) < 0 ||
                     lo < 0xDC00 || lo > 0xDFFF)
                     return -1;
                 i += 6;

@@ -3,7 +3,6 @@
  * (SPEC 3.5, 6.10-6.12). A page is computed within one event-loop turn. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -197,7 +196,8 @@ void op_query_entities(struct req_ctx *c)
                          : PAGE_MAX_BYTES,
         .ranged = auth_range_active(&c->auth.range),
         .budget = c->svc->cfg->scan_budget,
-        .deadline = c->svc->cfg->scan_budget_ms > 0 ? clock_mono_ms() + c->svc->cfg->scan_budget_ms : 0,
+        .deadline =
+            c->svc->cfg->scan_budget_ms > 0 ? clock_mono_ms() + c->svc->cfg->scan_budget_ms : 0,
     };
     struct buf start, end;
     buf_init(&start);

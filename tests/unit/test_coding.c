@@ -26,7 +26,7 @@ static void test_hex(void)
     TEST_CHECK(out[0] == 0x00 && out[1] == 0xFF && out[2] == 0xA5 && out[3] == 0xEE,
                "hex_decode bytes, nothing past n / 2");
     TEST_EQ_INT(coding_hex_decode("abc", 3, out), -1, "hex_decode odd length refused");
-    TEST_EQ_INT(coding_hex_decode("abcd", 3, out), -1, "hex_decode odd length: no byte past n read");
+    TEST_EQ_INT(coding_hex_decode("abcd", 3, out), -1, "hex_decode odd n: no byte past n read");
     TEST_EQ_INT(coding_hex_decode("0g", 2, out), -1, "hex_decode invalid digit refused");
     TEST_EQ_INT(coding_hex_decode("g0", 2, out), -1, "hex_decode invalid high digit refused");
     TEST_EQ_INT(coding_hex_decode("", 0, out), 0, "hex_decode empty");
