@@ -21,8 +21,6 @@ void authq_parse(struct arena *a, const char *q, size_t n, struct authq **out, s
 /* The parameter named name (exact match) or NULL; *dups is set to the
  * number of further parameters with the same name. */
 const struct authq *authq_find(const struct authq *p, size_t n, const char *name, int *dups);
-/* Value of a hex digit, or -1. */
-int auth_hexval(unsigned char c);
 /* Percent-decodes s (no '+' rewriting) into arena memory; NULL on a bad
  * escape or a decoded NUL. */
 char *auth_pct_decode(struct arena *a, const char *s, size_t n, size_t *outlen);

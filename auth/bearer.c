@@ -8,52 +8,23 @@
 #include <yajl/yajl_tree.h>
 
 #include "auth/auth_int.h"
+#include "core/coding.h"
 #include "core/jsonwalk.h"
 #include "protocol/edm.h"
 
 /* Longest token payload we look at. */
 #define BEARER_MAX_PAYLOAD 16384
 
-static int b64url_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '-' || c == '+')
-        return 62;
-    if (c == '_' || c == '/')
-        return 63;
-    return -1;
-}
-
 /* Decodes base64url (padding optional) into arena memory, NUL-terminated.
  * NULL when malformed. */
 static char *b64url_decode(struct arena *a, const char *s, size_t n, size_t *outlen)
 {
-    while (n > 0 && s[n - 1] == '=')
-        n--;
-    if (n % 4 == 1)
+    char *out = arena_alloc(a, n / 4 * 3 + 4);
+    long o = coding_b64_decode(s, n, (uint8_t *)out, CODING_B64_URL);
+    if (o < 0)
         return NULL;
-    char *out = arena_alloc(a, n * 3 / 4 + 4);
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64url_value((unsigned char)s[i]);
-        if (v < 0)
-            return NULL;
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xFF);
-        }
-    }
     out[o] = 0;
-    *outlen = o;
+    *outlen = (size_t)o;
     return out;
 }
 

@@ -6,50 +6,22 @@
  * let a keyed HMAC state be copied as a plain struct, without allocation. */
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <string.h>
 
+#include "core/coding.h"
 #include "protocol/edm.h"
-
-/* Value of a hex digit, or -1. */
-int auth_hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Percent-decodes s into arena memory. '+' stays '+': the SDKs send a
  * literal plus as %2B, and a raw '+' in a signature must survive. */
 char *auth_pct_decode(struct arena *a, const char *s, size_t n, size_t *outlen)
 {
     char *out = arena_alloc(a, n + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '%') {
-            int hi, lo;
-            if (i + 2 >= n)
-                return NULL;
-            hi = auth_hexval((unsigned char)s[i + 1]);
-            lo = auth_hexval((unsigned char)s[i + 2]);
-            if (hi < 0 || lo < 0)
-                return NULL;
-            c = (unsigned char)(hi * 16 + lo);
-            i += 2;
-        }
-        if (c == 0)
-            return NULL;
-        out[o++] = (char)c;
-    }
-    out[o] = 0;
+    long o = coding_pct_decode(s, n, out, n + 1, CODING_PCT_NO_NUL);
+    if (o < 0)
+        return NULL;
     if (outlen)
-        *outlen = o;
+        *outlen = (size_t)o;
     return out;
 }
 
@@ -164,8 +136,7 @@ void auth_hmac_b64(const unsigned char *key, size_t key_len, const char *msg, si
     c = p->outer;
     SHA256_Update(&c, ih, sizeof ih);
     SHA256_Final(mac, &c);
-    EVP_EncodeBlock((unsigned char *)out, mac, 32);
-    out[44] = 0;
+    coding_b64_encode(mac, sizeof mac, out);
 }
 
 /* Constant-time MAC compare (the length of a signature is public). */

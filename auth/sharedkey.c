@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "auth/auth_int.h"
+#include "core/coding.h"
 
 /* Longest signature echoed back in the error detail. */
 #define SK_ECHO_MAX 256
@@ -94,10 +95,10 @@ static char *normalise_path(struct arena *a, const char *p, size_t n, size_t *ou
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
         int escaped = 0;
-        if (c == '%' && i + 2 < n && auth_hexval((unsigned char)p[i + 1]) >= 0 &&
-            auth_hexval((unsigned char)p[i + 2]) >= 0) {
-            c = (unsigned char)(auth_hexval((unsigned char)p[i + 1]) * 16 +
-                                auth_hexval((unsigned char)p[i + 2]));
+        int hi = c == '%' && i + 2 < n ? coding_hexval((unsigned char)p[i + 1]) : -1;
+        int lo = hi >= 0 ? coding_hexval((unsigned char)p[i + 2]) : -1;
+        if (lo >= 0) {
+            c = (unsigned char)(hi << 4 | lo);
             i += 2;
             escaped = 1;
         }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rand.h"
+
 #define FFIDX_BULK_CHUNK ((size_t)1 << 22)  /* queued writes merged at once */
 #define FFIDX_SMALL_SORT 16                 /* insertion sort below this */
 
@@ -58,12 +60,7 @@ void ffidx_free(struct ffidx *ix)
 /* Random node height: each extra level with probability 1/4. */
 static int ffidx_random_height(struct ffidx *ix)
 {
-    uint64_t x = ix->rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    ix->rng = x;
-    uint32_t r = (uint32_t)(x >> 32);
+    uint32_t r = (uint32_t)(rand_xorshift64(&ix->rng) >> 32);
     int h = 1;
     while (h < FFIDX_MAX_HEIGHT && (r & 3) == 0) {
         h++;

@@ -65,6 +65,7 @@
 #include "backends/bfs.h"
 #include "backends/crc32c.h"
 #include "backends/ffindex.h"
+#include "core/errfmt.h"
 
 #define FF_LOG_NAME "flatfile.log"
 #define FF_TMP_NAME "flatfile.log.compact"
@@ -130,14 +131,10 @@ struct backend_iter {
 __attribute__((format(printf, 3, 4)))
 static void ff_err(char *err, size_t errlen, const char *fmt, ...)
 {
-    if (!err || !errlen)
-        return;
-    int n = snprintf(err, errlen, "flatfile: ");
-    if (n < 0 || (size_t)n >= errlen)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    errfmt_set(err, errlen, "flatfile: ");
+    errfmt_vappend(err, errlen, fmt, ap);
     va_end(ap);
 }
 
@@ -146,14 +143,10 @@ __attribute__((format(printf, 3, 4)))
 static void ff_log(const struct backend_store *st, enum backend_log_level lvl, const char *fmt, ...)
 {
     char msg[512];
-    int n = snprintf(msg, sizeof(msg), "flatfile %s: ", st->dir);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof(msg))
-        n = (int)sizeof(msg) - 1;
     va_list ap;
+    errfmt_set(msg, sizeof msg, "flatfile %s: ", st->dir);
     va_start(ap, fmt);
-    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+    errfmt_vappend(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (st->log)
         st->log(lvl, msg);

@@ -62,11 +62,12 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
 #include "backends/bfs.h"
+#include "core/clock.h"
+#include "core/errfmt.h"
 
 #define LDB_MAX_KEY (64u * 1024)
 #define LDB_MAX_VAL (8u * 1024 * 1024)
@@ -108,14 +109,10 @@ struct backend_iter {
 __attribute__((format(printf, 3, 4)))
 static void ldb_err(char *err, size_t errlen, const char *fmt, ...)
 {
-    if (!err || !errlen)
-        return;
-    int n = snprintf(err, errlen, "leveldb: ");
-    if (n < 0 || (size_t)n >= errlen)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    errfmt_set(err, errlen, "leveldb: ");
+    errfmt_vappend(err, errlen, fmt, ap);
     va_end(ap);
 }
 
@@ -125,14 +122,10 @@ static void ldb_log(const struct backend_store *st, enum backend_log_level lvl, 
                     ...)
 {
     char msg[512];
-    int n = snprintf(msg, sizeof(msg), "leveldb %s: ", st->dir);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof(msg))
-        n = (int)sizeof(msg) - 1;
     va_list ap;
+    errfmt_set(msg, sizeof msg, "leveldb %s: ", st->dir);
     va_start(ap, fmt);
-    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+    errfmt_vappend(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (st->log)
         st->log(lvl, msg);
@@ -363,14 +356,6 @@ static int ldb_after_sync(struct backend_store *st)
     return need ? ldb_sync_old_logs(st) : 0;
 }
 
-/* Monotonic microseconds (the reopen backoff). */
-static uint64_t ldb_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* Free bytes a reopen needs (see the top): 2 x the log files + the
  * manifest + 1 MiB. */
 static uint64_t ldb_reopen_need(struct backend_store *st)
@@ -423,7 +408,7 @@ static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
                 "cursors are open", st->iters);
         return BACKEND_IOERR;
     }
-    uint64_t now = ldb_now_us();
+    uint64_t now = clock_mono_us();
     if (now < st->retry_us) {
         ldb_err(err, errlen, "a write failed earlier; the store is reopened when it can be "
                 "(next try in %llu ms)", (unsigned long long)((st->retry_us - now) / 1000));
@@ -464,7 +449,7 @@ static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
         ldb_err(err, errlen, "reopening after a failed write: %s", lerr);
         int rc = ldb_status(lerr);
         /* the next call retries at once, later ones after 100 ms doubling */
-        st->retry_us = ldb_now_us() + (uint64_t)st->backoff_ms * 1000;
+        st->retry_us = clock_mono_us() + (uint64_t)st->backoff_ms * 1000;
         ldb_log(st, BACKEND_LOG_ERROR, "reopening after a failed write failed (%s); reads fail "
                 "too until a retry works (next in %u ms)", lerr, st->backoff_ms);
         st->backoff_ms = st->backoff_ms ? st->backoff_ms * 2 : 100;

@@ -91,7 +91,9 @@ static int mem_cmp(const void *a, size_t alen, const void *b, size_t blen)
     return alen < blen ? -1 : alen > blen ? 1 : 0;
 }
 
-/* Random node height: each extra level with probability 1/4. */
+/* Random node height: each extra level with probability 1/4. (xorshift64
+ * written out, not core/rand.h: the example plug-in compiles this file
+ * against the installed backend.h alone.) */
 static int mem_random_height(struct backend_store *st)
 {
     uint64_t x = st->rng;

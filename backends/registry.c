@@ -7,11 +7,11 @@
  * loaded plug-in is never unloaded: its vtable must stay valid for the life
  * of the process. */
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backends/backend.h"
+#include "core/errfmt.h"
 
 /* Built-in backends. To add one, declare its vtable in backend.h and add a
  * line here. */
@@ -27,18 +27,6 @@ static const struct {
 #define REGISTRY_NBUILTINS (sizeof(registry_builtins) / sizeof(registry_builtins[0]))
 
 typedef const struct backend_ops *(*registry_init_fn)(void);
-
-/* Writes a detail message when the caller gave a buffer. */
-__attribute__((format(printf, 3, 4)))
-static void registry_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Returns NULL when every field of a vtable is usable, else the name of the
  * first bad field. */
@@ -74,14 +62,14 @@ static const struct backend_ops *registry_load_plugin(const char *path, char *er
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
-        registry_err(err, errlen, "cannot load backend plug-in: %s", why ? why : path);
+        errfmt_set(err, errlen, "cannot load backend plug-in: %s", why ? why : path);
         return NULL;
     }
     dlerror();
     void *sym = dlsym(h, TABLED_BACKEND_SYMBOL);
     if (!sym) {
-        registry_err(err, errlen, "backend plug-in %s does not export %s", path,
-                     TABLED_BACKEND_SYMBOL);
+        errfmt_set(err, errlen, "backend plug-in %s does not export %s", path,
+                   TABLED_BACKEND_SYMBOL);
         dlclose(h);
         return NULL;
     }
@@ -89,20 +77,20 @@ static const struct backend_ops *registry_load_plugin(const char *path, char *er
     memcpy(&init, &sym, sizeof(init));   /* object pointer -> function pointer */
     const struct backend_ops *ops = init();
     if (!ops) {
-        registry_err(err, errlen, "backend plug-in %s: %s returned NULL", path,
-                     TABLED_BACKEND_SYMBOL);
+        errfmt_set(err, errlen, "backend plug-in %s: %s returned NULL", path,
+                   TABLED_BACKEND_SYMBOL);
         dlclose(h);
         return NULL;
     }
     if (ops->version != TABLED_BACKEND_VERSION) {
-        registry_err(err, errlen, "backend plug-in %s: interface version %d, this server needs %d",
-                     path, ops->version, TABLED_BACKEND_VERSION);
+        errfmt_set(err, errlen, "backend plug-in %s: interface version %d, this server needs %d",
+                   path, ops->version, TABLED_BACKEND_VERSION);
         dlclose(h);
         return NULL;
     }
     const char *bad = registry_check_ops(ops);
     if (bad) {
-        registry_err(err, errlen, "backend plug-in %s: vtable field '%s' is missing", path, bad);
+        errfmt_set(err, errlen, "backend plug-in %s: vtable field '%s' is missing", path, bad);
         dlclose(h);
         return NULL;
     }
@@ -114,7 +102,7 @@ static const struct backend_ops *registry_load_plugin(const char *path, char *er
 const struct backend_ops *backend_lookup(const char *name, char *err, size_t errlen)
 {
     if (!name || !name[0]) {
-        registry_err(err, errlen, "no backend name given");
+        errfmt_set(err, errlen, "no backend name given");
         return NULL;
     }
     if (strchr(name, '/'))
@@ -132,7 +120,7 @@ const struct backend_ops *backend_lookup(const char *name, char *err, size_t err
             break;
         used += (size_t)w;
     }
-    registry_err(err, errlen, "unknown backend '%s' (known: %s; or a path to a plug-in .so)", name,
-                 known);
+    errfmt_set(err, errlen, "unknown backend '%s' (known: %s; or a path to a plug-in .so)", name,
+               known);
     return NULL;
 }

@@ -9,6 +9,7 @@
 
 #include "core/admin_access.h"
 #include "core/advisor_http.h"
+#include "core/coding.h"
 #include "core/fault.h"
 #include "core/jsonwalk.h"
 #include "core/log.h"
@@ -74,39 +75,6 @@ static void reply_method(struct response *resp, const char *allow)
 {
     response_header(resp, "Allow", allow);
     reply_json_error(resp, 405, "method not allowed");
-}
-
-/* Value of hex digit c, or -1. */
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* Decodes %XX escapes of a path segment into out (cap bytes). -1 when it
- * does not fit, is malformed or decodes to a NUL. */
-static int pct_decode(const char *s, size_t n, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '%') {
-            if (i + 2 >= n)
-                return -1;
-            int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
-            if (hi < 0 || lo < 0)
-                return -1;
-            c = (char)(hi * 16 + lo);
-            if (c == '\0')
-                return -1;   /* names are C strings: %00 would cut one short */
-            i += 2;
-        }
-        if (o + 1 >= cap)
-            return -1;
-        out[o++] = c;
-    }
-    out[o] = '\0';
-    return 0;
 }
 
 /* Applies the members of JSON object v to rule r. -1 with a message. */
@@ -291,8 +259,9 @@ static void faults(struct admin *adm, const char *rest, size_t rest_len,
         }
         return;
     }
-    char name[FAULT_MAX_NAME];
-    if (pct_decode(rest, rest_len, name, sizeof name) < 0 || !name[0] || strchr(name, '/')) {
+    char name[FAULT_MAX_NAME];   /* a C string: %00 would cut it short */
+    if (coding_pct_decode(rest, rest_len, name, sizeof name, CODING_PCT_NO_NUL) < 0 || !name[0] ||
+        strchr(name, '/')) {
         reply_json_error(resp, 404, "no such rule");
         return;
     }
@@ -335,7 +304,8 @@ static int query_param(const struct request *req, const char *name, char *out, s
         const char *amp = memchr(q, '&', (size_t)(end - q));
         const char *stop = amp ? amp : end;
         if ((size_t)(stop - q) > nl && !memcmp(q, name, nl) && q[nl] == '=')
-            return pct_decode(q + nl + 1, (size_t)(stop - q - nl - 1), out, cap) < 0 ? -1 : 1;
+            return coding_pct_decode(q + nl + 1, (size_t)(stop - q - nl - 1), out, cap,
+                                     CODING_PCT_NO_NUL) < 0 ? -1 : 1;
         q = stop + 1;
     }
     return 0;

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 /* ---- limits ---- */
 
@@ -496,13 +495,6 @@ void advisor_throttled(struct advisor *adv, const struct advisor_key *k, uint64_
     t->throttled++;
     if (p)
         p->throttled++;
-}
-
-uint64_t advisor_clock_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* ---- names ---- */

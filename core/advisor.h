@@ -123,7 +123,7 @@ void advisor_limits_default(struct advisor_limits *lim);
  * '_', e.g. "hot-share=0.6"). 0, or -1 with a message. */
 int advisor_limit_set(struct advisor_limits *lim, const char *spec, char *err, size_t errlen);
 
-/* A new advisor. now_us: a monotonic clock in microseconds. */
+/* A new advisor. now_us: clock_mono_us() (core/clock.h) at every call. */
 struct advisor *advisor_new(const struct advisor_limits *lim, uint64_t now_us);
 /* Names account index i (as the callers' keys count them) in reports;
  * unnamed indexes show as "?". */
@@ -166,9 +166,6 @@ void advisor_render_metrics(void *arg, struct buf *out);
 /* Bytes the advisor holds now, and the most it can ever hold. */
 size_t advisor_memory(const struct advisor *adv);
 size_t advisor_memory_cap(void);
-
-/* Monotonic microseconds: the clock the advisor is fed with. */
-uint64_t advisor_clock_us(void);
 
 const char *advisor_kind_name(enum advisor_kind k);
 const char *advisor_severity_name(enum advisor_severity s);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/advisor.h"
+#include "core/clock.h"
 
 /* advisor_dashboard_html[]: the page, generated from core/dashboard.html. */
 #include "core/dashboard_html.h"
@@ -27,9 +28,9 @@ int advisor_http_handle(struct advisor *adv, const struct request *req, struct r
             resp->status = 200;
             response_header(resp, "Content-Type", "application/json");
             response_header(resp, "Cache-Control", "no-store");
-            advisor_json(adv, advisor_clock_us(), &resp->body);
+            advisor_json(adv, clock_mono_us(), &resp->body);
         } else if (req->method == HTTP_M_DELETE) {
-            advisor_reset(adv, advisor_clock_us());
+            advisor_reset(adv, clock_mono_us());
             resp->status = 204;
         } else {
             not_allowed(resp, "GET, HEAD, DELETE");

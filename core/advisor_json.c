@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
+
 /* Partitions listed per table, busiest first. */
 #define JSON_PARTITIONS 20
 
@@ -286,5 +288,5 @@ void advisor_metrics(struct advisor *adv, uint64_t now_us, struct buf *b)
 
 void advisor_render_metrics(void *arg, struct buf *out)
 {
-    advisor_metrics(arg, advisor_clock_us(), out);
+    advisor_metrics(arg, clock_mono_us(), out);
 }

@@ -39,6 +39,8 @@
 #include <openssl/pkcs12.h>
 #include <openssl/x509.h>
 
+#include "core/errfmt.h"
+
 const char azurite_cli_usage[] =
     "Usage: azurite-table [OPTIONS]\n"
     "tabled under the command line of Azurite's table service.\n"
@@ -62,17 +64,6 @@ const char azurite_cli_usage[] =
     "Accounts: AZURITE_ACCOUNTS=\"name:key1[:key2];name2:key1\" (base64 keys).\n"
     "See tabled(1), section AZURITE-TABLE.\n";
 
-/* Writes a formatted message into err. */
-static void az_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void az_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* Appends one formatted argument to the translated vector. */
 static int az_push(struct azurite_cli *az, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -84,7 +75,7 @@ static int az_push(struct azurite_cli *az, char *err, size_t errlen, const char 
     int n = vsnprintf(az->store + az->used, room, fmt, ap);
     va_end(ap);
     if (n < 0 || (size_t)n >= room || az->argc >= AZURITE_MAX_ARGS) {
-        az_err(err, errlen, "command line too long");
+        errfmt_set(err, errlen, "command line too long");
         return -1;
     }
     az->argv[az->argc++] = az->store + az->used;
@@ -98,7 +89,7 @@ static int az_copy(char *dst, size_t cap, const char *v, const char *flag, char 
                    size_t errlen)
 {
     if (strlen(v) >= cap) {
-        az_err(err, errlen, "%s: value too long", flag);
+        errfmt_set(err, errlen, "%s: value too long", flag);
         return -1;
     }
     strcpy(dst, v);
@@ -110,7 +101,7 @@ static int az_accounts(struct azurite_cli *az, const char *env, char *err, size_
 {
     char tmp[8192];
     if (strlen(env) >= sizeof tmp) {
-        az_err(err, errlen, "AZURITE_ACCOUNTS is too long");
+        errfmt_set(err, errlen, "AZURITE_ACCOUNTS is too long");
         return -1;
     }
     strcpy(tmp, env);
@@ -125,12 +116,12 @@ static int az_accounts(struct azurite_cli *az, const char *env, char *err, size_
             continue;
         char *c1 = strchr(it, ':');
         if (!c1 || c1 == it || !c1[1]) {
-            az_err(err, errlen, "AZURITE_ACCOUNTS: expected name:key1[:key2], got '%s'", it);
+            errfmt_set(err, errlen, "AZURITE_ACCOUNTS: expected name:key1[:key2], got '%s'", it);
             return -1;
         }
         size_t nl = (size_t)(c1 - it);
         if (nl >= sizeof az->accounts[0] || az->naccounts >= CONFIG_MAX_ACCOUNTS) {
-            az_err(err, errlen, "AZURITE_ACCOUNTS: bad or too many accounts at '%s'", it);
+            errfmt_set(err, errlen, "AZURITE_ACCOUNTS: bad or too many accounts at '%s'", it);
             return -1;
         }
         for (size_t i = 0; i < nl; i++)
@@ -180,21 +171,21 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
                 if (a[1] == longs[k][0][0])
                     strcpy(name, longs[k][1]);
             if (!name[0]) {
-                az_err(err, errlen, "unknown option '%s' (see azurite-table --help)", a);
+                errfmt_set(err, errlen, "unknown option '%s' (see azurite-table --help)", a);
                 return -1;
             }
         } else if (a[0] == '-' && a[1] == '-' && a[2]) {
             const char *eq = strchr(a + 2, '=');
             size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
             if (n >= sizeof name) {
-                az_err(err, errlen, "unknown option '%s' (see azurite-table --help)", a);
+                errfmt_set(err, errlen, "unknown option '%s' (see azurite-table --help)", a);
                 return -1;
             }
             memcpy(name, a + 2, n);
             name[n] = '\0';
             val = eq ? eq + 1 : NULL;
         } else {
-            az_err(err, errlen, "unexpected argument '%s' (see azurite-table --help)", a);
+            errfmt_set(err, errlen, "unexpected argument '%s' (see azurite-table --help)", a);
             return -1;
         }
         int is_switch = strcmp(name, "inMemoryPersistence") == 0 || strcmp(name, "silent") == 0 ||
@@ -219,7 +210,7 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
             continue;
         }
         if (!is_switch && !takes_value) {
-            az_err(err, errlen, "unknown option '%s' (see azurite-table --help)", a);
+            errfmt_set(err, errlen, "unknown option '%s' (see azurite-table --help)", a);
             return -1;
         }
         if (is_switch && val) {
@@ -227,13 +218,13 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
             if (strcasecmp(val, "false") == 0)
                 continue;
             if (strcasecmp(val, "true") != 0) {
-                az_err(err, errlen, "--%s takes no value", name);
+                errfmt_set(err, errlen, "--%s takes no value", name);
                 return -1;
             }
         }
         if (takes_value && !val) {
             if (i + 1 >= argc) {
-                az_err(err, errlen, "%s needs a value", a);
+                errfmt_set(err, errlen, "%s needs a value", a);
                 return -1;
             }
             val = argv[++i];
@@ -245,13 +236,13 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
             errno = 0;
             long p = strtol(val, &end, 10);
             if (errno || *end || !*val || p < 0 || p > 65535) {
-                az_err(err, errlen, "--tablePort expects a port number 0-65535, got '%s'", val);
+                errfmt_set(err, errlen, "--tablePort expects a port number 0-65535, got '%s'", val);
                 return -1;
             }
             az->port = (int)p;
         } else if (strcmp(name, "location") == 0) {
             if (!*val) {
-                az_err(err, errlen, "--location needs a directory");
+                errfmt_set(err, errlen, "--location needs a directory");
                 return -1;
             }
             location = val;
@@ -269,7 +260,7 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
                 return -1;
         } else if (strcmp(name, "oauth") == 0) {
             if (strcmp(val, "basic") != 0) {
-                az_err(err, errlen, "--oauth: only 'basic' is supported, got '%s'", val);
+                errfmt_set(err, errlen, "--oauth: only 'basic' is supported, got '%s'", val);
                 return -1;
             }
             oauth = val;
@@ -278,7 +269,8 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
             errno = 0;
             keepalive = strtol(val, &end, 10);
             if (errno || *end || !*val || keepalive < 1 || keepalive > 1000000) {
-                az_err(err, errlen, "--tableKeepAliveTimeout expects seconds > 0, got '%s'", val);
+                errfmt_set(err, errlen, "--tableKeepAliveTimeout expects seconds > 0, got '%s'",
+                           val);
                 return -1;
             }
         } else if (strcmp(name, "inMemoryPersistence") == 0) {
@@ -296,15 +288,15 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
          * nothing: see the table at the top of this file. */
     }
     if (az->cert[0] && !az->key[0] && !az->pwd[0]) {
-        az_err(err, errlen, "--cert needs --key (PEM) or --pwd (PFX)");
+        errfmt_set(err, errlen, "--cert needs --key (PEM) or --pwd (PFX)");
         return -1;
     }
     if (!az->cert[0] && (az->key[0] || az->pwd[0])) {
-        az_err(err, errlen, "--key and --pwd need --cert");
+        errfmt_set(err, errlen, "--key and --pwd need --cert");
         return -1;
     }
     if (oauth && !az->cert[0]) {
-        az_err(err, errlen, "--oauth basic needs HTTPS (--cert), as in Azurite");
+        errfmt_set(err, errlen, "--oauth basic needs HTTPS (--cert), as in Azurite");
         return -1;
     }
     az->https = az->cert[0] != '\0';
@@ -375,7 +367,7 @@ static void az_ssl_err(char *err, size_t errlen, const char *what, const char *f
     if (code)
         ERR_error_string_n(code, e, sizeof e);
     ERR_clear_error();
-    az_err(err, errlen, "%s %s: %s", what, file, e);
+    errfmt_set(err, errlen, "%s %s: %s", what, file, e);
 }
 
 /* Writes a PEM file with mode 0600 through the callback. */
@@ -421,8 +413,8 @@ int azurite_cli_tls_files(const struct azurite_cli *az, struct config *cfg, char
     int rc = -1;
     FILE *f = fopen(az->key[0] ? az->key : az->cert, "rb");
     if (!f) {
-        az_err(err, errlen, "cannot read %s: %s", az->key[0] ? az->key : az->cert,
-               strerror(errno));
+        errfmt_set(err, errlen, "cannot read %s: %s", az->key[0] ? az->key : az->cert,
+                   strerror(errno));
         return -1;
     }
     if (az->key[0]) {
@@ -451,13 +443,13 @@ int azurite_cli_tls_files(const struct azurite_cli *az, struct config *cfg, char
     if (snprintf(dir, dircap, "%s/tabled-tls.XXXXXX", tmp && *tmp ? tmp : "/tmp") >=
             (int)dircap ||
         !mkdtemp(dir)) {
-        az_err(err, errlen, "cannot create a private directory for the decrypted key");
+        errfmt_set(err, errlen, "cannot create a private directory for the decrypted key");
         dir[0] = '\0';
         goto out;
     }
     snprintf(cfg->tls_key, sizeof cfg->tls_key, "%s/key.pem", dir);
     if (az_write_pem(cfg->tls_key, az_write_key, pkey) < 0) {
-        az_err(err, errlen, "cannot write %s", cfg->tls_key);
+        errfmt_set(err, errlen, "cannot write %s", cfg->tls_key);
         goto out;
     }
     if (cert) {
@@ -469,7 +461,7 @@ int azurite_cli_tls_files(const struct azurite_cli *az, struct config *cfg, char
         if (cf && fclose(cf) != 0)
             ok = 0;
         if (!ok) {
-            az_err(err, errlen, "cannot write %s", cfg->tls_cert);
+            errfmt_set(err, errlen, "cannot write %s", cfg->tls_cert);
             goto out;
         }
     }

@@ -16,21 +16,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/coding.h"
 #include "core/config_options.h"
+#include "core/errfmt.h"
 #include "core/version.h"
-
-/* Writes a formatted message into err (when there is room for one). */
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Fills every setting's default from the table, then the built-in account. */
 void config_defaults(struct config *cfg)
@@ -42,53 +31,20 @@ void config_defaults(struct config *cfg)
     cfg->dev_account_listed = 0;  /* the built-in one, not a listed one */
 }
 
-/* Value of one base64 character, or -1. */
-static int b64_val(int c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Strict base64 decoder (padding optional, no whitespace). Returns the
- * decoded length, or -1 when the text is not base64 or does not fit. */
-static long b64_decode(const char *s, unsigned char *out, size_t cap)
+/* Decodes an account key (canonical base64, padding optional) into out
+ * (cap bytes). Returns the length, or -1 when the text is not base64 or
+ * the key does not fit. */
+static long key_decode(const char *s, unsigned char *out, size_t cap)
 {
     size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == '=')
-        n--;
-    if (strlen(s) - n > 2 || n % 4 == 1)
+    if (n / 4 * 3 > cap + 2)
         return -1;
-    if (strlen(s) != n && (strlen(s) % 4) != 0)
+    uint8_t tmp[CONFIG_MAX_KEY_BYTES + 6];
+    long k = coding_b64_decode(s, n, tmp, CODING_B64_PAD_OPTIONAL | CODING_B64_CANONICAL);
+    if (k < 0 || (size_t)k > cap)
         return -1;
-    size_t len = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64_val((unsigned char)s[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (len >= cap)
-                return -1;
-            out[len++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
-    }
-    if (acc != 0)  /* leftover bits must be zero in canonical base64 */
-        return -1;
-    return (long)len;
+    memcpy(out, tmp, (size_t)k);
+    return k;
 }
 
 int config_add_account(struct config *cfg, const char *name, const char *key1_b64,
@@ -98,32 +54,32 @@ int config_add_account(struct config *cfg, const char *name, const char *key1_b6
     memset(&a, 0, sizeof a);
     size_t n = strlen(name);
     if (n < 3 || n > 24) {
-        set_err(err, errlen, "account name '%s' must be 3 to 24 letters or digits", name);
+        errfmt_set(err, errlen, "account name '%s' must be 3 to 24 letters or digits", name);
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)name[i];
         if (!isalnum(c)) {
-            set_err(err, errlen, "account name '%s' must be 3 to 24 letters or digits", name);
+            errfmt_set(err, errlen, "account name '%s' must be 3 to 24 letters or digits", name);
             return -1;
         }
         a.name[i] = (char)tolower(c);
     }
     if (!key1_b64 || !*key1_b64) {
-        set_err(err, errlen, "account '%s' needs a key", name);
+        errfmt_set(err, errlen, "account '%s' needs a key", name);
         return -1;
     }
-    long k = b64_decode(key1_b64, a.key1, sizeof a.key1);
+    long k = key_decode(key1_b64, a.key1, sizeof a.key1);
     if (k <= 0) {
-        set_err(err, errlen, "account '%s': key1 is not valid base64 (at most %d bytes)", name,
+        errfmt_set(err, errlen, "account '%s': key1 is not valid base64 (at most %d bytes)", name,
                 CONFIG_MAX_KEY_BYTES);
         return -1;
     }
     a.key1_len = (size_t)k;
     if (key2_b64 && *key2_b64) {
-        k = b64_decode(key2_b64, a.key2, sizeof a.key2);
+        k = key_decode(key2_b64, a.key2, sizeof a.key2);
         if (k <= 0) {
-            set_err(err, errlen, "account '%s': key2 is not valid base64 (at most %d bytes)",
+            errfmt_set(err, errlen, "account '%s': key2 is not valid base64 (at most %d bytes)",
                     name, CONFIG_MAX_KEY_BYTES);
             return -1;
         }
@@ -138,7 +94,7 @@ int config_add_account(struct config *cfg, const char *name, const char *key1_b6
         }
     }
     if (cfg->naccounts >= CONFIG_MAX_ACCOUNTS) {
-        set_err(err, errlen, "too many accounts (at most %d)", CONFIG_MAX_ACCOUNTS);
+        errfmt_set(err, errlen, "too many accounts (at most %d)", CONFIG_MAX_ACCOUNTS);
         return -1;
     }
     cfg->accounts[cfg->naccounts++] = a;
@@ -185,7 +141,7 @@ static int config_set(struct config *cfg, const char *name, const char *v, char 
 {
     const struct opt *o = opt_find(config_options, config_noptions, name);
     if (!o) {
-        set_err(err, errlen, "unknown option '%s'", name);
+        errfmt_set(err, errlen, "unknown option '%s'", name);
         return -1;
     }
     return opt_apply(o, cfg, v, err, errlen);
@@ -209,7 +165,7 @@ static int settle_accounts(struct config *cfg, char *err, size_t errlen)
         }
     }
     if (cfg->naccounts == 0) {
-        set_err(err, errlen, "--dev-account off leaves no account: add one with --account "
+        errfmt_set(err, errlen, "--dev-account off leaves no account: add one with --account "
                 "NAME:KEY1[:KEY2] or an [account NAME] section");
         return -1;
     }
@@ -221,22 +177,22 @@ static int config_check(const struct config *cfg, char *err, size_t errlen)
 {
     if (cfg->admin_port >= 0 && !cfg->admin_token[0] &&
         !config_addr_is_loopback(cfg->admin_host)) {
-        set_err(err, errlen, "--admin-host %s is not a loopback address: an admin listener "
+        errfmt_set(err, errlen, "--admin-host %s is not a loopback address: an admin listener "
                 "reachable from other machines needs --admin-token or --admin-token-file",
                 cfg->admin_host);
         return -1;
     }
     if (cfg->admin_port > 0 && (cfg->admin_port == cfg->port || cfg->admin_port == cfg->tls_port)) {
-        set_err(err, errlen, "--admin-port must differ from --port and --tls-port");
+        errfmt_set(err, errlen, "--admin-port must differ from --port and --tls-port");
         return -1;
     }
     if (cfg->tls_port) {
         if (!cfg->tls_cert[0] || !cfg->tls_key[0]) {
-            set_err(err, errlen, "--tls-port needs --tls-cert and --tls-key");
+            errfmt_set(err, errlen, "--tls-port needs --tls-cert and --tls-key");
             return -1;
         }
         if (cfg->tls_port == cfg->port) {
-            set_err(err, errlen, "--tls-port must differ from --port");
+            errfmt_set(err, errlen, "--tls-port must differ from --port");
             return -1;
         }
     }
@@ -289,11 +245,11 @@ static int flush_account(struct config *cfg, struct pending_account *pa, const c
     pa->active = 0;
     char msg[512];
     if (!pa->key1[0]) {
-        set_err(err, errlen, "%s:%d: [account %s] has no key1", path, pa->line, pa->name);
+        errfmt_set(err, errlen, "%s:%d: [account %s] has no key1", path, pa->line, pa->name);
         return -1;
     }
     if (config_add_account(cfg, pa->name, pa->key1, pa->key2, msg, sizeof msg) < 0) {
-        set_err(err, errlen, "%s:%d: %s", path, pa->line, msg);
+        errfmt_set(err, errlen, "%s:%d: %s", path, pa->line, msg);
         return -1;
     }
     return 0;
@@ -303,7 +259,7 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        set_err(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
+        errfmt_set(err, errlen, "cannot open config file %s: %s", path, strerror(errno));
         return -1;
     }
     char line[4096], msg[512];
@@ -315,7 +271,7 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
     while (fgets(line, sizeof line, f)) {
         lineno++;
         if (!strchr(line, '\n') && !feof(f)) {
-            set_err(err, errlen, "%s:%d: line too long", path, lineno);
+            errfmt_set(err, errlen, "%s:%d: line too long", path, lineno);
             rc = -1;
             break;
         }
@@ -325,7 +281,7 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
         if (*s == '[') {
             char *end = strchr(s, ']');
             if (!end || *trim(end + 1)) {
-                set_err(err, errlen, "%s:%d: malformed section header", path, lineno);
+                errfmt_set(err, errlen, "%s:%d: malformed section header", path, lineno);
                 rc = -1;
                 break;
             }
@@ -337,7 +293,7 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
             if (strncasecmp(sec, "fault", 5) == 0 && isspace((unsigned char)sec[5])) {
                 char *name = trim(sec + 6);
                 if (!*name || strlen(name) >= sizeof pf.name) {
-                    set_err(err, errlen, "%s:%d: bad fault section", path, lineno);
+                    errfmt_set(err, errlen, "%s:%d: bad fault section", path, lineno);
                     rc = -1;
                     break;
                 }
@@ -348,7 +304,7 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
             if (strncasecmp(sec, "account", 7) == 0 && isspace((unsigned char)sec[7])) {
                 char *name = trim(sec + 8);
                 if (!*name || strlen(name) >= sizeof pa.name) {
-                    set_err(err, errlen, "%s:%d: bad account section", path, lineno);
+                    errfmt_set(err, errlen, "%s:%d: bad account section", path, lineno);
                     rc = -1;
                     break;
                 }
@@ -360,13 +316,13 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
             }
             if (strcasecmp(sec, "tabled") == 0 || strcasecmp(sec, "server") == 0)
                 continue;
-            set_err(err, errlen, "%s:%d: unknown section [%s]", path, lineno, sec);
+            errfmt_set(err, errlen, "%s:%d: unknown section [%s]", path, lineno, sec);
             rc = -1;
             break;
         }
         char *eq = strchr(s, '=');
         if (!eq) {
-            set_err(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
+            errfmt_set(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
             rc = -1;
             break;
         }
@@ -379,7 +335,7 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
             *p = *p == '_' ? '-' : (char)tolower((unsigned char)*p);
         if (pf.active) {
             if (config_add_fault_item(cfg, pf.name, key, val, lineno, msg, sizeof msg) < 0) {
-                set_err(err, errlen, "%s:%d: %s", path, lineno, msg);
+                errfmt_set(err, errlen, "%s:%d: %s", path, lineno, msg);
                 rc = -1;
                 break;
             }
@@ -388,7 +344,7 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
         if (pa.active) {
             char *dst = strcmp(key, "key1") == 0 ? pa.key1 : strcmp(key, "key2") == 0 ? pa.key2 : NULL;
             if (!dst || strlen(val) >= sizeof pa.key1) {
-                set_err(err, errlen, "%s:%d: [account] sections hold key1 and key2 only", path,
+                errfmt_set(err, errlen, "%s:%d: [account] sections hold key1 and key2 only", path,
                         lineno);
                 rc = -1;
                 break;
@@ -398,12 +354,12 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
         }
         const struct opt *o = opt_find(config_options, config_noptions, key);
         if (o && (o->type == OPT_FILE || o->type == OPT_SWITCH)) {
-            set_err(err, errlen, "%s:%d: '%s' is not allowed in a config file", path, lineno, key);
+            errfmt_set(err, errlen, "%s:%d: '%s' is not allowed in a config file", path, lineno, key);
             rc = -1;
             break;
         }
         if (config_set(cfg, key, val, msg, sizeof msg) < 0) {
-            set_err(err, errlen, "%s:%d: %s", path, lineno, msg);
+            errfmt_set(err, errlen, "%s:%d: %s", path, lineno, msg);
             rc = -1;
             break;
         }
@@ -431,14 +387,14 @@ static int next_arg(int argc, char **argv, int *i, struct arg *a, char *err, siz
         return 0;
     }
     if (strncmp(s, "--", 2) != 0 || !s[2]) {
-        set_err(err, errlen, "unexpected argument '%s' (see --help)", s);
+        errfmt_set(err, errlen, "unexpected argument '%s' (see --help)", s);
         return -1;
     }
     s += 2;
     const char *eq = strchr(s, '=');
     size_t n = eq ? (size_t)(eq - s) : strlen(s);
     if (n >= sizeof a->name) {
-        set_err(err, errlen, "unknown option '--%s'", s);
+        errfmt_set(err, errlen, "unknown option '--%s'", s);
         return -1;
     }
     memcpy(a->name, s, n);
@@ -446,7 +402,7 @@ static int next_arg(int argc, char **argv, int *i, struct arg *a, char *err, siz
     const struct opt *o = opt_find(config_options, config_noptions, a->name);
     if (o && o->type == OPT_SWITCH) {
         if (eq) {
-            set_err(err, errlen, "--%s takes no value", a->name);
+            errfmt_set(err, errlen, "--%s takes no value", a->name);
             return -1;
         }
         a->value = NULL;
@@ -459,7 +415,7 @@ static int next_arg(int argc, char **argv, int *i, struct arg *a, char *err, siz
         a->value = "on";
     } else {
         if (*i + 1 >= argc) {
-            set_err(err, errlen, "--%s needs a value", a->name);
+            errfmt_set(err, errlen, "--%s needs a value", a->name);
             return -1;
         }
         a->value = argv[++*i];
@@ -495,7 +451,7 @@ int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size
             continue;
         }
         if (config_set(&probe, a.name, a.value, msg, sizeof msg) < 0) {
-            set_err(err, errlen, "%s", msg);
+            errfmt_set(err, errlen, "%s", msg);
             return -1;
         }
     }

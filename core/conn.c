@@ -53,6 +53,7 @@
 
 #include "core/admin.h"
 #include "core/arena.h"
+#include "core/clock.h"
 #include "core/heap.h"
 #include "core/http.h"
 #include "core/log.h"
@@ -148,14 +149,6 @@ static void conn_pump(struct conn *c);
 static void conn_settle(struct conn *c);
 static void conn_stream_wake(struct conn *c);
 
-/* Monotonic clock in microseconds. */
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* Arms the connection's one timer. (A timer that expired in this loop turn
  * still runs its callback after being re-armed; the callback recognises
  * such stale expiries because the timer is pending again.) */
@@ -175,7 +168,7 @@ static void conn_arm_idle(struct conn *c)
 static uint64_t request_left_us(const struct conn *c)
 {
     uint64_t deadline = c->req.start_us + (uint64_t)c->srv->request_timeout_ms * 1000u;
-    uint64_t now = now_us();
+    uint64_t now = clock_mono_us();
     return deadline > now ? deadline - now : 0;
 }
 
@@ -327,7 +320,7 @@ static int on_message_begin(llhttp_t *p)
     c->in_msg = 1;
     c->headers_done = 0;
     c->body_direct = 0;
-    c->req.start_us = now_us();
+    c->req.start_us = clock_mono_us();
     /* (A first request keeps the header deadline armed at accept.) */
     if (c->srv->header_tv && c->served)
         conn_arm(c, c->srv->header_tv);
@@ -722,7 +715,7 @@ static void conn_respond(struct conn *c, int close)
     }
 
     if (srv->cfg->access_log) {
-        log_access(req->method_name, req->path, status, sent, now_us() - req->start_us,
+        log_access(req->method_name, req->path, status, sent, clock_mono_us() - req->start_us,
                    response_get_header(resp, "x-ms-request-id"));
         server_note_access(srv);
     }
@@ -811,7 +804,7 @@ static void conn_reset_reply(struct conn *c)
     struct server *srv = c->srv;
     struct request *req = &c->req;
     if (srv->cfg->access_log) {
-        log_access(req->method_name, req->path, 0, 0, now_us() - req->start_us,
+        log_access(req->method_name, req->path, 0, 0, clock_mono_us() - req->start_us,
                    response_get_header(&c->resp, "x-ms-request-id"));
         server_note_access(srv);
     }

@@ -4,32 +4,20 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
-#include <time.h>
+
+#include "core/errfmt.h"
+#include "core/rand.h"
 
 struct fault_set {
     struct fault_rule rules[FAULT_MAX_RULES];
     size_t n;
     int any_pk;          /* some rule names a partition */
-    uint64_t rng[2];     /* xorshift128+ */
+    struct rand_x128 rng;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- rules ---- */
 
@@ -151,8 +139,8 @@ int fault_rule_set(struct fault_rule *r, const char *key, const char *value, cha
     long long n;
     if (!strcmp(k, "name")) {
         if (!*value || copy_field(r->name, sizeof r->name, value) < 0 || strchr(value, '/')) {
-            set_err(err, errlen, "fault name must be 1-%d characters without '/'",
-                    FAULT_MAX_NAME - 1);
+            errfmt_set(err, errlen, "fault name must be 1-%d characters without '/'",
+                       FAULT_MAX_NAME - 1);
             return -1;
         }
         return 0;
@@ -161,7 +149,7 @@ int fault_rule_set(struct fault_rule *r, const char *key, const char *value, cha
         if (!strcmp(value, "*"))
             value = "";
         if (copy_field(r->account, sizeof r->account, value) < 0) {
-            set_err(err, errlen, "fault account name too long");
+            errfmt_set(err, errlen, "fault account name too long");
             return -1;
         }
         return 0;
@@ -170,14 +158,14 @@ int fault_rule_set(struct fault_rule *r, const char *key, const char *value, cha
         if (!strcmp(value, "*"))
             value = "";
         if (copy_field(r->table, sizeof r->table, value) < 0) {
-            set_err(err, errlen, "fault table name too long");
+            errfmt_set(err, errlen, "fault table name too long");
             return -1;
         }
         return 0;
     }
     if (!strcmp(k, "partition") || !strcmp(k, "partitionkey")) {
         if (copy_field(r->partition, sizeof r->partition, value) < 0) {
-            set_err(err, errlen, "fault partition key longer than %d bytes", FAULT_MAX_PK);
+            errfmt_set(err, errlen, "fault partition key longer than %d bytes", FAULT_MAX_PK);
             return -1;
         }
         r->has_partition = 1;
@@ -185,8 +173,8 @@ int fault_rule_set(struct fault_rule *r, const char *key, const char *value, cha
     }
     if (!strcmp(k, "ops")) {
         if (parse_ops(value, &r->ops) < 0) {
-            set_err(err, errlen, "fault ops: expected reads, writes, batches or all, got '%s'",
-                    value);
+            errfmt_set(err, errlen, "fault ops: expected reads, writes, batches or all, got '%s'",
+                       value);
             return -1;
         }
         return 0;
@@ -194,14 +182,14 @@ int fault_rule_set(struct fault_rule *r, const char *key, const char *value, cha
     if (!strcmp(k, "busy") || !strcmp(k, "timeout") || !strcmp(k, "reset")) {
         double *dst = k[0] == 'b' ? &r->busy : k[0] == 't' ? &r->timeout : &r->reset;
         if (parse_prob(value, dst) < 0) {
-            set_err(err, errlen, "fault %s: expected a probability 0..1, got '%s'", k, value);
+            errfmt_set(err, errlen, "fault %s: expected a probability 0..1, got '%s'", k, value);
             return -1;
         }
         return 0;
     }
     if (!strcmp(k, "timeout-delay-ms")) {
         if (parse_int(value, 3600000, &n) < 0) {
-            set_err(err, errlen, "fault timeout-delay-ms: expected 0..3600000, got '%s'", value);
+            errfmt_set(err, errlen, "fault timeout-delay-ms: expected 0..3600000, got '%s'", value);
             return -1;
         }
         r->timeout_delay_ms = (int)n;
@@ -209,21 +197,22 @@ int fault_rule_set(struct fault_rule *r, const char *key, const char *value, cha
     }
     if (!strcmp(k, "latency-ms")) {
         if (parse_range(value, &r->latency_min_ms, &r->latency_max_ms) < 0) {
-            set_err(err, errlen, "fault latency-ms: expected N or A-B (ms), got '%s'", value);
+            errfmt_set(err, errlen, "fault latency-ms: expected N or A-B (ms), got '%s'", value);
             return -1;
         }
         return 0;
     }
     if (!strcmp(k, "timeout-applies")) {
         if (parse_bool(value, &r->timeout_applies) < 0) {
-            set_err(err, errlen, "fault timeout-applies: expected true or false, got '%s'", value);
+            errfmt_set(err, errlen, "fault timeout-applies: expected true or false, got '%s'",
+                       value);
             return -1;
         }
         return 0;
     }
     if (!strcmp(k, "every") || !strcmp(k, "count")) {
         if (parse_int(value, 1000000000000LL, &n) < 0) {
-            set_err(err, errlen, "fault %s: expected a number >= 0, got '%s'", k, value);
+            errfmt_set(err, errlen, "fault %s: expected a number >= 0, got '%s'", k, value);
             return -1;
         }
         if (k[0] == 'e')
@@ -232,22 +221,22 @@ int fault_rule_set(struct fault_rule *r, const char *key, const char *value, cha
             r->count = (uint64_t)n;
         return 0;
     }
-    set_err(err, errlen, "unknown fault setting '%s'", key);
+    errfmt_set(err, errlen, "unknown fault setting '%s'", key);
     return -1;
 }
 
 int fault_rule_check(const struct fault_rule *r, char *err, size_t errlen)
 {
     if (!r->name[0]) {
-        set_err(err, errlen, "a fault rule needs a name");
+        errfmt_set(err, errlen, "a fault rule needs a name");
         return -1;
     }
     if (r->busy + r->timeout + r->reset > 1.0 + 1e-9) {
-        set_err(err, errlen, "fault %s: busy + timeout + reset exceed 1", r->name);
+        errfmt_set(err, errlen, "fault %s: busy + timeout + reset exceed 1", r->name);
         return -1;
     }
     if (r->has_partition && !r->table[0]) {
-        set_err(err, errlen, "fault %s: a partition needs a table", r->name);
+        errfmt_set(err, errlen, "fault %s: a partition needs a table", r->name);
         return -1;
     }
     return 0;
@@ -318,14 +307,7 @@ struct fault_set *fault_set_new(uint64_t seed)
     struct fault_set *fs = calloc(1, sizeof *fs);
     if (!fs)
         abort();
-    if (seed) {
-        fs->rng[0] = seed;
-        fs->rng[1] = seed * 0x9e3779b97f4a7c15ULL + 1;
-    } else if (getrandom(fs->rng, sizeof fs->rng, 0) != sizeof fs->rng) {
-        fs->rng[0] = (uint64_t)time(NULL);
-        fs->rng[1] = (uint64_t)(uintptr_t)fs;
-    }
-    fs->rng[0] |= 1;
+    rand_x128_seed(&fs->rng, seed);
     return fs;
 }
 
@@ -410,22 +392,6 @@ int fault_needs_pk(const struct fault_set *fs)
 
 /* ---- decisions ---- */
 
-static uint64_t rng_next(struct fault_set *fs)
-{
-    uint64_t s1 = fs->rng[0];
-    const uint64_t s0 = fs->rng[1];
-    fs->rng[0] = s0;
-    s1 ^= s1 << 23;
-    fs->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
-    return fs->rng[1] + s0;
-}
-
-/* Uniform in [0, 1). */
-static double rng_unit(struct fault_set *fs)
-{
-    return (double)(rng_next(fs) >> 11) * (1.0 / 9007199254740992.0);
-}
-
 /* How specifically r matches q: -1 not at all, else 0 (any) .. 3 (partition). */
 static int match(const struct fault_rule *r, const struct fault_request *q)
 {
@@ -475,9 +441,9 @@ int fault_decide(struct fault_set *fs, const struct fault_request *q, struct fau
     double u = -1;
     if (best->every) {
         if (best->matched % best->every == 0 && total > 0)
-            u = rng_unit(fs) * total;  /* fires; the weights pick the kind */
+            u = rand_x128_unit(&fs->rng) * total;  /* fires; the weights pick the kind */
     } else if (total > 0) {
-        u = rng_unit(fs);
+        u = rand_x128_unit(&fs->rng);
     }
     if (u >= 0) {
         if (u < best->busy)
@@ -492,7 +458,8 @@ int fault_decide(struct fault_set *fs, const struct fault_request *q, struct fau
     if (out->kind != FAULT_RESET) {
         int lat = best->latency_min_ms;
         if (best->latency_max_ms > best->latency_min_ms)
-            lat += (int)(rng_next(fs) % (uint64_t)(best->latency_max_ms - best->latency_min_ms + 1));
+            lat += (int)(rand_x128_next(&fs->rng) %
+                         (uint64_t)(best->latency_max_ms - best->latency_min_ms + 1));
         out->delay_ms = lat;
         if (out->kind == FAULT_TIMEOUT) {
             out->delay_ms += best->timeout_delay_ms;

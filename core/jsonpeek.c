@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/coding.h"
+
 /* Scanner over [p, end). */
 struct peek {
     const char *p, *end;
@@ -35,23 +37,6 @@ static int scan_string(struct peek *s, const char **start, size_t *len, int *esc
     *len = (size_t)(q - s->p);
     s->p = q + 1;
     return 0;
-}
-
-/* Value of four hex digits at p, or -1. */
-static long hex4(const char *p, const char *end)
-{
-    if (end - p < 4)
-        return -1;
-    long v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0)
-            return -1;
-        v = v * 16 + d;
-    }
-    return v;
 }
 
 /* Appends code point cp as UTF-8 at o; returns the bytes written. */
@@ -101,13 +86,14 @@ static long unescape(const char *p, size_t n, char *out)
         case 'r': out[o++] = '\r'; break;
         case 't': out[o++] = '\t'; break;
         case 'u': {
-            long u = hex4(p, end);
+            long u = coding_hex4(p, (size_t)(end - p));
             if (u < 0)
                 return -1;
             p += 4;
             uint32_t cp = (uint32_t)u;
             if (cp >= 0xD800 && cp <= 0xDBFF) {
-                long lo = end - p >= 6 && p[0] == '\\' && p[1] == 'u' ? hex4(p + 2, end) : -1;
+                long lo = end - p >= 6 && p[0] == '\\' && p[1] == 'u'
+                              ? coding_hex4(p + 2, (size_t)(end - p - 2)) : -1;
                 if (lo < 0xDC00 || lo > 0xDFFF)
                     return -1;
                 p += 6;

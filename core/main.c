@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include "backends/backend.h"
 #include "core/admin.h"
@@ -16,6 +15,8 @@
 #include "core/advisor.h"
 #include "core/background.h"
 #include "core/azurite_cli.h"
+#include "core/clock.h"
+#include "core/coding.h"
 #include "core/config.h"
 #include "tools/dump.h"
 #include "tools/dump_export.h"
@@ -130,8 +131,8 @@ static struct throttle *throttle_from_config(const struct config *cfg)
 /* 1 when a is devstoreaccount1 with the well-known key (public anyway). */
 static int is_public_dev(const struct account_cfg *a)
 {
-    char key[4 * CONFIG_MAX_KEY_BYTES / 3 + 8];
-    EVP_EncodeBlock((unsigned char *)key, a->key1, (int)a->key1_len);
+    char key[CODING_B64_LEN(CONFIG_MAX_KEY_BYTES) + 1];
+    coding_b64_encode(a->key1, a->key1_len, key);
     int pub = strcmp(a->name, DEV_ACCOUNT_NAME) == 0 && strcmp(key, DEV_ACCOUNT_KEY) == 0;
     OPENSSL_cleanse(key, sizeof key);
     return pub;
@@ -338,7 +339,7 @@ int main(int argc, char **argv)
         admin = admin_new(metrics, faults);
         admin_set_access(admin, &cfg);
         /* the partition advisor: always on with the admin listener */
-        advisor = advisor_new(&alim, advisor_clock_us());
+        advisor = advisor_new(&alim, clock_mono_us());
         for (size_t i = 0; i < cfg.naccounts; i++)
             advisor_name_account(advisor, (unsigned)i, cfg.accounts[i].name);
         metrics->render_more = advisor_render_metrics;

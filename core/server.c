@@ -26,12 +26,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "core/clock.h"
 #include "core/conn.h"
 #include "core/log.h"
 #include "core/throttle.h"
@@ -49,14 +49,6 @@
  * of 2^21 slots is swept in 32 s; rebuilding it smaller is O(size)). */
 #define SERVER_MAINT_MS 1000
 #define SERVER_MAINT_SLOTS 65536
-
-/* Monotonic clock in microseconds (the throttle's time base). */
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* Converts milliseconds into a common timeout of base (cheap to re-arm). */
 static const struct timeval *common_timeout(struct event_base *base, int ms)
@@ -145,7 +137,7 @@ static void maint_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (srv->throttle)
-        throttle_maintain(srv->throttle, mono_us(), SERVER_MAINT_SLOTS);
+        throttle_maintain(srv->throttle, clock_mono_us(), SERVER_MAINT_SLOTS);
 }
 
 /* accept() failed (typically EMFILE): pause accepting briefly instead of
@@ -155,7 +147,7 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 {
     struct server *srv = arg;
     int err = EVUTIL_SOCKET_ERROR();
-    uint64_t now = mono_us();
+    uint64_t now = clock_mono_us();
     if (srv->accept_err_us && now - srv->accept_err_us < SERVER_ACCEPT_WARN_MS * 1000u) {
         srv->accept_err_quiet++;
     } else {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/advisor.h"
+#include "core/clock.h"
 #include "protocol/ctx.h"
 #include "protocol/filter.h"
 #include "protocol/service.h"
@@ -40,7 +41,7 @@ void service_advise_writes(struct req_ctx *c, const struct entity_write *w, size
     struct advisor *adv = c->svc->advisor;
     if (!adv || n == 0)
         return;
-    uint64_t now = advisor_clock_us();
+    uint64_t now = clock_mono_us();
     int batch = c->op == OP_BATCH;
     for (size_t i = 0; i < n; i++) {
         struct advisor_key k = key_of(c, w[i].t->name, w[i].t->name_len, w[i].e.pk, w[i].e.pk_len);
@@ -86,7 +87,7 @@ void service_advise_query(struct req_ctx *c, const struct table_info *t,
     const struct query_param *f = url_query_get(c->qp, c->nqp, "$filter");
     struct advisor_key k = key_of(c, t->name, t->name_len, pk, pk_len);
     advisor_query(c->svc->advisor, &k, shape, examined, returned, f ? f->value : NULL,
-                  f ? f->value_len : 0, advisor_clock_us());
+                  f ? f->value_len : 0, clock_mono_us());
 }
 
 void service_advise_throttled(struct req_ctx *c, const char *table, size_t table_len,
@@ -95,5 +96,5 @@ void service_advise_throttled(struct req_ctx *c, const char *table, size_t table
     if (!table)
         return;
     struct advisor_key k = key_of(c, table, table_len, pk, pk_len);
-    advisor_throttled(c->svc->advisor, &k, advisor_clock_us());
+    advisor_throttled(c->svc->advisor, &k, clock_mono_us());
 }

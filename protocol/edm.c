@@ -17,6 +17,8 @@
 #endif
 #include <time.h>
 
+#include "core/coding.h"
+
 #define TICKS_PER_DAY (86400LL * EDM_TICKS_PER_SECOND)
 
 static const char *const day_names[7] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
@@ -310,17 +312,6 @@ int edm_rfc1123_parse(const char *s, size_t n, int64_t *unix_seconds)
 
 /* ---------------------------------------------------------------- Guid */
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* 8-4-4-4-12 hex digits, optionally wrapped in one pair of braces. Bytes
  * are stored in text order (not .NET's mixed-endian layout): only the text
  * form is ever exchanged. */
@@ -341,10 +332,8 @@ int edm_guid_parse(const char *s, size_t n, uint8_t out[16])
             i++;
             continue;
         }
-        int hi = hex_value(s[i]), lo = hex_value(s[i + 1]);
-        if (hi < 0 || lo < 0)
+        if (coding_hex_decode(s + i, 2, &g[k++]) != 0)
             return EDM_EINVAL;
-        g[k++] = (uint8_t)(hi << 4 | lo);
         i += 2;
     }
     memcpy(out, g, 16);
@@ -353,101 +342,29 @@ int edm_guid_parse(const char *s, size_t n, uint8_t out[16])
 
 size_t edm_guid_format(const uint8_t g[16], char *out)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            out[o++] = '-';
-        out[o++] = hex[g[i] >> 4];
-        out[o++] = hex[g[i] & 15];
-    }
-    out[o] = '\0';
-    return o;
+    return coding_uuid_format(g, out);
 }
 
 /* ---------------------------------------------------------------- base64 */
 
-static const char b64_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Strict RFC 4648 section 4 decoding: length a multiple of 4, '=' only as
- * the last one or two characters, no whitespace. Non-zero pad bits are
- * tolerated (as .NET's Convert.FromBase64String does). */
+/* Strict RFC 4648 section 4 decoding into arena memory (see
+ * coding_b64_decode: non-zero pad bits are tolerated). */
 int edm_base64_decode(struct arena *a, const char *s, size_t n, uint8_t **out, size_t *outlen)
 {
-    if (n % 4 != 0)
+    uint8_t *p = arena_alloc(a, n / 4 * 3 + 3);
+    long o = coding_b64_decode(s, n, p, 0);
+    if (o < 0)
         return EDM_EINVAL;
-    size_t pad = 0;
-    if (n > 0 && s[n - 1] == '=')
-        pad = (n > 1 && s[n - 2] == '=') ? 2 : 1;
-    uint8_t *p = arena_alloc(a, n / 4 * 3 + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 4) {
-        int last = i + 4 == n;
-        int v[4];
-        for (int k = 0; k < 4; k++) {
-            if (last && k >= 4 - (int)pad) {
-                v[k] = 0;
-                continue;
-            }
-            v[k] = b64_value((unsigned char)s[i + k]);
-            if (v[k] < 0)
-                return EDM_EINVAL;
-        }
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-        p[o++] = (uint8_t)(w >> 16);
-        if (!last || pad < 2)
-            p[o++] = (uint8_t)(w >> 8);
-        if (!last || pad < 1)
-            p[o++] = (uint8_t)w;
-    }
     *out = p;
-    *outlen = o;
+    *outlen = (size_t)o;
     return 0;
 }
 
+/* Appends the padded base64 text of p to b. */
 void edm_base64_encode(struct buf *b, const uint8_t *p, size_t n)
 {
-    buf_reserve(b, (n + 2) / 3 * 4);
-    char *o = b->data + b->len;
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t w = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        *o++ = b64_alphabet[w >> 18];
-        *o++ = b64_alphabet[(w >> 12) & 63];
-        *o++ = b64_alphabet[(w >> 6) & 63];
-        *o++ = b64_alphabet[w & 63];
-    }
-    if (n - i == 1) {
-        uint32_t w = (uint32_t)p[i] << 16;
-        *o++ = b64_alphabet[w >> 18];
-        *o++ = b64_alphabet[(w >> 12) & 63];
-        *o++ = '=';
-        *o++ = '=';
-    } else if (n - i == 2) {
-        uint32_t w = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
-        *o++ = b64_alphabet[w >> 18];
-        *o++ = b64_alphabet[(w >> 12) & 63];
-        *o++ = b64_alphabet[(w >> 6) & 63];
-        *o++ = '=';
-    }
-    b->len = (size_t)(o - b->data);
-    b->data[b->len] = '\0';
+    buf_reserve(b, CODING_B64_LEN(n));
+    b->len += coding_b64_encode(p, n, b->data + b->len);
 }
 
 /* ---------------------------------------------------------------- integers */

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
+#include "core/coding.h"
 #include "core/jsonwalk.h"
 #include "protocol/edm.h"
 #include "protocol/jsonflat.h"
@@ -497,25 +498,6 @@ static enum terr convert(struct arena *a, const struct member *m, struct edm_val
     return TERR_InvalidInput;
 }
 
-static int hex4(const char *s, size_t n, size_t at, unsigned *out)
-{
-    unsigned v = 0;
-    if (n - at < 4)
-        return -1;
-    for (size_t i = at; i < at + 4; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9'   ? c - '0'
-                : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                       : -1;
-        if (d < 0)
-            return -1;
-        v = v << 4 | (unsigned)d;
-    }
-    *out = v;
-    return 0;
-}
-
 /* yajl turns a lone high-surrogate escape into '?' and pairs a high
  * surrogate with any following \u escape, silently changing the text; such
  * bodies are rejected up front instead. Backslashes only occur inside JSON
@@ -530,14 +512,15 @@ static int surrogates_ok(const char *s, size_t n)
             break;
         i = (size_t)(bs - s);
         if (i + 1 < n && s[i + 1] == 'u') {
-            unsigned u, lo;
-            if (hex4(s, n, i + 2, &u) < 0)
+            long u = coding_hex4(s + i + 2, n - i - 2), lo;
+            if (u < 0)
                 return -1;   /* malformed escape: yajl reports it too */
             i += 5;
             if (u >= 0xDC00 && u <= 0xDFFF)
                 return -1;
             if (u >= 0xD800 && u <= 0xDBFF) {
-                if (n - i < 7 || s[i + 1] != '\\' || s[i + 2] != 'u' || hex4(s, n, i + 3, &lo) < 0 ||
+                if (n - i < 7 || s[i + 1] != '\\' || s[i + 2] != 'u' ||
+                    (lo = coding_hex4(s + i + 3, n - i - 3)) < 0 ||
                     lo < 0xDC00 || lo > 0xDFFF)
                     return -1;
                 i += 6;

@@ -6,6 +6,7 @@
  * datetime/guid/binary literals are parsed with the edm.h helpers. */
 #include <string.h>
 
+#include "core/coding.h"
 #include "protocol/edm.h"
 #include "protocol/filter_ast.h"
 
@@ -30,18 +31,6 @@ static int is_word_start(unsigned char c)
 static int is_word_char(unsigned char c)
 {
     return is_word_start(c) || is_digit(c);
-}
-
-/* 0..15 for a hex digit of either case, else -1. */
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* Case-insensitive ASCII equality of w[0..n) and the lower-case word kw. */
@@ -135,15 +124,9 @@ static int lex_typed(struct flexer *lx, struct ftok *t, const char *w, size_t wn
             return -1;
         t->lit.type = EDM_GUID;
     } else {
-        if (n % 2)
-            return -1;
         uint8_t *out = arena_alloc(lx->a, n / 2 + 1);
-        for (size_t k = 0; k < n; k += 2) {
-            int hi = hex_value((unsigned char)body[k]), lo = hex_value((unsigned char)body[k + 1]);
-            if (hi < 0 || lo < 0)
-                return -1;
-            out[k / 2] = (uint8_t)(hi << 4 | lo);
-        }
+        if (coding_hex_decode(body, n, out) != 0)
+            return -1;
         t->lit.type = EDM_BINARY;
         t->lit.u.s.ptr = (const char *)out;
         t->lit.u.s.len = n / 2;

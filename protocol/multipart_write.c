@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/coding.h"
 #include "protocol/ctlscan.h"
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -135,15 +136,7 @@ void multipart_guid(char out[37], const unsigned char rnd[16])
     memcpy(b, rnd, 16);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);  /* version 4 */
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);  /* RFC 4122 variant */
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            out[o++] = '-';
-        out[o++] = hex[b[i] >> 4];
-        out[o++] = hex[b[i] & 15];
-    }
-    out[o] = '\0';
+    coding_uuid_format(b, out);
 }
 
 char *multipart_content_type(struct arena *a, const char *batch_guid)

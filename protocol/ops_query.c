@@ -3,8 +3,8 @@
  * (SPEC 3.5, 6.10-6.12). A page is computed within one event-loop turn. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "protocol/atom.h"
 #include "protocol/ctx.h"
@@ -15,14 +15,6 @@
 
 #define PAGE_MAX 1000
 #define PAGE_MAX_BYTES (4u << 20)
-
-/* Monotonic milliseconds, for the per-page time budget. */
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Start key of the scan from NextPartitionKey / NextRowKey. */
 static enum terr resume_key(struct req_ctx *c, const struct table_info *t, struct buf *start)
@@ -97,7 +89,7 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
     int rc;
     while ((rc = svc->ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
         if ((pg->budget > 0 && pg->examined >= pg->budget) ||
-            (pg->deadline && (pg->examined & 1023) == 1023 && now_ms() > pg->deadline)) {
+            (pg->deadline && (pg->examined & 1023) == 1023 && clock_mono_ms() > pg->deadline)) {
             /* Budget spent: the next unexamined key is the token. */
             continuation(c, k, kl);
             pg->done = 1;
@@ -204,7 +196,8 @@ void op_query_entities(struct req_ctx *c)
                          : PAGE_MAX_BYTES,
         .ranged = auth_range_active(&c->auth.range),
         .budget = c->svc->cfg->scan_budget,
-        .deadline = c->svc->cfg->scan_budget_ms > 0 ? now_ms() + c->svc->cfg->scan_budget_ms : 0,
+        .deadline =
+            c->svc->cfg->scan_budget_ms > 0 ? clock_mono_ms() + c->svc->cfg->scan_budget_ms : 0,
     };
     struct buf start, end;
     buf_init(&start);

@@ -4,45 +4,19 @@
 
 #include <string.h>
 
+#include "core/coding.h"
 #include "protocol/edm.h"
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Decodes %XX (both hex digits required) and optionally '+'; the result
  * must be well-formed UTF-8 so later layers never see broken text. */
 char *url_decode(struct arena *a, const char *s, size_t n, int plus_as_space, size_t *outlen)
 {
     char *out = arena_alloc(a, n + 1);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '%') {
-            if (n - i < 3)
-                return NULL;
-            int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
-            if (hi < 0 || lo < 0)
-                return NULL;
-            c = (char)(hi << 4 | lo);
-            i += 2;
-        } else if (c == '+' && plus_as_space) {
-            c = ' ';
-        }
-        out[k++] = c;
-    }
-    out[k] = '\0';
-    if (utf8_check(out, k) != 0)
+    long k = coding_pct_decode(s, n, out, n + 1, plus_as_space ? CODING_PCT_PLUS : 0);
+    if (k < 0 || utf8_check(out, (size_t)k) != 0)
         return NULL;
     if (outlen)
-        *outlen = k;
+        *outlen = (size_t)k;
     return out;
 }
 

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/coding.h"
+
 /* Reader state for one document. */
 struct xp {
     struct arena *a;
@@ -172,16 +174,10 @@ static int read_ref(struct xp *x, char *out)
     size_t digits = 0;
     while (x->p < x->end && *x->p != ';') {
         char c = *x->p;
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (hex && c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else if (hex && c >= 'A' && c <= 'F')
-            d = (unsigned)(c - 'A' + 10);
-        else
+        int d = hex ? coding_hexval((unsigned char)c) : c >= '0' && c <= '9' ? c - '0' : -1;
+        if (d < 0)
             return fail(x, "bad character reference");
-        cp = cp * (hex ? 16 : 10) + d;
+        cp = cp * (hex ? 16 : 10) + (unsigned)d;
         if (cp > 0x10FFFF)
             return fail(x, "character reference out of range");
         digits++;

@@ -1,0 +1,68 @@
+/* coding.h - hex, base64 and percent coding: the one copy every layer uses
+ * (request paths, query strings, SAS and SharedKey signatures, account
+ * keys, Edm.Binary and Guid values, continuation tokens, JWT payloads).
+ * Allocation-free: callers pass output buffers sized as documented. */
+#ifndef TABLED_CODING_H
+#define TABLED_CODING_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Value 0..15 of the hex digit c (either case), else -1. */
+int coding_hexval(int c);
+
+/* Decodes n hex digits (n even) into out (n / 2 bytes). 0, or -1 when n is
+ * odd or a character is not a hex digit (out is then partly written). */
+int coding_hex_decode(const char *s, size_t n, uint8_t *out);
+
+/* Value of exactly four hex digits at s (JSON's \uXXXX), or -1 when fewer
+ * than four bytes remain (n) or one is not a hex digit. */
+long coding_hex4(const char *s, size_t n);
+
+/* Writes 2 * n hex digits of p at out (lower case unless upper) and a NUL;
+ * out holds 2 * n + 1 bytes. Returns 2 * n. */
+size_t coding_hex_encode(const uint8_t *p, size_t n, char *out, int upper);
+
+/* The 8-4-4-4-12 text of a 16-byte UUID (lower-case hex, bytes in text
+ * order) at out, NUL-terminated. Returns 36. */
+size_t coding_uuid_format(const uint8_t g[16], char out[37]);
+
+/* Bytes base64 text of n bytes takes (padded), without the NUL. */
+#define CODING_B64_LEN(n) (((n) + 2) / 3 * 4)
+
+/* Standard base64 (RFC 4648 section 4, padded) of p at out, NUL-terminated;
+ * out holds CODING_B64_LEN(n) + 1 bytes. Returns the text length. */
+size_t coding_b64_encode(const uint8_t *p, size_t n, char *out);
+
+/* Decoding flags. Without flags the decoding is strict RFC 4648 section 4:
+ * length a multiple of 4, '=' only as the last one or two characters, no
+ * whitespace; non-zero pad bits are tolerated (as .NET's
+ * Convert.FromBase64String does). */
+enum {
+    /* base64url as JWTs carry it: '-' '_' as well as '+' '/', trailing
+     * '=' optional (any number stripped), only a length of 4k+1 refused. */
+    CODING_B64_URL = 1,
+    /* Standard alphabet, padding may be left off (a length of 4k+1 is
+     * refused; when '=' is present the length is a multiple of 4). */
+    CODING_B64_PAD_OPTIONAL = 2,
+    /* Refuse non-zero pad bits (canonical text only, as account keys). */
+    CODING_B64_CANONICAL = 4,
+};
+
+/* Decodes n characters of base64 at s into out, which holds n / 4 * 3 + 3
+ * bytes. Returns the byte count, or -1 when malformed. */
+long coding_b64_decode(const char *s, size_t n, uint8_t *out, unsigned flags);
+
+/* Percent-decoding flags. Without flags: "%XX" with two hex digits is
+ * required after every '%', '+' stays '+', a decoded %00 is kept. */
+enum {
+    CODING_PCT_PLUS = 1,   /* '+' decodes to a space (form encoding) */
+    CODING_PCT_NO_NUL = 2, /* refuse a NUL byte in the result, raw or %00 */
+};
+
+/* Percent-decodes n bytes of s into out (cap bytes, NUL-terminated; n + 1
+ * always suffices). Returns the decoded length, or -1 when a '%' is not
+ * followed by two hex digits, a NUL is refused, or the result with its NUL
+ * does not fit. */
+long coding_pct_decode(const char *s, size_t n, char *out, size_t cap, unsigned flags);
+
+#endif

@@ -1,0 +1,93 @@
+/* test_floor.c - the floor's clock, generators and error buffers
+ * (core/clock.c, core/rand.c, core/errfmt.c). */
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/errfmt.h"
+#include "core/rand.h"
+#include "tests/unit/tap.h"
+
+static void test_clock(void)
+{
+    uint64_t a = clock_mono_us();
+    int64_t ma = clock_mono_ms();
+    uint64_t b = clock_mono_us();
+    int64_t mb = clock_mono_ms();
+    TEST_CHECK(a > 0 && b >= a, "mono_us never goes back");
+    TEST_CHECK(mb >= ma, "mono_ms never goes back");
+    TEST_CHECK((uint64_t)ma <= b / 1000 + 1 && b / 1000 <= (uint64_t)mb + 1,
+               "mono_ms and mono_us share one time base");
+}
+
+static void test_rand(void)
+{
+    /* xorshift64 from 1: the first outputs of Marsaglia's (13, 7, 17). */
+    uint64_t s = 1;
+    TEST_EQ_INT(rand_xorshift64(&s), 1082269761ULL, "xorshift64 first value from 1");
+    TEST_EQ_INT(s, 1082269761ULL, "xorshift64 state advanced");
+    TEST_EQ_INT(rand_xorshift64(&s), 1152992998833853505ULL, "xorshift64 second value");
+
+    struct rand_x128 r1, r2;
+    rand_x128_seed(&r1, 42);
+    rand_x128_seed(&r2, 42);
+    TEST_EQ_INT(r1.s[0], 43, "x128 seed: s0 = seed | 1");
+    TEST_CHECK(r1.s[1] == 42 * 0x9e3779b97f4a7c15ULL + 1, "x128 seed: s1 spread");
+    int same = 1;
+    for (int i = 0; i < 100; i++)
+        same &= rand_x128_next(&r1) == rand_x128_next(&r2);
+    TEST_CHECK(same, "x128 fixed seed reproduces");
+    rand_x128_seed(&r1, 0);
+    TEST_CHECK(r1.s[0] & 1, "x128 random seed: state never zero");
+    int in_range = 1;
+    double lo = 1, hi = 0;
+    for (int i = 0; i < 10000; i++) {
+        double u = rand_x128_unit(&r2);
+        in_range &= u >= 0.0 && u < 1.0;
+        lo = u < lo ? u : lo;
+        hi = u > hi ? u : hi;
+    }
+    TEST_CHECK(in_range, "x128 unit within [0, 1)");
+    TEST_CHECK(lo < 0.01 && hi > 0.99, "x128 unit spreads over [0, 1)");
+}
+
+static void append(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void append(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    errfmt_vappend(err, len, fmt, ap);
+    va_end(ap);
+}
+
+static void test_errfmt(void)
+{
+    char e[16];
+    errfmt_set(e, sizeof e, "bad %s %d", "key", 7);
+    TEST_EQ_STR(e, "bad key 7", "set formats");
+    errfmt_set(e, sizeof e, "%s", "a message longer than sixteen");
+    TEST_EQ_STR(e, "a message longe", "set truncates, NUL-terminated");
+    errfmt_set(NULL, 10, "x");
+    errfmt_set(e, 0, "x");
+    TEST_EQ_STR(e, "a message longe", "no buffer or no room writes nothing");
+
+    errfmt_set(e, sizeof e, "ldb: ");
+    append(e, sizeof e, "open %s", "dir");
+    TEST_EQ_STR(e, "ldb: open dir", "prefix then detail");
+    errfmt_set(e, sizeof e, "%s", "fifteen chars..");
+    append(e, sizeof e, "more");
+    TEST_EQ_STR(e, "fifteen chars..", "append into a full buffer writes nothing");
+    errfmt_set(e, 4, "prefix: ");
+    append(e, 4, "x");
+    TEST_EQ_STR(e, "pre", "truncated prefix, no detail");
+}
+
+int main(void)
+{
+    test_clock();
+    test_rand();
+    test_errfmt();
+    return test_done();
+}
