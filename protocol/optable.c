@@ -71,7 +71,6 @@ static const struct op_def rows[OP_COUNT] = {
 };
 
 #define ROW_FIRST 1  /* rows[0] is OP_NONE's empty slot */
-#define BATCH_ROW (OPF_CHANGESET | OPF_BATCH_QUERY)
 
 /* Whether row r's comp requirement is met by comp (NULL: none sent). */
 static int comp_is(const struct op_def *r, const char *comp)
@@ -89,16 +88,77 @@ static int verb_fits(const struct op_def *r, enum http_method m, int has_if_matc
     return !((r->flags & OPF_NO_IF_MATCH) && has_if_match);
 }
 
-/* The error of a failed match (a $batch part's is always InvalidInput). */
-static const struct op_def *fail(enum optable_from from, enum terr e, enum terr *err)
+/* Whether row r's restype requirement is met by restype. */
+static int restype_is(const struct op_def *r, const char *restype)
 {
-    *err = from == OPTABLE_PART ? TERR_InvalidInput : e;
+    return !r->restype || (restype && strcmp(r->restype, restype) == 0);
+}
+
+/* The first row that takes the request: one for every resource whose verb
+ * fits, or one of res whose comp (NULL: rows without comp), restype and
+ * verb fit. This is the whole work of a request that names an operation. */
+static const struct op_def *find(enum resource res, enum http_method m, const char *comp,
+                                 const char *restype, int has_if_match)
+{
+    for (const struct op_def *r = rows + ROW_FIRST; r < rows + OP_COUNT; r++) {
+        if (r->flags & OPF_ANY_RESOURCE) {
+            if (r->methods & OPM(m))
+                return r;
+            continue;
+        }
+        if (r->res == res && comp_is(r, comp) && restype_is(r, restype) &&
+            verb_fits(r, m, has_if_match))
+            return r;
+    }
     return NULL;
 }
 
-/* The match in the order the service checks (SPEC 1.4): a verb that
- * applies to every resource (OPTIONS), the resource, its comp (where the
- * resource has comp rows), restype, then the verb (and If-Match). */
+/* Whether res has rows that need a comp (so a comp chooses among them;
+ * elsewhere it is ignored). */
+static int uses_comp(enum resource res)
+{
+    for (const struct op_def *r = rows + ROW_FIRST; r < rows + OP_COUNT; r++)
+        if (r->res == res && r->comp && !(r->flags & OPF_ANY_RESOURCE))
+            return 1;
+    return 0;
+}
+
+/* Why no row takes the request, in the order the service checks (SPEC
+ * 1.4): the resource, its comp (where it has comp rows), restype, then the
+ * verb (and If-Match). Sets *xml: whether the error is storage XML (all
+ * the rows the comp, or its absence, leaves are XML ones). */
+static enum terr why_not(enum resource res, const char *comp, const char *restype, int *xml)
+{
+    int nres = 0, all_xml = 1;
+    *xml = 0;
+    for (const struct op_def *r = rows + ROW_FIRST; r < rows + OP_COUNT; r++) {
+        if (r->res != res || (r->flags & OPF_ANY_RESOURCE))
+            continue;
+        nres++;
+        all_xml &= (r->flags & OPF_XML) != 0;
+    }
+    if (nres == 0)
+        return TERR_InvalidUri;
+    int want_comp = comp && uses_comp(res);
+    int ngroup = 0, group_xml = 1, ncomp = 0, restype_bad = 0;
+    for (const struct op_def *r = rows + ROW_FIRST; r < rows + OP_COUNT; r++) {
+        if (r->res != res || (r->flags & OPF_ANY_RESOURCE) || (r->comp != NULL) != want_comp)
+            continue;
+        ngroup++;
+        group_xml &= (r->flags & OPF_XML) != 0;
+        if (want_comp && !comp_is(r, comp))
+            continue;
+        ncomp++;
+        restype_bad |= !restype_is(r, restype);
+    }
+    *xml = ngroup ? group_xml : all_xml;
+    if (ngroup == 0)
+        return TERR_InvalidUri;  /* e.g. the service root without comp */
+    if (ncomp == 0 || restype_bad)
+        return TERR_InvalidQueryParameterValue;
+    return *xml ? TERR_UnsupportedHttpVerb : TERR_MethodNotAllowed;
+}
+
 const struct op_def *optable_match(enum resource res, enum http_method m, const char *comp,
                                    const char *restype, int has_if_match,
                                    enum optable_from from, int *xml, enum terr *err)
@@ -107,56 +167,23 @@ const struct op_def *optable_match(enum resource res, enum http_method m, const 
     int xml_ignored;
     if (!xml)
         xml = &xml_ignored;
-    *xml = 0;
     *err = TERR_NONE;
-    if (part) {
+    if (part)
         comp = NULL;
-        if (m == HTTP_M_HEAD)
-            return fail(from, TERR_InvalidInput, err);
-    }
-    const struct op_def *end = rows + OP_COUNT;
-    for (const struct op_def *r = rows + ROW_FIRST; r < end; r++)
-        if ((r->flags & OPF_ANY_RESOURCE) && (r->methods & OPM(m)))
-            return part && !(r->flags & BATCH_ROW) ? fail(from, TERR_InvalidInput, err) : r;
-    /* What the resource's rows say: whether it has comp rows, and which
-     * rows are left once the comp (or its absence) picked among them. */
-    int nres = 0, uses_comp = 0, all_xml = 1;
-    for (const struct op_def *r = rows + ROW_FIRST; r < end; r++) {
-        if (r->res != res || (r->flags & OPF_ANY_RESOURCE))
-            continue;
-        nres++;
-        uses_comp |= r->comp != NULL;
-        all_xml &= (r->flags & OPF_XML) != 0;
-    }
-    if (nres == 0)
-        return fail(from, TERR_InvalidUri, err);
-    int want_comp = uses_comp && comp;
-    int ngroup = 0, group_xml = 1, ncomp = 0, restype_bad = 0;
-    for (const struct op_def *r = rows + ROW_FIRST; r < end; r++) {
-        if (r->res != res || (r->flags & OPF_ANY_RESOURCE) || (r->comp != NULL) != want_comp)
-            continue;
-        ngroup++;
-        group_xml &= (r->flags & OPF_XML) != 0;
-        if (want_comp && !comp_is(r, comp))
-            continue;
-        ncomp++;
-        if (r->restype && (!restype || strcmp(r->restype, restype) != 0))
-            restype_bad = 1;
-    }
-    *xml = ngroup ? group_xml : all_xml;
-    if (ngroup == 0)
-        return fail(from, TERR_InvalidUri, err);  /* e.g. the service root without comp */
-    if (ncomp == 0 || restype_bad)
-        return fail(from, TERR_InvalidQueryParameterValue, err);
-    for (const struct op_def *r = rows + ROW_FIRST; r < end; r++) {
-        if (r->res != res || (r->flags & OPF_ANY_RESOURCE) || (r->comp != NULL) != want_comp ||
-            (want_comp && !comp_is(r, comp)) || !verb_fits(r, m, has_if_match))
-            continue;
-        if (part && !(r->flags & BATCH_ROW))
-            return fail(from, TERR_InvalidInput, err);
+    const struct op_def *r = part && m == HTTP_M_HEAD ? NULL
+                                                      : find(res, m, comp, restype, has_if_match);
+    if (!r && comp && !part && !uses_comp(res))
+        r = find(res, m, NULL, restype, has_if_match);  /* a comp res has no use for */
+    if (r && (!part || (r->flags & (OPF_CHANGESET | OPF_BATCH_QUERY)))) {
+        *xml = (r->flags & OPF_XML) != 0;
         return r;
     }
-    return fail(from, *xml ? TERR_UnsupportedHttpVerb : TERR_MethodNotAllowed, err);
+    *err = why_not(res, comp, restype, xml);
+    if (part) {
+        *xml = 0;
+        *err = TERR_InvalidInput;
+    }
+    return NULL;
 }
 
 int optable_answer_body(const struct req_ctx *c)
