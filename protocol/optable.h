@@ -104,11 +104,13 @@ enum optable_from {
                              InvalidInput */
 };
 
-/* The row of the operation that resource res, method m (tunnelled), the
- * query's comp and restype values (NULL when absent) and the presence of
- * If-Match name. NULL with *err set when none does, the error chosen as
- * the service does (SPEC 1.4). *xml tells whether the answer (the error
- * too) is storage XML rather than OData; may be NULL. */
+/* The first row (in enum order) that takes a request on resource res
+ * with method m (tunnelled), the query's comp and restype values (NULL
+ * when absent; a comp counts only on resources that have comp rows) and
+ * If-Match present or not; a row with OPF_ANY_RESOURCE takes its verb
+ * anywhere. NULL with *err set when none does, the error chosen as the
+ * service does (SPEC 1.4). *xml (may be NULL) tells whether the answer,
+ * the error too, is storage XML rather than OData. */
 const struct op_def *optable_match(enum resource res, enum http_method m, const char *comp,
                                    const char *restype, int has_if_match,
                                    enum optable_from from, int *xml, enum terr *err);

@@ -288,7 +288,7 @@ static enum terr tunnel_method(struct req_ctx *c)
 
 /* Picks the operation's row from verb, resource and query (SPEC 1.4);
  * the table also says whether the answer is storage XML, errors too. */
-static enum terr pick_op(struct req_ctx *c)
+static enum terr match_op(struct req_ctx *c)
 {
     const struct query_param *comp = url_query_get(c->qp, c->nqp, "comp");
     const struct query_param *restype = url_query_get(c->qp, c->nqp, "restype");
@@ -587,7 +587,7 @@ static enum terr prepare(struct req_ctx *c)
         return e;
     if ((e = tunnel_method(c)))
         return e;
-    if ((e = pick_op(c)))
+    if ((e = match_op(c)))
         return e;
     unsigned f = c->def->flags;
     if (f & OPF_BARE)
