@@ -26,6 +26,9 @@
 #include "protocol/route.h"
 #include "protocol/version.h"
 
+/* Every operation has its metrics slot. */
+_Static_assert(OP_COUNT <= METRICS_MAX_OPS, "core/metrics.h counts fewer operations");
+
 /* Largest request body of any operation (SPEC 2.7). */
 #define PROTOCOL_MAX_BODY (4u << 20)
 
