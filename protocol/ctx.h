@@ -15,43 +15,9 @@
 #include "protocol/entity.h"
 #include "protocol/entity_json.h"
 #include "protocol/errors.h"
+#include "protocol/optable.h"
 #include "protocol/tables.h"
 #include "protocol/url.h"
-
-/* Operations after routing (SPEC 1.4). */
-enum op {
-    OP_NONE = 0,
-    OP_QUERY_TABLES,
-    OP_GET_TABLE,
-    OP_CREATE_TABLE,
-    OP_DELETE_TABLE,
-    OP_QUERY_ENTITIES,
-    OP_GET_ENTITY,
-    OP_INSERT_ENTITY,
-    OP_UPDATE_ENTITY,        /* PUT with If-Match */
-    OP_INSERT_OR_REPLACE,    /* PUT without If-Match */
-    OP_MERGE_ENTITY,         /* MERGE/PATCH with If-Match */
-    OP_INSERT_OR_MERGE,      /* MERGE/PATCH without If-Match */
-    OP_DELETE_ENTITY,
-    OP_BATCH,
-    OP_GET_ACL,
-    OP_SET_ACL,
-    OP_GET_SERVICE_PROPERTIES,
-    OP_SET_SERVICE_PROPERTIES,
-    OP_GET_SERVICE_STATS,
-    OP_PREFLIGHT,
-};
-
-/* Resource kinds a path can name (before the verb picks the operation). */
-enum resource {
-    RES_NONE = 0,
-    RES_SERVICE,     /* "/" with restype/comp */
-    RES_TABLES,      /* /Tables, /Tables() */
-    RES_TABLE_ENTRY, /* /Tables('T') */
-    RES_TABLE,       /* /T, /T() */
-    RES_ENTITY,      /* /T(PartitionKey='..',RowKey='..') */
-    RES_BATCH,       /* /$batch */
-};
 
 struct service {
     const struct config *cfg;
@@ -107,6 +73,7 @@ struct req_ctx {
     enum resource res;
     enum http_method method;   /* after X-HTTP-Method tunnelling */
     enum op op;
+    const struct op_def *def;  /* op's row (optable.h); NULL: not routed */
     const char *table;         /* decoded table name from the URL */
     size_t table_len;
     const char *pk, *rk;       /* decoded keys of RES_ENTITY */
@@ -243,6 +210,9 @@ void op_set_service_properties(struct req_ctx *c);
 void op_get_service_stats(struct req_ctx *c);
 
 /* service.c helpers shared by the operations. */
+/* Fills c->aop (what auth checks) from c's row and route: top-level
+ * requests and $batch parts alike. */
+void service_auth_op(struct req_ctx *c);
 int64_t service_next_timestamp(struct service *svc);
 /* A random version-4 UUID (request ids, multipart boundaries). */
 void service_uuid(struct service *svc, char out[40]);

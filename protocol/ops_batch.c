@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "protocol/ctx.h"
 #include "protocol/multipart.h"
+#include "protocol/optable.h"
 #include "protocol/route.h"
 
 #define BATCH_MAX_BYTES (4u << 20)
@@ -132,19 +133,16 @@ static enum terr part_format(const struct req_ctx *c, struct req_ctx *sub)
         sub->atom = sub->atom_body || (!sreq->body_len && c->atom);
         return TERR_NONE;
     }
-    int body = sub->op == OP_GET_ENTITY || sub->op == OP_QUERY_ENTITIES ||
-               (sub->op == OP_INSERT_ENTITY &&
-                !(sub->prefer && strcmp(sub->prefer, "return-no-content") == 0));
-    return odata_negotiate(sub, body);
+    return odata_negotiate(sub, optable_answer_body(sub));
 }
 
 /* Sets up sub as the context of batch operation op of parent c, routed like
  * a top-level request to the same account. When tmpl is given (the routed
  * context of an earlier operation for which same_route holds, before it was
  * prepared), its routing is taken over instead of being worked out again. */
-static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, struct req_ctx *sub,
-                          struct request *sreq, struct response *sresp,
-                          const struct req_ctx *tmpl)
+static enum terr prepare_part(struct req_ctx *c, const struct multipart_op *op,
+                              struct req_ctx *sub, struct request *sreq,
+                              struct response *sresp, const struct req_ctx *tmpl)
 {
     multipart_op_to_request(c->a, op, c->req, sreq);
     response_init(sresp, c->a);
@@ -210,61 +208,23 @@ static enum terr route_op(struct req_ctx *c, const struct multipart_op *op, stru
     enum terr e = route_resource(sub, rest, rest_len);
     if (e)
         return e;
-    int has_if_match = request_header(sreq, "If-Match") != NULL;
-    switch (sreq->method) {
-    case HTTP_M_POST:
-        if (sub->res != RES_TABLE)
-            return TERR_InvalidInput;
-        sub->op = OP_INSERT_ENTITY;
-        break;
-    case HTTP_M_PUT:
-        sub->op = has_if_match ? OP_UPDATE_ENTITY : OP_INSERT_OR_REPLACE;
-        break;
-    case HTTP_M_MERGE:
-    case HTTP_M_PATCH:
-        sub->op = has_if_match ? OP_MERGE_ENTITY : OP_INSERT_OR_MERGE;
-        break;
-    case HTTP_M_DELETE:
-        sub->op = OP_DELETE_ENTITY;
-        break;
-    case HTTP_M_GET:
-        if (sub->res == RES_ENTITY)
-            sub->op = OP_GET_ENTITY;
-        else if (sub->res == RES_TABLE)
-            sub->op = OP_QUERY_ENTITIES;
-        else
-            return TERR_InvalidInput;
-        break;
-    default:
-        return TERR_InvalidInput;
-    }
-    if (sub->op != OP_GET_ENTITY && sub->op != OP_QUERY_ENTITIES && sub->op != OP_INSERT_ENTITY &&
-        sub->res != RES_ENTITY)
-        return TERR_InvalidInput;
-    if (sub->op == OP_INSERT_ENTITY)
+    /* The same table as a top-level request, with the restrictions of a
+     * part (OPTABLE_PART: entity reads and writes only). */
+    const struct op_def *d = optable_match(sub->res, sreq->method, NULL, NULL,
+                                           request_header(sreq, "If-Match") != NULL,
+                                           OPTABLE_PART, NULL, &e);
+    if (!d)
+        return e;
+    sub->def = d;
+    sub->op = d->op;
+    if (d->flags & OPF_PREFER)
         odata_prefer(sub);
-    enum terr e2 = part_format(c, sub);
-    if (e2)
-        return e2;
+    if ((e = part_format(c, sub)))
+        return e;
     /* Permissions of each operation (SPEC 8.5). URL keys are known now, as
      * for a top-level request (a point query is checked only here); an
      * insert's keys are checked in entity_prepare once known. */
-    memset(&sub->aop, 0, sizeof sub->aop);
-    sub->aop.kind = sub->op == OP_INSERT_ENTITY      ? AUTH_OP_INSERT_ENTITY
-                    : sub->op == OP_UPDATE_ENTITY    ? AUTH_OP_UPDATE_ENTITY
-                    : sub->op == OP_INSERT_OR_REPLACE ? AUTH_OP_INSERT_OR_REPLACE
-                    : sub->op == OP_MERGE_ENTITY     ? AUTH_OP_MERGE_ENTITY
-                    : sub->op == OP_INSERT_OR_MERGE  ? AUTH_OP_INSERT_OR_MERGE
-                    : sub->op == OP_DELETE_ENTITY    ? AUTH_OP_DELETE_ENTITY
-                    : sub->op == OP_GET_ENTITY       ? AUTH_OP_GET_ENTITY
-                                                     : AUTH_OP_QUERY_ENTITIES;
-    sub->aop.table = sub->table;
-    if (sub->res == RES_ENTITY) {
-        sub->aop.pk = sub->pk;
-        sub->aop.pk_len = sub->pk_len;
-        sub->aop.rk = sub->rk;
-        sub->aop.rk_len = sub->rk_len;
-    }
+    service_auth_op(sub);
     return TERR_NONE;
 }
 
@@ -341,8 +301,8 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
     struct response sresp;
     struct multipart_part part;
     const struct multipart_op *op = &mb->ops[0];
-    enum terr e = route_op(c, op, &sub, &sreq, &sresp, NULL);
-    if (!e && sub.op != OP_GET_ENTITY && sub.op != OP_QUERY_ENTITIES)
+    enum terr e = prepare_part(c, op, &sub, &sreq, &sresp, NULL);
+    if (!e && !(sub.def->flags & OPF_BATCH_QUERY))
         e = TERR_InvalidInput;
     if (!e)
         e = auth_authorize(&c->auth, &sub.aop);
@@ -358,10 +318,7 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
         sub.in_batch = 0;
         sub.guarded = c->guarded;
         sub.msg_prefix = "0:";
-        if (sub.op == OP_GET_ENTITY)
-            op_get_entity(&sub);
-        else
-            op_query_entities(&sub);
+        sub.def->handler(&sub);
         make_part(c, &sresp, sub.atom ? "1.0;" : "3.0;", op->content_id, &part);
     }
     batch_reply(c, &part, 1, 1);
@@ -397,7 +354,7 @@ void op_batch(struct req_ctx *c)
         struct request sreq;
         struct response sresp;
         size_t last = MULTIPART_MAX_OPS - 1;
-        route_op(c, &mb.ops[last], &sub, &sreq, &sresp, NULL);
+        prepare_part(c, &mb.ops[last], &sub, &sreq, &sresp, NULL);
         sub.msg_prefix = arena_sprintf(c->a, "%zu:", last);
         reply_error_msg(&sub, TERR_InvalidInput,
                         "The batch request operation exceeds the maximum 100 changes per change set.");
@@ -416,12 +373,13 @@ void op_batch(struct req_ctx *c)
     for (size_t i = 0; i < mb.nops; i++) {
         struct req_ctx *sub = &subs[i];
         int reuse = tmpl_op && same_route(tmpl_op, &mb.ops[i]);
-        enum terr e = route_op(c, &mb.ops[i], sub, &sreqs[i], &sresps[i], reuse ? &tmpl : NULL);
+        enum terr e =
+            prepare_part(c, &mb.ops[i], sub, &sreqs[i], &sresps[i], reuse ? &tmpl : NULL);
         if (!e && !reuse) {
             tmpl = *sub;
             tmpl_op = &mb.ops[i];
         }
-        if (!e && (sub->op == OP_GET_ENTITY || sub->op == OP_QUERY_ENTITIES))
+        if (!e && !(sub->def->flags & OPF_CHANGESET))
             e = TERR_InvalidInput;
         if (!e && sub->atom_body)
             e = odata_atom_body(sub, &sreqs[i]);

@@ -21,9 +21,13 @@
 #include "protocol/filter.h"
 #include "protocol/keys.h"
 #include "protocol/multipart.h"
+#include "protocol/optable.h"
 #include "protocol/purge.h"
 #include "protocol/route.h"
 #include "protocol/version.h"
+
+/* Every operation has its metrics slot. */
+_Static_assert(OP_COUNT <= METRICS_MAX_OPS, "core/metrics.h counts fewer operations");
 
 /* Largest request body of any operation (SPEC 2.7). */
 #define PROTOCOL_MAX_BODY (4u << 20)
@@ -285,122 +289,25 @@ static enum terr tunnel_method(struct req_ctx *c)
     return TERR_NONE;
 }
 
-/* Picks the operation from verb, resource and query (SPEC 1.4). */
-static enum terr pick_op(struct req_ctx *c)
+/* Picks the operation's row from verb, resource and query (SPEC 1.4);
+ * the table also says whether the answer is storage XML, errors too. */
+static enum terr match_op(struct req_ctx *c)
 {
     const struct query_param *comp = url_query_get(c->qp, c->nqp, "comp");
     const struct query_param *restype = url_query_get(c->qp, c->nqp, "restype");
-    enum http_method m = c->method;
-    if (m == HTTP_M_OPTIONS) {
-        c->op = OP_PREFLIGHT;
-        return TERR_NONE;
-    }
-    switch (c->res) {
-    case RES_SERVICE:
+    int xml;
+    enum terr e;
+    const struct op_def *d =
+        optable_match(c->res, c->method, comp ? comp->value : NULL,
+                      restype ? restype->value : NULL, request_header(c->req, "If-Match") != NULL,
+                      OPTABLE_REQUEST, &xml, &e);
+    if (xml)
         c->odata = 0;
-        if (!comp)
-            return TERR_InvalidUri;
-        if (!restype || strcmp(restype->value, "service") != 0)
-            return TERR_InvalidQueryParameterValue;
-        if (strcmp(comp->value, "properties") == 0) {
-            if (m == HTTP_M_GET || m == HTTP_M_HEAD)
-                c->op = OP_GET_SERVICE_PROPERTIES;
-            else if (m == HTTP_M_PUT)
-                c->op = OP_SET_SERVICE_PROPERTIES;
-            else
-                return TERR_UnsupportedHttpVerb;
-        } else if (strcmp(comp->value, "stats") == 0) {
-            if (m != HTTP_M_GET && m != HTTP_M_HEAD)
-                return TERR_UnsupportedHttpVerb;
-            c->op = OP_GET_SERVICE_STATS;
-        } else {
-            return TERR_InvalidQueryParameterValue;
-        }
-        return TERR_NONE;
-    case RES_TABLES:
-        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
-            c->op = OP_QUERY_TABLES;
-        else if (m == HTTP_M_POST)
-            c->op = OP_CREATE_TABLE;
-        else
-            return TERR_MethodNotAllowed;
-        return TERR_NONE;
-    case RES_TABLE_ENTRY:
-        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
-            c->op = OP_GET_TABLE;
-        else if (m == HTTP_M_DELETE)
-            c->op = OP_DELETE_TABLE;
-        else
-            return TERR_MethodNotAllowed;
-        return TERR_NONE;
-    case RES_TABLE:
-        if (comp) {
-            c->odata = 0;
-            if (strcmp(comp->value, "acl") != 0)
-                return TERR_InvalidQueryParameterValue;
-            if (m == HTTP_M_GET || m == HTTP_M_HEAD)
-                c->op = OP_GET_ACL;
-            else if (m == HTTP_M_PUT)
-                c->op = OP_SET_ACL;
-            else
-                return TERR_UnsupportedHttpVerb;
-            return TERR_NONE;
-        }
-        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
-            c->op = OP_QUERY_ENTITIES;
-        else if (m == HTTP_M_POST)
-            c->op = OP_INSERT_ENTITY;
-        else
-            return TERR_MethodNotAllowed;
-        return TERR_NONE;
-    case RES_ENTITY: {
-        int has_if_match = request_header(c->req, "If-Match") != NULL;
-        if (m == HTTP_M_GET || m == HTTP_M_HEAD)
-            c->op = OP_GET_ENTITY;
-        else if (m == HTTP_M_PUT)
-            c->op = has_if_match ? OP_UPDATE_ENTITY : OP_INSERT_OR_REPLACE;
-        else if (m == HTTP_M_MERGE || m == HTTP_M_PATCH)
-            c->op = has_if_match ? OP_MERGE_ENTITY : OP_INSERT_OR_MERGE;
-        else if (m == HTTP_M_DELETE)
-            c->op = OP_DELETE_ENTITY;
-        else
-            return TERR_MethodNotAllowed;
-        return TERR_NONE;
-    }
-    case RES_BATCH:
-        if (m != HTTP_M_POST)
-            return TERR_MethodNotAllowed;
-        c->op = OP_BATCH;
-        return TERR_NONE;
-    default:
-        return TERR_InvalidUri;
-    }
-}
-
-/* True for operations that change data (refused on the secondary). */
-static int op_writes(enum op op)
-{
-    switch (op) {
-    case OP_CREATE_TABLE: case OP_DELETE_TABLE: case OP_INSERT_ENTITY:
-    case OP_UPDATE_ENTITY: case OP_INSERT_OR_REPLACE: case OP_MERGE_ENTITY:
-    case OP_INSERT_OR_MERGE: case OP_DELETE_ENTITY: case OP_BATCH:
-    case OP_SET_ACL: case OP_SET_SERVICE_PROPERTIES:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* True when the successful answer carries an OData body. */
-static int op_has_body(enum op op)
-{
-    switch (op) {
-    case OP_QUERY_TABLES: case OP_GET_TABLE: case OP_CREATE_TABLE:
-    case OP_QUERY_ENTITIES: case OP_GET_ENTITY: case OP_INSERT_ENTITY:
-        return 1;
-    default:
-        return 0;
-    }
+    if (!d)
+        return e;
+    c->def = d;
+    c->op = d->op;
+    return TERR_NONE;
 }
 
 /* OData query options the service does not support (SPEC 1.3, 6.7). */
@@ -460,37 +367,11 @@ static enum terr pick_version(struct req_ctx *c)
     return v ? use_version(c, v) : TERR_NONE;
 }
 
-/* The auth module's name for each operation. */
-static enum auth_op_kind auth_kind(enum op op)
-{
-    switch (op) {
-    case OP_QUERY_TABLES: case OP_GET_TABLE: return AUTH_OP_QUERY_TABLES;
-    case OP_CREATE_TABLE: return AUTH_OP_CREATE_TABLE;
-    case OP_DELETE_TABLE: return AUTH_OP_DELETE_TABLE;
-    case OP_QUERY_ENTITIES: return AUTH_OP_QUERY_ENTITIES;
-    case OP_GET_ENTITY: return AUTH_OP_GET_ENTITY;
-    case OP_INSERT_ENTITY: return AUTH_OP_INSERT_ENTITY;
-    case OP_UPDATE_ENTITY: return AUTH_OP_UPDATE_ENTITY;
-    case OP_INSERT_OR_REPLACE: return AUTH_OP_INSERT_OR_REPLACE;
-    case OP_MERGE_ENTITY: return AUTH_OP_MERGE_ENTITY;
-    case OP_INSERT_OR_MERGE: return AUTH_OP_INSERT_OR_MERGE;
-    case OP_DELETE_ENTITY: return AUTH_OP_DELETE_ENTITY;
-    case OP_BATCH: return AUTH_OP_BATCH;
-    case OP_GET_ACL: return AUTH_OP_GET_ACL;
-    case OP_SET_ACL: return AUTH_OP_SET_ACL;
-    case OP_GET_SERVICE_PROPERTIES: return AUTH_OP_GET_SERVICE_PROPERTIES;
-    case OP_SET_SERVICE_PROPERTIES: return AUTH_OP_SET_SERVICE_PROPERTIES;
-    case OP_GET_SERVICE_STATS: return AUTH_OP_GET_SERVICE_STATS;
-    default: return AUTH_OP_PREFLIGHT;
-    }
-}
-
-/* Authenticates and authorizes the routed request (SPEC 10). */
-static enum terr authenticate(struct req_ctx *c)
+void service_auth_op(struct req_ctx *c)
 {
     struct auth_op *op = &c->aop;
     memset(op, 0, sizeof *op);
-    op->kind = auth_kind(c->op);
+    op->kind = c->def->auth;
     if (c->res == RES_TABLE || c->res == RES_ENTITY || c->res == RES_TABLE_ENTRY)
         op->table = c->table;
     if (c->res == RES_ENTITY) {
@@ -500,7 +381,13 @@ static enum terr authenticate(struct req_ctx *c)
         op->rk_len = c->rk_len;
     }
     op->secondary = c->secondary;
-    return auth_check(&c->svc->auth, c->req, c->account->name, op, &c->auth);
+}
+
+/* Authenticates and authorizes the routed request (SPEC 10). */
+static enum terr authenticate(struct req_ctx *c)
+{
+    service_auth_op(c);
+    return auth_check(&c->svc->auth, c->req, c->account->name, &c->aop, &c->auth);
 }
 
 /* ---- throttling and fault injection (SPEC 13.2, core/throttle.h,
@@ -518,48 +405,10 @@ static enum terr authenticate(struct req_ctx *c)
  * fault refuses the request without running it (or, for a timeout with
  * timeout-applies, runs it and then answers 500), and takes no tokens. */
 
-/* Operation names of the metrics (indexed by enum op). */
-static const char *const op_names[] = {
-    [OP_NONE] = "Unrouted",
-    [OP_QUERY_TABLES] = "QueryTables",
-    [OP_GET_TABLE] = "GetTable",
-    [OP_CREATE_TABLE] = "CreateTable",
-    [OP_DELETE_TABLE] = "DeleteTable",
-    [OP_QUERY_ENTITIES] = "QueryEntities",
-    [OP_GET_ENTITY] = "GetEntity",
-    [OP_INSERT_ENTITY] = "InsertEntity",
-    [OP_UPDATE_ENTITY] = "UpdateEntity",
-    [OP_INSERT_OR_REPLACE] = "InsertOrReplaceEntity",
-    [OP_MERGE_ENTITY] = "MergeEntity",
-    [OP_INSERT_OR_MERGE] = "InsertOrMergeEntity",
-    [OP_DELETE_ENTITY] = "DeleteEntity",
-    [OP_BATCH] = "EntityGroupTransaction",
-    [OP_GET_ACL] = "GetTableAcl",
-    [OP_SET_ACL] = "SetTableAcl",
-    [OP_GET_SERVICE_PROPERTIES] = "GetServiceProperties",
-    [OP_SET_SERVICE_PROPERTIES] = "SetServiceProperties",
-    [OP_GET_SERVICE_STATS] = "GetServiceStats",
-    [OP_PREFLIGHT] = "Preflight",
-};
-
-static const char *op_name(enum op op)
-{
-    return (size_t)op < sizeof op_names / sizeof op_names[0] && op_names[op] ? op_names[op]
-                                                                            : "Unrouted";
-}
-
 /* Index of the request's account in the configuration. */
 static unsigned account_index(const struct req_ctx *c)
 {
     return (unsigned)(c->account - c->svc->cfg->accounts);
-}
-
-/* The fault rules' name for what op does. */
-static enum fault_class fault_class_of(enum op op)
-{
-    if (op == OP_BATCH)
-        return FAULT_BATCH;
-    return op_writes(op) ? FAULT_WRITE : FAULT_READ;
 }
 
 /* Consults the fault rules, then the buckets, for a request of c->op on
@@ -574,7 +423,7 @@ static enum terr guard(struct req_ctx *c, const char *table, size_t table_len, c
     c->guarded = 1;
     if (fault_active(svc->faults)) {
         struct fault_request q = {c->account->name, table, table_len, pk, pk_len,
-                                  fault_class_of(c->op)};
+                                  c->def->fault};
         struct fault_action a;
         if (fault_decide(svc->faults, &q, &a)) {
             c->resp->delay_ms = a.delay_ms;
@@ -600,8 +449,9 @@ static enum terr guard(struct req_ctx *c, const char *table, size_t table_len, c
     }
     if (svc->throttle) {
         struct throttle_key k = {ai, table, table_len, pk, pk_len};
-        int64_t acost = c->op == OP_BATCH && svc->cfg->throttle_batch_per_request && cost > 0
-                            ? 1 : cost;
+        int64_t acost =
+            c->def->cost == OP_COST_PER_OP && svc->cfg->throttle_batch_per_request && cost > 0
+                ? 1 : cost;
         enum throttle_verdict v = throttle_admit(svc->throttle, &k, cost, acost, mono_us());
         if (v != THROTTLE_OK) {
             c->throttled = 1;
@@ -625,7 +475,7 @@ static enum terr guard_request(struct req_ctx *c)
     if (c->res == RES_ENTITY) {
         pk = c->pk;
         pk_len = c->pk_len;
-    } else if (c->op == OP_INSERT_ENTITY && c->req->body &&
+    } else if (c->def->cost == OP_COST_ONE_BODY_PK && c->req->body &&
                !jsonpeek_string(c->a, c->req->body, c->req->body_len, "PartitionKey", &pk,
                                 &pk_len)) {
         pk = NULL;
@@ -710,33 +560,6 @@ void service_query_done(struct req_ctx *c)
     throttle_charge(c->svc->throttle, &k, 0, c->page_n > 0 ? c->page_n : 1, mono_us());
 }
 
-/* Runs the operation chosen by pick_op. */
-static void dispatch(struct req_ctx *c)
-{
-    switch (c->op) {
-    case OP_QUERY_TABLES: op_query_tables(c); break;
-    case OP_GET_TABLE: op_get_table(c); break;
-    case OP_CREATE_TABLE: op_create_table(c); break;
-    case OP_DELETE_TABLE: op_delete_table(c); break;
-    case OP_QUERY_ENTITIES: op_query_entities(c); break;
-    case OP_GET_ENTITY: op_get_entity(c); break;
-    case OP_INSERT_ENTITY: case OP_UPDATE_ENTITY: case OP_INSERT_OR_REPLACE:
-    case OP_MERGE_ENTITY: case OP_INSERT_OR_MERGE: case OP_DELETE_ENTITY:
-        op_write(c);
-        break;
-    case OP_BATCH: op_batch(c); break;
-    case OP_GET_ACL: op_get_acl(c); break;
-    case OP_SET_ACL: op_set_acl(c); break;
-    case OP_GET_SERVICE_PROPERTIES: op_get_service_properties(c); break;
-    case OP_SET_SERVICE_PROPERTIES: op_set_service_properties(c); break;
-    case OP_GET_SERVICE_STATS: op_get_service_stats(c); break;
-    case OP_PREFLIGHT: op_preflight(c); break;
-    default:
-        reply_error(c, TERR_NotImplemented);
-        break;
-    }
-}
-
 /* The pipeline up to dispatch; returns the error to answer, if any. */
 static enum terr prepare(struct req_ctx *c)
 {
@@ -767,44 +590,41 @@ static enum terr prepare(struct req_ctx *c)
         return e;
     if ((e = tunnel_method(c)))
         return e;
-    if ((e = pick_op(c)))
+    if ((e = match_op(c)))
         return e;
-    if (c->op == OP_PREFLIGHT)
+    unsigned f = c->def->flags;
+    if (f & OPF_BARE)
         return TERR_NONE;
     if ((e = authenticate(c))) {
         c->auth_failed = 1;
         return e;
     }
-    if (c->secondary && op_writes(c->op))
+    if (c->secondary && (f & OPF_WRITES))
         return TERR_InsufficientAccountPermissions;
     if (c->odata) {
         const char *ct = request_header(req, "Content-Type");
-        if (ct && req->body_len && c->op != OP_BATCH &&
+        if (ct && req->body_len && !(f & OPF_ENVELOPE) &&
             (strcasestr(ct, "atom") || strcasestr(ct, "/xml"))) {
             /* An Atom body: read as the JSON it stands for where the
              * version serves Atom (protocol/atom.h), else 415. */
             if (!odata_atom_allowed(c))
                 return TERR_AtomFormatNotSupported;
-            if (c->op == OP_CREATE_TABLE || c->op == OP_INSERT_ENTITY ||
-                (c->res == RES_ENTITY && c->op != OP_GET_ENTITY && c->op != OP_DELETE_ENTITY)) {
-                if ((e = odata_atom_body(c, c->req)))
-                    return e;
-            }
+            if ((f & OPF_BODY_ENTITY) && (e = odata_atom_body(c, c->req)))
+                return e;
         }
-        if (c->op == OP_CREATE_TABLE || c->op == OP_INSERT_ENTITY)
+        if (f & OPF_PREFER)
             odata_prefer(c);
-        int body = op_has_body(c->op) && !(c->prefer && strcmp(c->prefer, "return-no-content") == 0);
         /* A $batch envelope's Accept neither picks the batch's format nor
          * refuses it (the legacy Node SDK sends an Atom Accept around JSON
          * parts, and the service answers 202); each part negotiates its
          * own (ops_batch.c). A JSON level it names is the parts' fallback. */
-        if ((e = odata_negotiate(c, body)) && c->op != OP_BATCH)
+        if ((e = odata_negotiate(c, optable_answer_body(c))) && !(f & OPF_ENVELOPE))
             return e;
         if (unsupported_option(c))
             return TERR_NotImplemented;
     }
-    if ((c->svc->throttle || fault_active(c->svc->faults)) && c->op != OP_BATCH &&
-        c->op != OP_QUERY_ENTITIES)
+    if ((c->svc->throttle || fault_active(c->svc->faults)) &&
+        (c->def->cost == OP_COST_ONE || c->def->cost == OP_COST_ONE_BODY_PK))
         return guard_request(c);
     return TERR_NONE;
 }
@@ -821,7 +641,7 @@ void service_handle(struct service *svc, struct request *req, struct response *r
     else if (e)
         reply_error(&c, e);
     else
-        dispatch(&c);
+        c.def->handler(&c);
     if (c.timeout_after)  /* injected timeout after the write ran */
         reply_error(&c, TERR_OperationTimedOut);
     reply_finish(&c);
@@ -837,7 +657,7 @@ void service_handle(struct service *svc, struct request *req, struct response *r
                                                  c.table_len))))
             service_advise_read(&c, now);
         if (svc->metrics)
-            metrics_request(svc->metrics, c.op, op_name(c.op), resp->reset ? 0 : resp->status,
+            metrics_request(svc->metrics, c.op, optable_name(c.op), resp->reset ? 0 : resp->status,
                             now - req->start_us);
     }
 }
@@ -849,7 +669,7 @@ void service_error(struct service *svc, struct request *req, struct response *re
     reply_error(&c, (enum terr)terr);
     reply_finish(&c);
     if (svc->metrics)
-        metrics_request(svc->metrics, OP_NONE, op_name(OP_NONE), resp->status,
+        metrics_request(svc->metrics, OP_NONE, optable_name(OP_NONE), resp->status,
                         mono_us() - req->start_us);
     if (terr_info((enum terr)terr)->status >= 400 && (terr == TERR_RequestBodyTooLargeLimit ||
                                                       terr == TERR_RequestHeaderFieldsTooLarge))

@@ -1,9 +1,13 @@
 /* test_route.c - URL routing: accounts (path- and host-style), resource
- * paths, key predicates, Tables('x'), continuation tokens. */
+ * paths, key predicates, Tables('x'), continuation tokens; the operation
+ * table (one row per operation) and its matching of verb and resource to
+ * an operation, for requests and $batch parts. */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/config.h"
 #include "protocol/ctx.h"
+#include "protocol/optable.h"
 #include "protocol/route.h"
 #include "protocol/token.h"
 #include "tests/unit/tap.h"
@@ -137,11 +141,202 @@ static void test_tokens(void)
     arena_free(a);
 }
 
+/* What each operation was before the table (service.c's op_names,
+ * op_writes, op_has_body, auth_kind, fault_class_of; ops_batch.c's
+ * route_op): the table must keep all of it. */
+static const struct {
+    enum op op;
+    const char *name;
+    int writes, body;
+    enum auth_op_kind auth;
+    enum fault_class fault;
+    int changeset, batch_query;
+} expect[] = {
+    {OP_QUERY_TABLES, "QueryTables", 0, 1, AUTH_OP_QUERY_TABLES, FAULT_READ, 0, 0},
+    {OP_GET_TABLE, "GetTable", 0, 1, AUTH_OP_QUERY_TABLES, FAULT_READ, 0, 0},
+    {OP_CREATE_TABLE, "CreateTable", 1, 1, AUTH_OP_CREATE_TABLE, FAULT_WRITE, 0, 0},
+    {OP_DELETE_TABLE, "DeleteTable", 1, 0, AUTH_OP_DELETE_TABLE, FAULT_WRITE, 0, 0},
+    {OP_QUERY_ENTITIES, "QueryEntities", 0, 1, AUTH_OP_QUERY_ENTITIES, FAULT_READ, 0, 1},
+    {OP_GET_ENTITY, "GetEntity", 0, 1, AUTH_OP_GET_ENTITY, FAULT_READ, 0, 1},
+    {OP_INSERT_ENTITY, "InsertEntity", 1, 1, AUTH_OP_INSERT_ENTITY, FAULT_WRITE, 1, 0},
+    {OP_UPDATE_ENTITY, "UpdateEntity", 1, 0, AUTH_OP_UPDATE_ENTITY, FAULT_WRITE, 1, 0},
+    {OP_INSERT_OR_REPLACE, "InsertOrReplaceEntity", 1, 0, AUTH_OP_INSERT_OR_REPLACE,
+     FAULT_WRITE, 1, 0},
+    {OP_MERGE_ENTITY, "MergeEntity", 1, 0, AUTH_OP_MERGE_ENTITY, FAULT_WRITE, 1, 0},
+    {OP_INSERT_OR_MERGE, "InsertOrMergeEntity", 1, 0, AUTH_OP_INSERT_OR_MERGE, FAULT_WRITE, 1,
+     0},
+    {OP_DELETE_ENTITY, "DeleteEntity", 1, 0, AUTH_OP_DELETE_ENTITY, FAULT_WRITE, 1, 0},
+    {OP_BATCH, "EntityGroupTransaction", 1, 0, AUTH_OP_BATCH, FAULT_BATCH, 0, 0},
+    {OP_GET_ACL, "GetTableAcl", 0, 0, AUTH_OP_GET_ACL, FAULT_READ, 0, 0},
+    {OP_SET_ACL, "SetTableAcl", 1, 0, AUTH_OP_SET_ACL, FAULT_WRITE, 0, 0},
+    {OP_GET_SERVICE_PROPERTIES, "GetServiceProperties", 0, 0, AUTH_OP_GET_SERVICE_PROPERTIES,
+     FAULT_READ, 0, 0},
+    {OP_SET_SERVICE_PROPERTIES, "SetServiceProperties", 1, 0, AUTH_OP_SET_SERVICE_PROPERTIES,
+     FAULT_WRITE, 0, 0},
+    {OP_GET_SERVICE_STATS, "GetServiceStats", 0, 0, AUTH_OP_GET_SERVICE_STATS, FAULT_READ, 0, 0},
+    {OP_PREFLIGHT, "Preflight", 0, 0, AUTH_OP_PREFLIGHT, FAULT_READ, 0, 0},
+};
+
+/* The table itself: one row per enum op, in enum order, each with a
+ * unique name, a handler, and the properties the operation had. */
+static void test_table(void)
+{
+    size_t n;
+    const struct op_def *rows = optable_rows(&n);
+    TEST_EQ_INT((int)n, OP_COUNT - 1, "one row per operation");
+    TEST_EQ_INT((int)(sizeof expect / sizeof expect[0]), OP_COUNT - 1, "every op is expected");
+    for (size_t i = 0; i < n; i++) {
+        const struct op_def *r = &rows[i];
+        char what[96];
+        snprintf(what, sizeof what, "row %zu", i);
+        TEST_EQ_INT(r->op, (int)(i + 1), what);
+        TEST_CHECK(optable_get(r->op) == r, "optable_get finds the row");
+        TEST_CHECK(r->handler != NULL, "row has a handler");
+        TEST_CHECK(r->name && *r->name, "row has a name");
+        TEST_CHECK(r->methods != 0, "row matches some verb");
+        TEST_CHECK(r->res != RES_NONE || (r->flags & OPF_ANY_RESOURCE), "row has a resource");
+        for (size_t j = 0; j < i; j++)
+            if (rows[j].name && r->name && strcmp(rows[j].name, r->name) == 0)
+                TEST_CHECK(0, "names are unique");
+        for (size_t k = 0; k < sizeof expect / sizeof expect[0]; k++) {
+            if (expect[k].op != r->op)
+                continue;
+            TEST_EQ_STR(r->name, expect[k].name, "metric and log name kept");
+            TEST_EQ_INT(!!(r->flags & OPF_WRITES), expect[k].writes, r->name);
+            TEST_EQ_INT(!!(r->flags & OPF_BODY), expect[k].body, r->name);
+            TEST_EQ_INT(r->auth, expect[k].auth, r->name);
+            TEST_EQ_INT(r->fault, expect[k].fault, r->name);
+            TEST_EQ_INT(!!(r->flags & OPF_CHANGESET), expect[k].changeset, r->name);
+            TEST_EQ_INT(!!(r->flags & OPF_BATCH_QUERY), expect[k].batch_query, r->name);
+        }
+    }
+    TEST_EQ_STR(optable_name(OP_NONE), "Unrouted", "OP_NONE is Unrouted");
+    TEST_CHECK(optable_get(OP_NONE) == NULL && optable_get(OP_COUNT) == NULL, "no row outside");
+}
+
+/* One matching case: resource, verb, comp, restype, If-Match, where from;
+ * the operation expected (OP_NONE: the error), and whether XML. */
+static const struct {
+    enum resource res;
+    enum http_method m;
+    const char *comp, *restype;
+    int if_match;
+    enum optable_from from;
+    enum op op;
+    enum terr err;
+    int xml;
+} cases[] = {
+    {RES_TABLES, HTTP_M_GET, NULL, NULL, 0, OPTABLE_REQUEST, OP_QUERY_TABLES, 0, 0},
+    {RES_TABLES, HTTP_M_HEAD, NULL, NULL, 0, OPTABLE_REQUEST, OP_QUERY_TABLES, 0, 0},
+    {RES_TABLES, HTTP_M_GET, "acl", NULL, 0, OPTABLE_REQUEST, OP_QUERY_TABLES, 0, 0},
+    {RES_TABLES, HTTP_M_POST, NULL, NULL, 0, OPTABLE_REQUEST, OP_CREATE_TABLE, 0, 0},
+    {RES_TABLES, HTTP_M_PUT, NULL, NULL, 0, OPTABLE_REQUEST, OP_NONE, TERR_MethodNotAllowed, 0},
+    {RES_TABLE_ENTRY, HTTP_M_GET, NULL, NULL, 0, OPTABLE_REQUEST, OP_GET_TABLE, 0, 0},
+    {RES_TABLE_ENTRY, HTTP_M_DELETE, NULL, NULL, 1, OPTABLE_REQUEST, OP_DELETE_TABLE, 0, 0},
+    {RES_TABLE_ENTRY, HTTP_M_POST, NULL, NULL, 0, OPTABLE_REQUEST, OP_NONE,
+     TERR_MethodNotAllowed, 0},
+    {RES_TABLE, HTTP_M_GET, NULL, NULL, 0, OPTABLE_REQUEST, OP_QUERY_ENTITIES, 0, 0},
+    {RES_TABLE, HTTP_M_POST, NULL, NULL, 0, OPTABLE_REQUEST, OP_INSERT_ENTITY, 0, 0},
+    {RES_TABLE, HTTP_M_DELETE, NULL, NULL, 0, OPTABLE_REQUEST, OP_NONE, TERR_MethodNotAllowed,
+     0},
+    {RES_TABLE, HTTP_M_GET, "acl", NULL, 0, OPTABLE_REQUEST, OP_GET_ACL, 0, 1},
+    {RES_TABLE, HTTP_M_HEAD, "acl", NULL, 0, OPTABLE_REQUEST, OP_GET_ACL, 0, 1},
+    {RES_TABLE, HTTP_M_PUT, "acl", NULL, 0, OPTABLE_REQUEST, OP_SET_ACL, 0, 1},
+    {RES_TABLE, HTTP_M_POST, "acl", NULL, 0, OPTABLE_REQUEST, OP_NONE, TERR_UnsupportedHttpVerb,
+     1},
+    {RES_TABLE, HTTP_M_GET, "list", NULL, 0, OPTABLE_REQUEST, OP_NONE,
+     TERR_InvalidQueryParameterValue, 1},
+    {RES_ENTITY, HTTP_M_GET, NULL, NULL, 0, OPTABLE_REQUEST, OP_GET_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_HEAD, NULL, NULL, 1, OPTABLE_REQUEST, OP_GET_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_GET, "acl", NULL, 0, OPTABLE_REQUEST, OP_GET_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_PUT, NULL, NULL, 1, OPTABLE_REQUEST, OP_UPDATE_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_PUT, NULL, NULL, 0, OPTABLE_REQUEST, OP_INSERT_OR_REPLACE, 0, 0},
+    {RES_ENTITY, HTTP_M_MERGE, NULL, NULL, 1, OPTABLE_REQUEST, OP_MERGE_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_PATCH, NULL, NULL, 1, OPTABLE_REQUEST, OP_MERGE_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_MERGE, NULL, NULL, 0, OPTABLE_REQUEST, OP_INSERT_OR_MERGE, 0, 0},
+    {RES_ENTITY, HTTP_M_PATCH, NULL, NULL, 0, OPTABLE_REQUEST, OP_INSERT_OR_MERGE, 0, 0},
+    {RES_ENTITY, HTTP_M_DELETE, NULL, NULL, 1, OPTABLE_REQUEST, OP_DELETE_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_DELETE, NULL, NULL, 0, OPTABLE_REQUEST, OP_DELETE_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_POST, NULL, NULL, 0, OPTABLE_REQUEST, OP_NONE, TERR_MethodNotAllowed, 0},
+    {RES_ENTITY, HTTP_M_OTHER, NULL, NULL, 0, OPTABLE_REQUEST, OP_NONE, TERR_MethodNotAllowed,
+     0},
+    {RES_BATCH, HTTP_M_POST, NULL, NULL, 0, OPTABLE_REQUEST, OP_BATCH, 0, 0},
+    {RES_BATCH, HTTP_M_GET, NULL, NULL, 0, OPTABLE_REQUEST, OP_NONE, TERR_MethodNotAllowed, 0},
+    {RES_SERVICE, HTTP_M_GET, "properties", "service", 0, OPTABLE_REQUEST,
+     OP_GET_SERVICE_PROPERTIES, 0, 1},
+    {RES_SERVICE, HTTP_M_PUT, "properties", "service", 0, OPTABLE_REQUEST,
+     OP_SET_SERVICE_PROPERTIES, 0, 1},
+    {RES_SERVICE, HTTP_M_DELETE, "properties", "service", 0, OPTABLE_REQUEST, OP_NONE,
+     TERR_UnsupportedHttpVerb, 1},
+    {RES_SERVICE, HTTP_M_HEAD, "stats", "service", 0, OPTABLE_REQUEST, OP_GET_SERVICE_STATS, 0,
+     1},
+    {RES_SERVICE, HTTP_M_PUT, "stats", "service", 0, OPTABLE_REQUEST, OP_NONE,
+     TERR_UnsupportedHttpVerb, 1},
+    {RES_SERVICE, HTTP_M_GET, NULL, "service", 0, OPTABLE_REQUEST, OP_NONE, TERR_InvalidUri, 1},
+    {RES_SERVICE, HTTP_M_GET, "properties", NULL, 0, OPTABLE_REQUEST, OP_NONE,
+     TERR_InvalidQueryParameterValue, 1},
+    {RES_SERVICE, HTTP_M_GET, "properties", "table", 0, OPTABLE_REQUEST, OP_NONE,
+     TERR_InvalidQueryParameterValue, 1},
+    {RES_SERVICE, HTTP_M_GET, "acl", "service", 0, OPTABLE_REQUEST, OP_NONE,
+     TERR_InvalidQueryParameterValue, 1},
+    {RES_NONE, HTTP_M_GET, NULL, NULL, 0, OPTABLE_REQUEST, OP_NONE, TERR_InvalidUri, 0},
+    {RES_NONE, HTTP_M_OPTIONS, NULL, NULL, 0, OPTABLE_REQUEST, OP_PREFLIGHT, 0, 0},
+    {RES_SERVICE, HTTP_M_OPTIONS, NULL, NULL, 0, OPTABLE_REQUEST, OP_PREFLIGHT, 0, 0},
+    {RES_ENTITY, HTTP_M_OPTIONS, NULL, NULL, 1, OPTABLE_REQUEST, OP_PREFLIGHT, 0, 0},
+    /* $batch parts: entity reads and writes only, comp ignored, no HEAD,
+     * every failure InvalidInput */
+    {RES_TABLE, HTTP_M_POST, NULL, NULL, 0, OPTABLE_PART, OP_INSERT_ENTITY, 0, 0},
+    {RES_TABLE, HTTP_M_POST, "acl", NULL, 0, OPTABLE_PART, OP_INSERT_ENTITY, 0, 0},
+    {RES_TABLE, HTTP_M_GET, NULL, NULL, 0, OPTABLE_PART, OP_QUERY_ENTITIES, 0, 0},
+    {RES_TABLE, HTTP_M_GET, "acl", NULL, 0, OPTABLE_PART, OP_QUERY_ENTITIES, 0, 0},
+    {RES_ENTITY, HTTP_M_GET, NULL, NULL, 0, OPTABLE_PART, OP_GET_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_PUT, NULL, NULL, 1, OPTABLE_PART, OP_UPDATE_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_PUT, NULL, NULL, 0, OPTABLE_PART, OP_INSERT_OR_REPLACE, 0, 0},
+    {RES_ENTITY, HTTP_M_MERGE, NULL, NULL, 1, OPTABLE_PART, OP_MERGE_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_PATCH, NULL, NULL, 0, OPTABLE_PART, OP_INSERT_OR_MERGE, 0, 0},
+    {RES_ENTITY, HTTP_M_DELETE, NULL, NULL, 1, OPTABLE_PART, OP_DELETE_ENTITY, 0, 0},
+    {RES_ENTITY, HTTP_M_HEAD, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput, 0},
+    {RES_ENTITY, HTTP_M_POST, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput, 0},
+    {RES_ENTITY, HTTP_M_OPTIONS, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput, 0},
+    {RES_ENTITY, HTTP_M_OTHER, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput, 0},
+    {RES_TABLE, HTTP_M_PUT, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput, 0},
+    {RES_TABLE, HTTP_M_DELETE, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput, 0},
+    {RES_TABLES, HTTP_M_POST, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput, 0},
+    {RES_TABLES, HTTP_M_GET, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput, 0},
+    {RES_TABLE_ENTRY, HTTP_M_DELETE, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput,
+     0},
+    {RES_BATCH, HTTP_M_POST, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput, 0},
+    {RES_SERVICE, HTTP_M_GET, "properties", "service", 0, OPTABLE_PART, OP_NONE,
+     TERR_InvalidInput, 0},
+    {RES_NONE, HTTP_M_GET, NULL, NULL, 0, OPTABLE_PART, OP_NONE, TERR_InvalidInput, 0},
+};
+
+/* optable_match over every case above. */
+static void test_match(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int xml = -1;
+        enum terr e = TERR_NONE;
+        const struct op_def *d = optable_match(cases[i].res, cases[i].m, cases[i].comp,
+                                               cases[i].restype, cases[i].if_match,
+                                               cases[i].from, &xml, &e);
+        char what[96];
+        snprintf(what, sizeof what, "case %zu: %s", i,
+                 cases[i].op ? optable_name(cases[i].op) : terr_info(cases[i].err)->code);
+        TEST_EQ_INT(d ? (int)d->op : OP_NONE, cases[i].op, what);
+        TEST_EQ_INT(d ? TERR_NONE : e, cases[i].op ? TERR_NONE : cases[i].err, what);
+        if (cases[i].from == OPTABLE_REQUEST)
+            TEST_EQ_INT(xml, cases[i].xml, what);
+    }
+}
+
 int main(void)
 {
     config_defaults(&cfg);
     svc.cfg = &cfg;
     test_paths();
     test_tokens();
+    test_table();
+    test_match();
     return test_done();
 }
