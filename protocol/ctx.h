@@ -12,6 +12,7 @@
 #include "backends/backend.h"
 #include "core/config.h"
 #include "core/http.h"
+#include "core/rand.h"
 #include "protocol/entity.h"
 #include "protocol/entity_json.h"
 #include "protocol/errors.h"
@@ -26,7 +27,7 @@ struct service {
     struct table_cache *tables;
     int dirty;                 /* writes applied since the last sync */
     int64_t last_timestamp;    /* strictly increasing write Timestamps */
-    uint64_t rng[2];           /* xorshift state for request ids */
+    struct rand_x128 rng;      /* xorshift128+ state for request ids */
     struct buf key, val;       /* scratch for encoding (reset per use) */
     struct arena *scratch;     /* per-row scratch of long scans */
     struct auth_ctx auth;      /* authentication settings */

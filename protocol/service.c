@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/fault.h"
 #include "core/jsonpeek.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/rand.h"
 #include "core/throttle.h"
 #include "protocol/acl.h"
 #include "protocol/ctx.h"
@@ -61,11 +62,7 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
     if (purge_pending(svc->purge))
         log_info("%zu deleted table(s) still hold entities: removing them in the background",
                  purge_pending(svc->purge));
-    if (getrandom(svc->rng, sizeof svc->rng, 0) != sizeof svc->rng) {
-        svc->rng[0] = (uint64_t)time(NULL) ^ 0x9e3779b97f4a7c15ULL;
-        svc->rng[1] = (uint64_t)(uintptr_t)svc;
-    }
-    svc->rng[0] |= 1;
+    rand_x128_seed(&svc->rng, 0);
     buf_init(&svc->key);
     buf_init(&svc->val);
     svc->scratch = arena_new(16384);
@@ -96,15 +93,6 @@ int service_dirty(const struct service *svc)
     return svc->dirty;
 }
 
-/* Monotonic microseconds: request latency, backend timings, the
- * throttle's clock (the same base as core/server.c's maintenance timer). */
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* Milliseconds between probes of a store whose writes failed. */
 #define SERVICE_PROBE_MS 1000
 
@@ -122,11 +110,11 @@ static void store_failure(struct service *svc, int rc, const char *err)
 {
     if (rc != BACKEND_FULL && rc != BACKEND_IOERR)
         return;
-    svc->probe_us = mono_us() + SERVICE_PROBE_MS * 1000u;
+    svc->probe_us = clock_mono_us() + SERVICE_PROBE_MS * 1000u;
     if (svc->store_failed)
         return;
     svc->store_failed = 1;
-    svc->store_failed_us = mono_us();
+    svc->store_failed_us = clock_mono_us();
     log_error("the store refuses writes (%s): writes answer 500 and are retried every %d s",
               rc == BACKEND_FULL ? "out of space" : err, SERVICE_PROBE_MS / 1000);
     metrics_store_state(svc->metrics, 1, err && *err ? err : "write failed");
@@ -138,7 +126,7 @@ static void store_recovered(struct service *svc)
 {
     svc->store_failed = 0;
     log_warn("the store takes writes again (after %.1f s)",
-             (double)(mono_us() - svc->store_failed_us) / 1e6);
+             (double)(clock_mono_us() - svc->store_failed_us) / 1e6);
     metrics_store_state(svc->metrics, 0, NULL);
     if (purge_pending(svc->purge))
         service_wake(svc);
@@ -148,10 +136,10 @@ int service_sync(struct service *svc)
 {
     char err[256] = "";
     svc->dirty = 0;
-    uint64_t t0 = svc->metrics ? mono_us() : 0;
+    uint64_t t0 = svc->metrics ? clock_mono_us() : 0;
     int rc = svc->ops->sync(svc->st, err, sizeof err);
     if (svc->metrics)
-        metrics_backend_sync(svc->metrics, mono_us() - t0);
+        metrics_backend_sync(svc->metrics, clock_mono_us() - t0);
     if (rc != BACKEND_OK) {
         log_error("backend sync failed: %s", err);
         store_failure(svc, rc, err);
@@ -197,10 +185,10 @@ int service_apply(struct service *svc, const struct backend_write *w, size_t n)
     char err[256] = "";
     struct metrics *m = svc->metrics;
     int64_t delta = m && m->entities_known ? entity_delta(svc, w, n) : 0;
-    uint64_t t0 = m ? mono_us() : 0;
+    uint64_t t0 = m ? clock_mono_us() : 0;
     int rc = svc->ops->apply(svc->st, w, n, err, sizeof err);
     if (m) {
-        metrics_backend_apply(m, mono_us() - t0);
+        metrics_backend_apply(m, clock_mono_us() - t0);
         if (rc == BACKEND_OK)
             metrics_entities_add(m, svc->cur_account, delta);
     }
@@ -222,22 +210,11 @@ enum terr ctx_table(struct req_ctx *c, const struct table_info **out)
     return *out ? TERR_NONE : TERR_TableNotFound;
 }
 
-/* xorshift128+ : request ids need uniqueness, not secrecy. */
-static uint64_t rng_next(struct service *svc)
-{
-    uint64_t s1 = svc->rng[0];
-    const uint64_t s0 = svc->rng[1];
-    svc->rng[0] = s0;
-    s1 ^= s1 << 23;
-    svc->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
-    return svc->rng[1] + s0;
-}
-
 /* Random version-4 UUID text into out (>= 37 bytes). */
 void service_uuid(struct service *svc, char out[40])
 {
     uint8_t g[16];
-    uint64_t a = rng_next(svc), b = rng_next(svc);
+    uint64_t a = rand_x128_next(&svc->rng), b = rand_x128_next(&svc->rng);
     memcpy(g, &a, 8);
     memcpy(g + 8, &b, 8);
     g[6] = (uint8_t)((g[6] & 0x0f) | 0x40);
@@ -452,7 +429,7 @@ static enum terr guard(struct req_ctx *c, const char *table, size_t table_len, c
         int64_t acost =
             c->def->cost == OP_COST_PER_OP && svc->cfg->throttle_batch_per_request && cost > 0
                 ? 1 : cost;
-        enum throttle_verdict v = throttle_admit(svc->throttle, &k, cost, acost, mono_us());
+        enum throttle_verdict v = throttle_admit(svc->throttle, &k, cost, acost, clock_mono_us());
         if (v != THROTTLE_OK) {
             c->throttled = 1;
             c->timeout_after = 0;
@@ -531,7 +508,7 @@ static void charge_run(struct req_ctx *c)
     if (c->run_n > 0) {
         struct throttle_key k = {account_index(c), c->table, c->table_len, c->run_pk,
                                  c->run_pk_len};
-        throttle_charge(c->svc->throttle, &k, c->run_n, 0, mono_us());
+        throttle_charge(c->svc->throttle, &k, c->run_n, 0, clock_mono_us());
     }
     c->run_n = 0;
 }
@@ -557,7 +534,7 @@ void service_query_done(struct req_ctx *c)
         return;
     charge_run(c);
     struct throttle_key k = {account_index(c), c->table, c->table_len, NULL, 0};
-    throttle_charge(c->svc->throttle, &k, 0, c->page_n > 0 ? c->page_n : 1, mono_us());
+    throttle_charge(c->svc->throttle, &k, 0, c->page_n > 0 ? c->page_n : 1, clock_mono_us());
 }
 
 /* The pipeline up to dispatch; returns the error to answer, if any. */
@@ -649,7 +626,7 @@ void service_handle(struct service *svc, struct request *req, struct response *r
         response_headerf(resp, "Retry-After", "%d", svc->cfg->throttle_retry_after);
     op_cors_headers(&c);
     if (svc->metrics || svc->advisor) {
-        uint64_t now = mono_us();
+        uint64_t now = clock_mono_us();
         /* a point read, found or not (but not of a missing table) */
         if (svc->advisor && c.op == OP_GET_ENTITY &&
             (resp->status == 200 ||
@@ -670,7 +647,7 @@ void service_error(struct service *svc, struct request *req, struct response *re
     reply_finish(&c);
     if (svc->metrics)
         metrics_request(svc->metrics, OP_NONE, optable_name(OP_NONE), resp->status,
-                        mono_us() - req->start_us);
+                        clock_mono_us() - req->start_us);
     if (terr_info((enum terr)terr)->status >= 400 && (terr == TERR_RequestBodyTooLargeLimit ||
                                                       terr == TERR_RequestHeaderFieldsTooLarge))
         resp->close = 1;
@@ -817,7 +794,7 @@ static int purge_once(struct service *svc)
 int service_background(struct service *svc)
 {
     if (svc->store_failed) {
-        uint64_t now = mono_us();
+        uint64_t now = clock_mono_us();
         if (now < svc->probe_us)
             return (int)((svc->probe_us - now + 999) / 1000);
         char err[256] = "";

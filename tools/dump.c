@@ -25,6 +25,7 @@
 #include "backends/backend.h"
 #include "core/arena.h"
 #include "core/buf.h"
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/version.h"
 #include "protocol/edm.h"
@@ -368,8 +369,7 @@ out:
 static int dump_export_admin(struct dump *d)
 {
     char err[1024] = "";
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = clock_mono_us(), t1;
     FILE *f = d->output ? fopen(d->output, "w") : stdout;
     int rc = f ? dump_fetch(d, f, err, sizeof err) : -1;
     if (!f)
@@ -382,13 +382,13 @@ static int dump_export_admin(struct dump *d)
         snprintf(err, sizeof err, "cannot write %s: %s", d->output, strerror(errno));
         rc = -1;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    t1 = clock_mono_us();
     if (rc < 0) {
         fprintf(stderr, "tabled export: %s\n", err);
         return 1;
     }
     fprintf(stderr, "tabled export: %llu tables, %llu entities in %.2f s\n", d->ntables,
-            d->nentities, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+            d->nentities, (double)(t1 - t0) / 1e6);
     return 0;
 }
 
@@ -476,8 +476,7 @@ int dump_main(int argc, char **argv)
         fprintf(stderr, "tabled %s: %s\n", argv[0], err);
         return 1;
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = clock_mono_us(), t1;
     FILE *f = NULL;
     if (is_export) {
         f = d.output ? fopen(d.output, "w") : stdout;
@@ -498,7 +497,7 @@ int dump_main(int argc, char **argv)
         if (f && f != stdin)
             fclose(f);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    t1 = clock_mono_us();
     tables_free(d.tc);
     d.ops->close(d.st);
     if (rc < 0) {
@@ -506,6 +505,6 @@ int dump_main(int argc, char **argv)
         return 1;
     }
     fprintf(stderr, "tabled %s: %llu tables, %llu entities in %.2f s\n", argv[0], d.ntables,
-            d.nentities, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+            d.nentities, (double)(t1 - t0) / 1e6);
     return 0;
 }
