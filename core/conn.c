@@ -54,7 +54,6 @@
 #include "core/admin.h"
 #include "core/arena.h"
 #include "core/clock.h"
-#include "core/heap.h"
 #include "core/http.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -860,15 +859,13 @@ static void conn_start_delay(struct conn *c, int ms)
     conn_reading(c, 0);
 }
 
-/* The request is answered: release its memory, and have the heap's growth
- * (an in-memory store grows with every insert) backed by huge pages; close
- * marks the connection as closing. */
+/* The request is answered: release its memory; close marks the connection
+ * as closing. */
 static void request_release(struct conn *c, int close)
 {
     struct request *req = &c->req;
     struct response *resp = &c->resp;
     arena_reset(c->arena);
-    heap_advise();
     resp->headers = NULL;
     resp->nheaders = resp->cap = 0;
     if (resp->body.cap > CONN_KEEP_BYTES)
