@@ -8,8 +8,8 @@
 
 /* The 401 answer whose WWW-Authenticate header lets SDKs discover the
  * tenant (SPEC 10.10). */
-enum terr auth_challenge(const struct auth_ctx *ctx, const struct request *req,
-                         struct auth_result *out, const char *error_description)
+enum auth_status auth_challenge(const struct auth_ctx *ctx, const struct request *req,
+                                struct auth_result *out, const char *error_description)
 {
     const char *tenant = ctx->tenant_id ? ctx->tenant_id : AUTH_DEFAULT_TENANT;
     out->http_status = 401;
@@ -30,13 +30,14 @@ enum terr auth_challenge(const struct auth_ctx *ctx, const struct request *req,
                           "authorize resource_id=https://storage.azure.com",
                           tenant);
     }
-    return TERR_InvalidAuthenticationInfo;
+    return AUTH_INVALID_INFO;
 }
 
 /* No credentials at all: 401 + challenge from 2020-12-06 on (also when no
  * version is sent: the newest applies), 403 before (SPEC 10.10, 16 row 29). */
-static enum terr anonymous(const struct auth_ctx *ctx, const struct request *req,
-                           const struct authq *params, size_t nparams, struct auth_result *out)
+static enum auth_status anonymous(const struct auth_ctx *ctx, const struct request *req,
+                                  const struct authq *params, size_t nparams,
+                                  struct auth_result *out)
 {
     const char *v = auth_header(req, "x-ms-version", NULL);
     if (!v) {
@@ -45,19 +46,19 @@ static enum terr anonymous(const struct auth_ctx *ctx, const struct request *req
     }
     if (v && auth_version_shape(v) && strcmp(v, AUTH_CHALLENGE_VERSION) < 0) {
         out->detail = "No credentials were supplied.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     return auth_challenge(ctx, req, out, NULL);
 }
 
 /* Splits "SCHEME credentials" and runs the scheme. Anything that is not
  * one well-formed header of a known scheme is InvalidAuthenticationInfo. */
-static enum terr from_header(const struct auth_ctx *ctx, const struct request *req,
-                             const char *account, const struct auth_op *op, const char *value,
-                             size_t len, struct auth_result *out)
+static enum auth_status from_header(const struct auth_ctx *ctx, const struct request *req,
+                                    const char *account, const struct auth_op *op,
+                                    const char *value, size_t len, struct auth_result *out)
 {
     if (request_header_count(req, "Authorization") != 1 || strlen(value) != len)
-        return TERR_InvalidAuthenticationInfo;
+        return AUTH_INVALID_INFO;
     size_t i = 0;
     while (i < len && (value[i] == ' ' || value[i] == '\t'))
         i++;
@@ -74,7 +75,7 @@ static enum terr from_header(const struct auth_ctx *ctx, const struct request *r
     const char *cred = value + i;
     size_t cred_len = end - i;
     if (cred_len == 0)
-        return TERR_InvalidAuthenticationInfo;
+        return AUTH_INVALID_INFO;
 
     if (scheme_len == 9 && strncasecmp(scheme, "SharedKey", 9) == 0)
         return auth_sharedkey_verify(ctx, req, account, op, 0, cred, cred_len, out);
@@ -82,16 +83,16 @@ static enum terr from_header(const struct auth_ctx *ctx, const struct request *r
         return auth_sharedkey_verify(ctx, req, account, op, 1, cred, cred_len, out);
     if (scheme_len == 6 && strncasecmp(scheme, "Bearer", 6) == 0)
         return auth_bearer_verify(ctx, req, account, cred, cred_len, out);
-    return TERR_InvalidAuthenticationInfo;
+    return AUTH_INVALID_INFO;
 }
 
-enum terr auth_check(const struct auth_ctx *ctx, const struct request *req, const char *account,
-                     const struct auth_op *op, struct auth_result *out)
+enum auth_status auth_check(const struct auth_ctx *ctx, const struct request *req,
+                            const char *account, const struct auth_op *op, struct auth_result *out)
 {
     memset(out, 0, sizeof *out);
     if (op->kind == AUTH_OP_PREFLIGHT) {
         out->scheme = AUTH_SCHEME_ANONYMOUS;
-        return TERR_NONE;
+        return AUTH_OK;
     }
     if (ctx->disabled) {
         out->scheme = AUTH_SCHEME_NONE;
@@ -102,7 +103,7 @@ enum terr auth_check(const struct auth_ctx *ctx, const struct request *req, cons
     if (!account)
         account = "";
 
-    enum terr rc;
+    enum auth_status rc;
     size_t len = 0;
     const char *authz = auth_header(req, "Authorization", &len);
     if (authz) {
@@ -117,7 +118,7 @@ enum terr auth_check(const struct auth_ctx *ctx, const struct request *req, cons
         else
             return anonymous(ctx, req, params, nparams, out);
     }
-    if (rc != TERR_NONE)
+    if (rc != AUTH_OK)
         return rc;
     return auth_authorize(out, op);
 }

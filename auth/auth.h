@@ -13,8 +13,9 @@
  *      authenticates (signature, date, SAS time window, IP, protocol) and
  *      authorizes the operation (permissions, resource types, table name,
  *      key range when op->pk/rk are known, writes on the secondary).
- *      TERR_NONE means go on; anything else is the error to answer with,
- *      using auth_result.http_status / .message / .detail /
+ *      AUTH_OK means go on; anything else is a refusal, which the protocol
+ *      layer turns into its Table error (terr_from_auth, once), decorated
+ *      with auth_result.http_status / .message / .detail /
  *      .www_authenticate when they are set.
  *   3. When keys are only known later (Insert Entity: from the body), or for
  *      every sub-operation of a $batch, call auth_authorize() with a filled
@@ -32,7 +33,6 @@
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/http.h"
-#include "protocol/errors.h"
 
 /* Largest clock skew of a SharedKey/SharedKeyLite/Bearer date (SPEC 10.5). */
 #define AUTH_MAX_SKEW_SECONDS (15 * 60)
@@ -41,6 +41,25 @@
 #define AUTH_CHALLENGE_VERSION "2020-12-06"
 /* Tenant named in the WWW-Authenticate challenge when ctx->tenant_id is NULL. */
 #define AUTH_DEFAULT_TENANT "common"
+
+/* What auth_check() and auth_authorize() answer. Each refusal stands for
+ * one storage error code (named beside it), which protocol/errors.c's
+ * terr_from_auth() gives it; auth never names protocol's codes. */
+enum auth_status {
+    AUTH_OK = 0,
+    AUTH_FAILED,                  /* AuthenticationFailed (403) */
+    AUTH_INVALID_INFO,            /* InvalidAuthenticationInfo (400; 401 with
+                                   * the Bearer challenge, see http_status) */
+    AUTH_FAILURE,                 /* AuthorizationFailure (403) */
+    AUTH_PERMISSION_MISMATCH,     /* AuthorizationPermissionMismatch (403) */
+    AUTH_RESOURCE_TYPE_MISMATCH,  /* AuthorizationResourceTypeMismatch (403) */
+    AUTH_SERVICE_MISMATCH,        /* AuthorizationServiceMismatch (403) */
+    AUTH_SOURCE_IP_MISMATCH,      /* AuthorizationSourceIPMismatch (403) */
+    AUTH_PROTOCOL_MISMATCH,       /* AuthorizationProtocolMismatch (403) */
+    AUTH_SECONDARY_WRITE,         /* InsufficientAccountPermissions (403):
+                                   * a write on the secondary endpoint */
+    AUTH__COUNT
+};
 
 /* What the request does. The protocol layer maps its routed operation to
  * one of these; batch sub-operations use the entity kinds. */
@@ -138,10 +157,10 @@ struct auth_result {
      * when neither x-ms-version nor api-version is sent); else NULL. */
     const char *sas_version;
     /* Error decoration, set only on failure:
-     *  http_status: 0 = the status of terr_info(code); 401 for the Bearer
-     *               challenge (code TERR_InvalidAuthenticationInfo).
+     *  http_status: 0 = the status of the status's error code; 401 for the
+     *               Bearer challenge (AUTH_INVALID_INFO).
      *  www_authenticate: value of a WWW-Authenticate header to send, or NULL.
-     *  message: replacement for terr_info(code)->message when the service
+     *  message: replacement for the error code's message when the service
      *           quotes data in it (the source IP), or NULL.
      *  detail:  the AuthenticationErrorDetail text of the XML error body
      *           (string to sign, time window, date problem), or NULL.
@@ -156,7 +175,7 @@ struct auth_result {
  * it. Absent fields have has_* = 0. */
 struct auth_policy {
     int has_start;
-    int64_t start_ticks;          /* 100 ns ticks since 0001-01-01 (edm.h) */
+    int64_t start_ticks;          /* 100 ns ticks since 0001-01-01 (core/timefmt.h) */
     int has_expiry;
     int64_t expiry_ticks;
     int has_perm;
@@ -174,8 +193,8 @@ struct auth_ctx {
                                    * nbf, exp look right (HTTPS only); 0:
                                    * refuse every Bearer token (default) */
     const char *tenant_id;        /* for the challenge; NULL: AUTH_DEFAULT_TENANT */
-    /* Current time in 100 ns ticks since 0001-01-01 (edm.h); NULL:
-     * edm_now_ticks(). */
+    /* Current time in 100 ns ticks since 0001-01-01 (core/timefmt.h); NULL:
+     * timefmt_now_ticks(). */
     int64_t (*now_ticks)(void *arg);
     void *now_arg;
     /* Stored access policy `id` of `table` (as the SAS names it, any case)
@@ -191,27 +210,27 @@ struct auth_ctx {
 
 /* Authenticates req for `account` (the primary account name, after the
  * router stripped any "-secondary" suffix) and authorizes op. Fills *out
- * (always) and returns TERR_NONE or the error code:
- *   TERR_AuthenticationFailed        bad/unknown signature or account,
+ * (always) and returns AUTH_OK or the refusal:
+ *   AUTH_FAILED                      bad/unknown signature or account,
  *                                    missing/bad/skewed date, bad SAS field,
  *                                    SAS outside its time window, unknown si
- *   TERR_InvalidAuthenticationInfo   malformed Authorization header (400), or
+ *   AUTH_INVALID_INFO                malformed Authorization header (400), or
  *                                    the Bearer challenge (http_status 401)
- *   TERR_AuthorizationFailure        table SAS on another table, on a table/
+ *   AUTH_FAILURE                     table SAS on another table, on a table/
  *                                    ACL/service operation, key outside range
- *   TERR_AuthorizationPermissionMismatch / ResourceTypeMismatch /
- *   ServiceMismatch / ProtocolMismatch / SourceIPMismatch   (SPEC 10.7-10.9)
- *   TERR_InsufficientAccountPermissions  write on the secondary endpoint
+ *   AUTH_PERMISSION_MISMATCH / RESOURCE_TYPE_MISMATCH /
+ *   SERVICE_MISMATCH / PROTOCOL_MISMATCH / SOURCE_IP_MISMATCH   (SPEC 10.7-10.9)
+ *   AUTH_SECONDARY_WRITE             write on the secondary endpoint
  * SharedKey signs req->path exactly as received (SPEC 10.2); the same path
  * with its percent-encoding normalised is tried too. req->arena must be set:
  * scratch strings and the result's strings are allocated there. */
-enum terr auth_check(const struct auth_ctx *ctx, const struct request *req, const char *account,
-                     const struct auth_op *op, struct auth_result *out);
+enum auth_status auth_check(const struct auth_ctx *ctx, const struct request *req,
+                            const char *account, const struct auth_op *op, struct auth_result *out);
 
 /* Authorizes one more operation under an already authenticated result (a
  * batch sub-operation, or an insert once its keys are known). Same codes as
  * the authorization part of auth_check(). */
-enum terr auth_authorize(const struct auth_result *res, const struct auth_op *op);
+enum auth_status auth_authorize(const struct auth_result *res, const struct auth_op *op);
 
 /* 1 when (pk, rk) lies inside r (ordinal UTF-16 order, SPEC 10.8), else 0.
  * An all-NULL range contains everything. */

@@ -29,7 +29,7 @@ char *auth_pct_decode(struct arena *a, const char *s, size_t n, size_t *outlen);
  * base64 MAC computed (lengths are not secret). */
 int auth_mac_equal(const char computed[45], const char *given, size_t given_len);
 
-/* Current time in ticks (ctx->now_ticks or edm_now_ticks()). */
+/* Current time in ticks (ctx->now_ticks or timefmt_now_ticks()). */
 int64_t auth_now(const struct auth_ctx *ctx);
 
 /* The account called name, or NULL. */
@@ -44,24 +44,25 @@ int auth_version_shape(const char *v);
 
 /* Checks the x-ms-date/Date of a SharedKey/SharedKeyLite/Bearer request
  * (SPEC 10.5); on failure sets out->detail and returns
- * TERR_AuthenticationFailed. */
-enum terr auth_check_date(const struct auth_ctx *ctx, const struct request *req,
-                          struct auth_result *out);
+ * AUTH_FAILED. */
+enum auth_status auth_check_date(const struct auth_ctx *ctx, const struct request *req,
+                                 struct auth_result *out);
 
 /* The schemes, each filling out (scheme, rights, details). */
-enum terr auth_sharedkey_verify(const struct auth_ctx *ctx, const struct request *req,
-                                const char *account, const struct auth_op *op, int lite,
-                                const char *cred, size_t cred_len, struct auth_result *out);
-enum terr auth_sas_verify(const struct auth_ctx *ctx, const struct request *req,
-                          const char *account, const struct auth_op *op,
-                          const struct authq *params, size_t nparams, struct auth_result *out);
-enum terr auth_bearer_verify(const struct auth_ctx *ctx, const struct request *req,
-                             const char *account, const char *token, size_t token_len,
-                             struct auth_result *out);
+enum auth_status auth_sharedkey_verify(const struct auth_ctx *ctx, const struct request *req,
+                                       const char *account, const struct auth_op *op, int lite,
+                                       const char *cred, size_t cred_len, struct auth_result *out);
+enum auth_status auth_sas_verify(const struct auth_ctx *ctx, const struct request *req,
+                                 const char *account, const struct auth_op *op,
+                                 const struct authq *params, size_t nparams,
+                                 struct auth_result *out);
+enum auth_status auth_bearer_verify(const struct auth_ctx *ctx, const struct request *req,
+                                    const char *account, const char *token, size_t token_len,
+                                    struct auth_result *out);
 
 /* Sets out up for the 401 Bearer challenge; returns
- * TERR_InvalidAuthenticationInfo. error_description may be NULL. */
-enum terr auth_challenge(const struct auth_ctx *ctx, const struct request *req,
-                         struct auth_result *out, const char *error_description);
+ * AUTH_INVALID_INFO. error_description may be NULL. */
+enum auth_status auth_challenge(const struct auth_ctx *ctx, const struct request *req,
+                                struct auth_result *out, const char *error_description);
 
 #endif

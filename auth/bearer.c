@@ -10,7 +10,7 @@
 #include "auth/auth_int.h"
 #include "core/coding.h"
 #include "core/jsonwalk.h"
-#include "protocol/edm.h"
+#include "core/timefmt.h"
 
 /* Longest token payload we look at. */
 #define BEARER_MAX_PAYLOAD 16384
@@ -110,7 +110,7 @@ static const char *check_token(const struct auth_ctx *ctx, const struct request 
     const char *why = NULL;
     double nbf, exp;
     const char *iss = claim_str(root, "iss"), *aud = claim_str(root, "aud");
-    double now = (double)((auth_now(ctx) - EDM_UNIX_EPOCH_TICKS) / EDM_TICKS_PER_SECOND);
+    double now = (double)((auth_now(ctx) - TIMEFMT_UNIX_EPOCH_TICKS) / TIMEFMT_TICKS_PER_SECOND);
     if (!claim_num(root, "nbf", &nbf) || !claim_num(root, "exp", &exp) || !iss || !aud)
         why = "The token lacks a required claim.";
     else if (now < nbf)
@@ -125,22 +125,22 @@ static const char *check_token(const struct auth_ctx *ctx, const struct request 
     return why;
 }
 
-enum terr auth_bearer_verify(const struct auth_ctx *ctx, const struct request *req,
-                             const char *account, const char *token, size_t token_len,
-                             struct auth_result *out)
+enum auth_status auth_bearer_verify(const struct auth_ctx *ctx, const struct request *req,
+                                    const char *account, const char *token, size_t token_len,
+                                    struct auth_result *out)
 {
     if (!req->tls) {
         out->detail = "Authentication scheme Bearer is not allowed with HTTP.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     if (!ctx->bearer_basic)
         return auth_challenge(ctx, req, out, "This server does not accept bearer tokens.");
-    enum terr rc = auth_check_date(ctx, req, out);
-    if (rc != TERR_NONE)
+    enum auth_status rc = auth_check_date(ctx, req, out);
+    if (rc != AUTH_OK)
         return rc;
     if (!auth_find_account(ctx, account)) {
         out->detail = "The account of the request does not exist.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     const char *why = check_token(ctx, req, account, token, token_len);
     if (why)
@@ -148,5 +148,5 @@ enum terr auth_bearer_verify(const struct auth_ctx *ctx, const struct request *r
     out->scheme = AUTH_SCHEME_BEARER;
     out->perms = AUTH_P_ALL;
     out->rtypes = AUTH_RT_ALL;
-    return TERR_NONE;
+    return AUTH_OK;
 }

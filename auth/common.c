@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/coding.h"
-#include "protocol/edm.h"
+#include "core/timefmt.h"
 
 /* Percent-decodes s into arena memory. '+' stays '+': the SDKs send a
  * literal plus as %2B, and a raw '+' in a signature must survive. */
@@ -149,7 +149,7 @@ int auth_mac_equal(const char computed[45], const char *given, size_t given_len)
 
 int64_t auth_now(const struct auth_ctx *ctx)
 {
-    return ctx->now_ticks ? ctx->now_ticks(ctx->now_arg) : edm_now_ticks();
+    return ctx->now_ticks ? ctx->now_ticks(ctx->now_arg) : timefmt_now_ticks();
 }
 
 const struct account_cfg *auth_find_account(const struct auth_ctx *ctx, const char *name)
@@ -189,8 +189,8 @@ int auth_version_shape(const char *v)
 
 /* SPEC 10.5: x-ms-date (else Date) must be RFC 1123 with a two-digit day
  * and within 15 minutes of now. */
-enum terr auth_check_date(const struct auth_ctx *ctx, const struct request *req,
-                          struct auth_result *out)
+enum auth_status auth_check_date(const struct auth_ctx *ctx, const struct request *req,
+                                 struct auth_result *out)
 {
     size_t len = 0;
     const char *date = auth_header(req, "x-ms-date", &len);
@@ -198,24 +198,24 @@ enum terr auth_check_date(const struct auth_ctx *ctx, const struct request *req,
         date = auth_header(req, "Date", &len);
     if (!date || len == 0) {
         out->detail = "Request date header not specified.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     int64_t secs;
-    if (strlen(date) != len || edm_rfc1123_parse(date, len, &secs) != 0) {
+    if (strlen(date) != len || timefmt_rfc1123_parse(date, len, &secs) != 0) {
         out->detail = "The Date header in the request is incorrect.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     if (ctx->no_skew_check)
-        return TERR_NONE;
-    int64_t now = (auth_now(ctx) - EDM_UNIX_EPOCH_TICKS) / EDM_TICKS_PER_SECOND;
+        return AUTH_OK;
+    int64_t now = (auth_now(ctx) - TIMEFMT_UNIX_EPOCH_TICKS) / TIMEFMT_TICKS_PER_SECOND;
     if (secs < now - AUTH_MAX_SKEW_SECONDS) {
         out->detail = arena_sprintf(req->arena, "Request date header too old: '%s'", date);
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     if (secs > now + AUTH_MAX_SKEW_SECONDS) {
         out->detail =
             arena_sprintf(req->arena, "Request date header too far in the future: '%s'", date);
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
-    return TERR_NONE;
+    return AUTH_OK;
 }

@@ -128,45 +128,45 @@ int auth_range_contains(const struct auth_range *r, const char *pk, size_t pk_le
 }
 
 /* May this authenticated caller do op? See auth.h. */
-enum terr auth_authorize(const struct auth_result *res, const struct auth_op *op)
+enum auth_status auth_authorize(const struct auth_result *res, const struct auth_op *op)
 {
     if ((unsigned)op->kind >= AUTH_OP__COUNT)
-        return TERR_AuthorizationFailure;
+        return AUTH_FAILURE;
     const struct need *n = &needs[op->kind];
     if (op->kind == AUTH_OP_PREFLIGHT)
-        return TERR_NONE;
+        return AUTH_OK;
     if (op->secondary && n->write)
-        return TERR_InsufficientAccountPermissions;
+        return AUTH_SECONDARY_WRITE;
 
     switch (res->scheme) {
     case AUTH_SCHEME_NONE:
     case AUTH_SCHEME_SHAREDKEY:
     case AUTH_SCHEME_SHAREDKEYLITE:
     case AUTH_SCHEME_BEARER:
-        return TERR_NONE;
+        return AUTH_OK;
     case AUTH_SCHEME_ANONYMOUS:
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     case AUTH_SCHEME_ACCOUNT_SAS:
         /* Azurite answers ACL operations under an account SAS with a
          * permission mismatch; nothing better is documented. */
         if (n->acct_denied)
-            return TERR_AuthorizationPermissionMismatch;
+            return AUTH_PERMISSION_MISMATCH;
         if (!(res->rtypes & n->rt_any))
-            return TERR_AuthorizationResourceTypeMismatch;
+            return AUTH_RESOURCE_TYPE_MISMATCH;
         if ((res->perms & n->acct_all) != n->acct_all || (n->acct_any && !(res->perms & n->acct_any)))
-            return TERR_AuthorizationPermissionMismatch;
-        return TERR_NONE;
+            return AUTH_PERMISSION_MISMATCH;
+        return AUTH_OK;
     case AUTH_SCHEME_TABLE_SAS:
         if (n->table_denied)
-            return TERR_AuthorizationFailure;
+            return AUTH_FAILURE;
         if (op->table && (!res->sas_table || strcasecmp(op->table, res->sas_table) != 0))
-            return TERR_AuthorizationFailure;
+            return AUTH_FAILURE;
         if ((res->perms & n->table_all) != n->table_all ||
             (n->table_any && !(res->perms & n->table_any)))
-            return TERR_AuthorizationPermissionMismatch;
+            return AUTH_PERMISSION_MISMATCH;
         if (op->pk && !auth_range_contains(&res->range, op->pk, op->pk_len, op->rk, op->rk_len))
-            return TERR_AuthorizationFailure;
-        return TERR_NONE;
+            return AUTH_FAILURE;
+        return AUTH_OK;
     }
-    return TERR_AuthorizationFailure;
+    return AUTH_FAILURE;
 }

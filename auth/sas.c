@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "auth/auth_int.h"
-#include "protocol/edm.h"
+#include "core/timefmt.h"
 
 /* The SAS query parameters, decoded; NULL when absent. */
 struct sas {
@@ -98,7 +98,7 @@ static void table_sts(struct buf *b, const char *account, const char *table, con
     put(b, s->erk, 0);
 }
 
-/* Parses a SAS time: YYYY-MM-DD or the ISO forms edm_datetime_parse takes
+/* Parses a SAS time: YYYY-MM-DD or the ISO forms timefmt_iso_parse takes
  * (SPEC 10.9). 0 or -1. */
 static int sas_time(const char *v, int64_t *ticks)
 {
@@ -107,9 +107,9 @@ static int sas_time(const char *v, int64_t *ticks)
         char tmp[24];
         memcpy(tmp, v, 10);
         memcpy(tmp + 10, "T00:00Z", 8);
-        return edm_datetime_parse(tmp, 17, ticks) == 0 ? 0 : -1;
+        return timefmt_iso_parse(tmp, 17, ticks) == 0 ? 0 : -1;
     }
-    return edm_datetime_parse(v, n, ticks) == 0 ? 0 : -1;
+    return timefmt_iso_parse(v, n, ticks) == 0 ? 0 : -1;
 }
 
 /* Maps permission letters to AUTH_P_* bits; letters outside `allowed` (and
@@ -198,17 +198,18 @@ static int ip_allowed(const char *sip, const char *peer)
 static const char *rfc1123(struct arena *a, int64_t ticks)
 {
     char tmp[32];
-    int64_t t = ticks - EDM_UNIX_EPOCH_TICKS;
-    int64_t secs = t / EDM_TICKS_PER_SECOND;
-    if (t < 0 && t % EDM_TICKS_PER_SECOND)
+    int64_t t = ticks - TIMEFMT_UNIX_EPOCH_TICKS;
+    int64_t secs = t / TIMEFMT_TICKS_PER_SECOND;
+    if (t < 0 && t % TIMEFMT_TICKS_PER_SECOND)
         secs--; /* floor */
-    edm_rfc1123_format(secs, tmp);
+    timefmt_rfc1123_format(secs, tmp);
     return arena_strdup(a, tmp);
 }
 
 /* Signature check with both keys; sets the detail on mismatch. */
-static enum terr check_sig(const struct account_cfg *acct, const struct request *req,
-                           const struct buf *sts, const struct sas *s, struct auth_result *out)
+static enum auth_status check_sig(const struct account_cfg *acct, const struct request *req,
+                                  const struct buf *sts, const struct sas *s,
+                                  struct auth_result *out)
 {
     const unsigned char *keys[2] = {acct->key1, acct->key2};
     size_t key_lens[2] = {acct->key1_len, acct->key2_len};
@@ -218,18 +219,18 @@ static enum terr check_sig(const struct account_cfg *acct, const struct request 
             continue;
         auth_hmac_b64(keys[k], key_lens[k], sts->data, sts->len, mac);
         if (auth_mac_equal(mac, s->sig, s->sig_len))
-            return TERR_NONE;
+            return AUTH_OK;
     }
     out->detail = arena_sprintf(req->arena, "Signature did not match. String to sign used was %s",
                                 sts->data);
-    return TERR_AuthenticationFailed;
+    return AUTH_FAILED;
 }
 
 /* The checks both kinds share after the signature: time window, source
  * IP, protocol (SPEC 10.9). */
-static enum terr check_window(const struct auth_ctx *ctx, const struct request *req,
-                              int has_start, int64_t start, int64_t expiry, const char *sip,
-                              const char *spr, struct auth_result *out)
+static enum auth_status check_window(const struct auth_ctx *ctx, const struct request *req,
+                                     int has_start, int64_t start, int64_t expiry, const char *sip,
+                                     const char *spr, struct auth_result *out)
 {
     int64_t now = auth_now(ctx);
     if ((has_start && now < start) || now >= expiry) {
@@ -238,32 +239,32 @@ static enum terr check_window(const struct auth_ctx *ctx, const struct request *
                                     "Expiry [%s] - Current [%s]",
                                     has_start ? rfc1123(req->arena, start) : "",
                                     rfc1123(req->arena, expiry), rfc1123(req->arena, now));
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     if (sip) {
         int ok = ip_allowed(sip, req->peer_ip);
         if (ok < 0) {
             out->detail = "The sip parameter is not a valid IP address or range.";
-            return TERR_AuthenticationFailed;
+            return AUTH_FAILED;
         }
         if (!ok) {
             out->message = arena_sprintf(req->arena,
                                          "This request is not authorized to perform this "
                                          "operation using this source IP %s.",
                                          req->peer_ip);
-            return TERR_AuthorizationSourceIPMismatch;
+            return AUTH_SOURCE_IP_MISMATCH;
         }
     }
     if (spr) {
         if (strcmp(spr, "https") == 0) {
             if (!req->tls)
-                return TERR_AuthorizationProtocolMismatch;
+                return AUTH_PROTOCOL_MISMATCH;
         } else if (strcmp(spr, "https,http") != 0 && strcmp(spr, "http,https") != 0) {
             out->detail = "The spr parameter must be https or https,http.";
-            return TERR_AuthenticationFailed;
+            return AUTH_FAILED;
         }
     }
-    return TERR_NONE;
+    return AUTH_OK;
 }
 
 /* sv must look like a version, be known, and be new enough for the kind. */
@@ -275,24 +276,24 @@ static int version_ok(const struct auth_ctx *ctx, const char *sv, const char *mi
 }
 
 /* Account SAS: SPEC 10.7. */
-static enum terr verify_account(const struct auth_ctx *ctx, const struct request *req,
-                                const char *account, const struct account_cfg *acct,
-                                const struct sas *s, struct auth_result *out)
+static enum auth_status verify_account(const struct auth_ctx *ctx, const struct request *req,
+                                       const char *account, const struct account_cfg *acct,
+                                       const struct sas *s, struct auth_result *out)
 {
     if (!s->sv || !s->ss || !s->srt || !s->sp || !s->se || !s->sig) {
         out->detail = "A mandatory account SAS parameter (sv, ss, srt, sp, se, sig) is missing.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     if (!version_ok(ctx, s->sv, "2015-04-05")) {
         out->detail = "The signed version (sv) is not supported.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     struct buf sts;
     buf_init(&sts);
     account_sts(&sts, account, s);
-    enum terr rc = check_sig(acct, req, &sts, s, out);
+    enum auth_status rc = check_sig(acct, req, &sts, s, out);
     buf_free(&sts);
-    if (rc != TERR_NONE)
+    if (rc != AUTH_OK)
         return rc;
 
     unsigned perms, rtypes;
@@ -301,46 +302,46 @@ static enum terr verify_account(const struct auth_ctx *ctx, const struct request
         strspn(s->ss, "bqtf") != strlen(s->ss) || (s->st && sas_time(s->st, &start)) ||
         sas_time(s->se, &expiry)) {
         out->detail = "A SAS parameter is not in the correct format.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     rc = check_window(ctx, req, s->st != NULL, start, expiry, s->sip, s->spr, out);
-    if (rc != TERR_NONE)
+    if (rc != AUTH_OK)
         return rc;
     if (!strchr(s->ss, 't'))
-        return TERR_AuthorizationServiceMismatch;
+        return AUTH_SERVICE_MISMATCH;
     out->scheme = AUTH_SCHEME_ACCOUNT_SAS;
     out->perms = perms;
     out->rtypes = rtypes;
     out->sas_version = s->sv;
-    return TERR_NONE;
+    return AUTH_OK;
 }
 
 /* Table SAS: SPEC 10.8, with the stored access policy of `si` (SPEC 11.3)
  * supplying what the URL leaves out. */
-static enum terr verify_table(const struct auth_ctx *ctx, const struct request *req,
-                              const char *account, const struct account_cfg *acct,
-                              const struct auth_op *op, const struct sas *s,
-                              struct auth_result *out)
+static enum auth_status verify_table(const struct auth_ctx *ctx, const struct request *req,
+                                     const char *account, const struct account_cfg *acct,
+                                     const struct auth_op *op, const struct sas *s,
+                                     struct auth_result *out)
 {
     const char *table = s->tn ? s->tn : (op ? op->table : NULL);
     if (!s->sv || !s->sig || !table || !*table) {
         out->detail = "A mandatory table SAS parameter (sv, tn, sig) is missing.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     if (!version_ok(ctx, s->sv, "2012-02-12")) {
         out->detail = "The signed version (sv) is not supported.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     if ((s->srk && !s->spk) || (s->erk && !s->epk)) {
         out->detail = "srk requires spk and erk requires epk.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     struct buf sts;
     buf_init(&sts);
     table_sts(&sts, account, table, s);
-    enum terr rc = check_sig(acct, req, &sts, s, out);
+    enum auth_status rc = check_sig(acct, req, &sts, s, out);
     buf_free(&sts);
-    if (rc != TERR_NONE)
+    if (rc != AUTH_OK)
         return rc;
 
     /* Merge with the stored access policy. */
@@ -353,11 +354,11 @@ static enum terr verify_table(const struct auth_ctx *ctx, const struct request *
         if (!ctx->policy_lookup || !ctx->policy_lookup(ctx->policy_arg, account, table, s->si, &pol)) {
             out->detail = "The signed identifier (si) does not name a stored access policy of "
                           "the table.";
-            return TERR_AuthenticationFailed;
+            return AUTH_FAILED;
         }
         if ((pol.has_perm && s->sp) || (pol.has_start && s->st) || (pol.has_expiry && s->se)) {
             out->detail = "A field is given both in the SAS and in its stored access policy.";
-            return TERR_AuthenticationFailed;
+            return AUTH_FAILED;
         }
         if (pol.has_perm) {
             pol.perm[sizeof pol.perm - 1] = 0;
@@ -375,27 +376,27 @@ static enum terr verify_table(const struct auth_ctx *ctx, const struct request *
     if (s->st) {
         if (sas_time(s->st, &start)) {
             out->detail = "The signed start (st) is not in the correct format.";
-            return TERR_AuthenticationFailed;
+            return AUTH_FAILED;
         }
         has_start = 1;
     }
     if (s->se) {
         if (sas_time(s->se, &expiry)) {
             out->detail = "The signed expiry (se) is not in the correct format.";
-            return TERR_AuthenticationFailed;
+            return AUTH_FAILED;
         }
         has_expiry = 1;
     }
     unsigned perms;
     if (!sp || !has_expiry || perm_bits(sp, "raud", "", &perms)) {
         out->detail = "The SAS (with its stored access policy) lacks a valid sp or se.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     /* Before 2015-04-05 sip and spr are not signed, so they mean nothing. */
     int signed_net = strcmp(s->sv, "2015-04-05") >= 0;
     rc = check_window(ctx, req, has_start, start, expiry, signed_net ? s->sip : NULL,
                       signed_net ? s->spr : NULL, out);
-    if (rc != TERR_NONE)
+    if (rc != AUTH_OK)
         return rc;
 
     out->scheme = AUTH_SCHEME_TABLE_SAS;
@@ -411,24 +412,25 @@ static enum terr verify_table(const struct auth_ctx *ctx, const struct request *
     out->range.erk = s->erk;
     out->range.erk_len = s->erk_len;
     out->sas_version = s->sv;
-    return TERR_NONE;
+    return AUTH_OK;
 }
 
 /* Entry from auth_check(): a query with `sig`. An `ss` or `srt` makes it an
  * account SAS, anything else a table SAS. */
-enum terr auth_sas_verify(const struct auth_ctx *ctx, const struct request *req,
-                          const char *account, const struct auth_op *op,
-                          const struct authq *params, size_t nparams, struct auth_result *out)
+enum auth_status auth_sas_verify(const struct auth_ctx *ctx, const struct request *req,
+                                 const char *account, const struct auth_op *op,
+                                 const struct authq *params, size_t nparams,
+                                 struct auth_result *out)
 {
     struct sas s;
     if (gather(params, nparams, &s) != 0) {
         out->detail = "A SAS parameter is repeated or badly percent-encoded.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     const struct account_cfg *acct = auth_find_account(ctx, account);
     if (!acct) {
         out->detail = "The account of the request does not exist.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     if (s.ss || s.srt)
         return verify_account(ctx, req, account, acct, &s, out);

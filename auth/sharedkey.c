@@ -118,13 +118,13 @@ static char *normalise_path(struct arena *a, const char *p, size_t n, size_t *ou
 /* Verifies "ACCOUNT:SIGNATURE" (cred) of a SharedKey/SharedKeyLite header:
  * every key of the account, the account name with and (secondary endpoint)
  * without "-secondary", the raw and the normalised path; then the date. */
-enum terr auth_sharedkey_verify(const struct auth_ctx *ctx, const struct request *req,
-                                const char *account, const struct auth_op *op, int lite,
-                                const char *cred, size_t cred_len, struct auth_result *out)
+enum auth_status auth_sharedkey_verify(const struct auth_ctx *ctx, const struct request *req,
+                                       const char *account, const struct auth_op *op, int lite,
+                                       const char *cred, size_t cred_len, struct auth_result *out)
 {
     const char *colon = memchr(cred, ':', cred_len);
     if (!colon || colon == cred || colon + 1 == cred + cred_len)
-        return TERR_InvalidAuthenticationInfo;
+        return AUTH_INVALID_INFO;
     size_t name_len = (size_t)(colon - cred);
     const char *sig = colon + 1;
     size_t sig_len = cred_len - name_len - 1;
@@ -138,7 +138,7 @@ enum terr auth_sharedkey_verify(const struct auth_ctx *ctx, const struct request
     if (!name_ok || !acct) {
         out->detail = "The account named in the Authorization header is not the account of the "
                       "request.";
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
 
     const char *path = req->path ? req->path : "/";
@@ -195,14 +195,14 @@ enum terr auth_sharedkey_verify(const struct auth_ctx *ctx, const struct request
                                     "to sign: '%s'.",
                                     echo, sig, sts.data ? sts.data : "");
         buf_free(&sts);
-        return TERR_AuthenticationFailed;
+        return AUTH_FAILED;
     }
     buf_free(&sts);
-    enum terr rc = auth_check_date(ctx, req, out);
-    if (rc != TERR_NONE)
+    enum auth_status rc = auth_check_date(ctx, req, out);
+    if (rc != AUTH_OK)
         return rc;
     out->scheme = lite ? AUTH_SCHEME_SHAREDKEYLITE : AUTH_SCHEME_SHAREDKEY;
     out->perms = AUTH_P_ALL;
     out->rtypes = AUTH_RT_ALL;
-    return TERR_NONE;
+    return AUTH_OK;
 }

@@ -10,17 +10,17 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
+#include "core/timefmt.h"
 
-#define EDM_EINVAL (-1)
-#define EDM_ERANGE (-2)
+#define EDM_EINVAL TIMEFMT_EINVAL
+#define EDM_ERANGE TIMEFMT_ERANGE
 
-/* Ticks are 100 ns units since 0001-01-01T00:00:00Z (.NET DateTime). */
-#define EDM_TICKS_PER_SECOND 10000000LL
-/* 1601-01-01T00:00:00Z and 9999-12-31T23:59:59.9999999Z: the DateTime range. */
-#define EDM_DATETIME_MIN_TICKS 504911232000000000LL
-#define EDM_DATETIME_MAX_TICKS 3155378975999999999LL
-/* Ticks at 1970-01-01T00:00:00Z. */
-#define EDM_UNIX_EPOCH_TICKS 621355968000000000LL
+/* Ticks, the DateTime range and the Unix epoch are the floor's
+ * (core/timefmt.h); the dates below are core/timefmt.c's. */
+#define EDM_TICKS_PER_SECOND TIMEFMT_TICKS_PER_SECOND
+#define EDM_DATETIME_MIN_TICKS TIMEFMT_MIN_TICKS
+#define EDM_DATETIME_MAX_TICKS TIMEFMT_MAX_TICKS
+#define EDM_UNIX_EPOCH_TICKS TIMEFMT_UNIX_EPOCH_TICKS
 
 /* Parses ISO 8601 "YYYY-MM-DDThh:mm[:ss[.f{1,}]][Z|+hh:mm|-hh:mm]"; no zone
  * means UTC; more than 7 fraction digits are truncated. Result must be in

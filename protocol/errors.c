@@ -140,3 +140,32 @@ const struct terr_info *terr_info(enum terr e)
         return &table[TERR_InternalError];
     return &table[e];
 }
+
+enum terr terr_from_auth(enum auth_status s)
+{
+    switch (s) {
+    case AUTH_OK:
+        return TERR_NONE;
+    case AUTH_FAILED:
+        return TERR_AuthenticationFailed;
+    case AUTH_INVALID_INFO:
+        return TERR_InvalidAuthenticationInfo;
+    case AUTH_FAILURE:
+        return TERR_AuthorizationFailure;
+    case AUTH_PERMISSION_MISMATCH:
+        return TERR_AuthorizationPermissionMismatch;
+    case AUTH_RESOURCE_TYPE_MISMATCH:
+        return TERR_AuthorizationResourceTypeMismatch;
+    case AUTH_SERVICE_MISMATCH:
+        return TERR_AuthorizationServiceMismatch;
+    case AUTH_SOURCE_IP_MISMATCH:
+        return TERR_AuthorizationSourceIPMismatch;
+    case AUTH_PROTOCOL_MISMATCH:
+        return TERR_AuthorizationProtocolMismatch;
+    case AUTH_SECONDARY_WRITE:
+        return TERR_InsufficientAccountPermissions;
+    case AUTH__COUNT:
+        break;
+    }
+    return TERR_InternalError;  /* not a status auth returns */
+}

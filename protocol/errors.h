@@ -5,6 +5,7 @@
  * (JSON for OData operations, storage XML otherwise; SPEC 9.1). */
 #ifndef TABLED_ERRORS_H
 #define TABLED_ERRORS_H
+#include "auth/auth.h"
 
 enum terr {
     TERR_NONE = 0,
@@ -92,5 +93,9 @@ struct terr_info {
 };
 
 const struct terr_info *terr_info(enum terr e);
+
+/* The Table error code of an auth refusal, TERR_NONE for AUTH_OK: the one
+ * place auth's statuses become the service's codes (SPEC 10). */
+enum terr terr_from_auth(enum auth_status s);
 
 #endif

@@ -305,7 +305,7 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
     if (!e && !(sub.def->flags & OPF_BATCH_QUERY))
         e = TERR_InvalidInput;
     if (!e)
-        e = auth_authorize(&c->auth, &sub.aop);
+        e = terr_from_auth(auth_authorize(&c->auth, &sub.aop));
     enum terr busy = e ? TERR_NONE : service_batch_admit(c, &sub, op, 1);
     if (busy) {  /* throttled: the whole batch answers 503 (SPEC 13.2) */
         reply_error(c, busy);
@@ -383,7 +383,7 @@ void op_batch(struct req_ctx *c)
             e = TERR_InvalidInput;
         if (!e && sub->atom_body)
             e = odata_atom_body(sub, &sreqs[i]);
-        if (!e && (e = auth_authorize(&c->auth, &sub->aop)))
+        if (!e && (e = terr_from_auth(auth_authorize(&c->auth, &sub->aop))))
             sub->auth_failed = 1;
         enum terr busy = !e && i == 0 ? service_batch_admit(c, sub, &mb.ops[0], mb.nops) : 0;
         if (busy) {  /* throttled before any backend access: top-level 503 */

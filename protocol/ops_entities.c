@@ -240,7 +240,7 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
         c->aop.pk_len = w->e.pk_len;
         c->aop.rk = w->e.rk;
         c->aop.rk_len = w->e.rk_len;
-        if ((err = auth_authorize(&c->auth, &c->aop))) {
+        if ((err = terr_from_auth(auth_authorize(&c->auth, &c->aop)))) {
             c->auth_failed = 1;
             return err;
         }

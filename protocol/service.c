@@ -364,7 +364,8 @@ void service_auth_op(struct req_ctx *c)
 static enum terr authenticate(struct req_ctx *c)
 {
     service_auth_op(c);
-    return auth_check(&c->svc->auth, c->req, c->account->name, &c->aop, &c->auth);
+    enum auth_status s = auth_check(&c->svc->auth, c->req, c->account->name, &c->aop, &c->auth);
+    return terr_from_auth(s);
 }
 
 /* ---- throttling and fault injection (SPEC 13.2, core/throttle.h,

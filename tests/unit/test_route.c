@@ -1,7 +1,8 @@
 /* test_route.c - URL routing: accounts (path- and host-style), resource
  * paths, key predicates, Tables('x'), continuation tokens; the operation
  * table (one row per operation) and its matching of verb and resource to
- * an operation, for requests and $batch parts. */
+ * an operation, for requests and $batch parts; auth statuses mapped to
+ * Table errors. */
 #include <stdio.h>
 #include <string.h>
 
@@ -330,6 +331,35 @@ static void test_match(void)
     }
 }
 
+/* Every auth refusal becomes its storage error code, once, in protocol
+ * (protocol/errors.c's terr_from_auth); AUTH_OK is no error. */
+static void test_auth_map(void)
+{
+    static const struct {
+        enum auth_status s;
+        const char *code;
+        int status;
+    } cases[] = {
+        {AUTH_FAILED, "AuthenticationFailed", 403},
+        {AUTH_INVALID_INFO, "InvalidAuthenticationInfo", 400},
+        {AUTH_FAILURE, "AuthorizationFailure", 403},
+        {AUTH_PERMISSION_MISMATCH, "AuthorizationPermissionMismatch", 403},
+        {AUTH_RESOURCE_TYPE_MISMATCH, "AuthorizationResourceTypeMismatch", 403},
+        {AUTH_SERVICE_MISMATCH, "AuthorizationServiceMismatch", 403},
+        {AUTH_SOURCE_IP_MISMATCH, "AuthorizationSourceIPMismatch", 403},
+        {AUTH_PROTOCOL_MISMATCH, "AuthorizationProtocolMismatch", 403},
+        {AUTH_SECONDARY_WRITE, "InsufficientAccountPermissions", 403},
+    };
+    TEST_EQ_INT(terr_from_auth(AUTH_OK), TERR_NONE, "AUTH_OK is no error");
+    TEST_EQ_INT((int)(sizeof cases / sizeof cases[0]), AUTH__COUNT - 1, "every refusal listed");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const struct terr_info *ti = terr_info(terr_from_auth(cases[i].s));
+        TEST_EQ_STR(ti->code, cases[i].code, "auth status's error code");
+        TEST_EQ_INT(ti->status, cases[i].status, "auth status's HTTP status");
+    }
+    TEST_EQ_INT(terr_from_auth(AUTH__COUNT), TERR_InternalError, "unknown status is internal");
+}
+
 int main(void)
 {
     config_defaults(&cfg);
@@ -338,5 +368,6 @@ int main(void)
     test_tokens();
     test_table();
     test_match();
+    test_auth_map();
     return test_done();
 }
