@@ -6,11 +6,12 @@
 
 #include <event2/event.h>
 
-#include "protocol/service.h"
 
 struct background {
     struct event *ev;
-    struct service *svc;
+    background_step_fn step;
+    background_set_wake_fn set_wake;
+    void *arg;
 };
 
 /* (Re)arms the timer to fire after ms milliseconds (0: next loop turn). */
@@ -26,7 +27,7 @@ static void bg_run(evutil_socket_t fd, short what, void *arg)
     struct background *bg = arg;
     (void)fd;
     (void)what;
-    int ms = service_background(bg->svc);
+    int ms = bg->step(bg->arg);
     if (ms >= 0)
         bg_arm(bg, ms);
 }
@@ -37,16 +38,19 @@ static void bg_wake(void *arg)
     bg_arm(arg, 0);
 }
 
-struct background *background_new(struct event_base *base, struct service *svc)
+struct background *background_new(struct event_base *base, background_step_fn step,
+                                  background_set_wake_fn set_wake, void *arg)
 {
     struct background *bg = calloc(1, sizeof *bg);
     if (!bg)
         abort();
-    bg->svc = svc;
+    bg->step = step;
+    bg->set_wake = set_wake;
+    bg->arg = arg;
     bg->ev = evtimer_new(base, bg_run, bg);
     if (!bg->ev)
         abort();
-    service_set_wake(svc, bg_wake, bg);
+    set_wake(arg, bg_wake, bg);
     return bg;
 }
 
@@ -54,7 +58,7 @@ void background_free(struct background *bg)
 {
     if (!bg)
         return;
-    service_set_wake(bg->svc, NULL, NULL);
+    bg->set_wake(bg->arg, NULL, NULL);
     event_free(bg->ev);
     free(bg);
 }

@@ -226,6 +226,19 @@ static void remove_azurite_tls_dir(void)
     azurite_cli_cleanup(azurite_tls_dir);
 }
 
+/* The service's background work (table purge, store probe) for
+ * core/background.c, which knows no service. */
+static int bg_step(void *svc)
+{
+    return service_background(svc);
+}
+
+/* Registers background.c's wake-up with the service. */
+static void bg_set_wake(void *svc, background_wake_fn wake, void *wake_arg)
+{
+    service_set_wake(svc, wake, wake_arg);
+}
+
 int main(int argc, char **argv)
 {
     static struct config cfg;
@@ -372,7 +385,7 @@ int main(int argc, char **argv)
         log_warn("authentication is off (--auth off): every request is accepted unsigned");
     if (fault_active(faults))
         log_warn("fault injection is on: %zu rule(s)", fault_count(faults));
-    struct background *bg = background_new(server_base(srv), svc);
+    struct background *bg = background_new(server_base(srv), bg_step, bg_set_wake, svc);
     print_ready(&cfg, ops, srv);
     if (azurite)
         print_azurite_ready(&cfg, &az, srv);
