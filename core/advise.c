@@ -59,10 +59,9 @@ int advise_parse_url(const char *url, char *host, size_t hcap, char *port, size_
     return 0;
 }
 
-/* GET prefix + path from host:port into body; returns the HTTP status, or
- * -1 with a message. */
-static int http_get(const char *host, const char *port, const char *prefix, const char *path,
-                    const char *token, struct buf *body, char *err, size_t errlen)
+/* Connects to host:port with send and receive timeouts of timeout_s
+ * seconds; the socket, or -1 with a message. */
+int advise_connect(const char *host, const char *port, int timeout_s, char *err, size_t errlen)
 {
     struct addrinfo hints = {0}, *ai = NULL;
     hints.ai_socktype = SOCK_STREAM;
@@ -76,7 +75,7 @@ static int http_get(const char *host, const char *port, const char *prefix, cons
         fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
         if (fd < 0)
             continue;
-        struct timeval tv = {ADVISE_TIMEOUT_S, 0};
+        struct timeval tv = {timeout_s, 0};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
@@ -86,6 +85,15 @@ static int http_get(const char *host, const char *port, const char *prefix, cons
         }
     }
     freeaddrinfo(ai);
+    return fd;
+}
+
+/* GET prefix + path from host:port into body; returns the HTTP status, or
+ * -1 with a message. */
+static int http_get(const char *host, const char *port, const char *prefix, const char *path,
+                    const char *token, struct buf *body, char *err, size_t errlen)
+{
+    int fd = advise_connect(host, port, ADVISE_TIMEOUT_S, err, errlen);
     if (fd < 0)
         return -1;
     struct buf b;

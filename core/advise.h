@@ -15,5 +15,9 @@ int advise_main(int argc, char **argv);
  * used by `tabled export --admin`). -1 when malformed or too long. */
 int advise_parse_url(const char *url, char *host, size_t hcap, char *port, size_t pcap,
                      char *prefix, size_t xcap);
+/* Connects to host:port with send and receive timeouts of timeout_s
+ * seconds (also used by `tabled export --admin`); the socket, or -1 with a
+ * message in err. */
+int advise_connect(const char *host, const char *port, int timeout_s, char *err, size_t errlen);
 
 #endif

@@ -5,13 +5,11 @@
  * error: the file is then incomplete. */
 #include "tools/dump_int.h"
 
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "core/advise.h"
@@ -50,34 +48,6 @@ static void line_feed(struct line_count *lc, const char *p, size_t n)
         else if (lc->n++ < sizeof lc->start - 1)
             lc->start[lc->n - 1] = p[i];
     }
-}
-
-/* Connects to host:port. -1 with a message. */
-static int fetch_connect(const char *host, const char *port, char *err, size_t errlen)
-{
-    struct addrinfo hints = {0}, *ai = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    int rc = getaddrinfo(host, port, &hints, &ai);
-    if (rc != 0) {
-        snprintf(err, errlen, "%s: %s", host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = -1;
-    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-        if (fd < 0)
-            continue;
-        struct timeval tv = {FETCH_TIMEOUT_S, 0};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-            snprintf(err, errlen, "cannot connect to %s:%s: %m", host, port);
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(ai);
-    return fd;
 }
 
 /* Appends name=value (percent-encoded) to the query in b. */
@@ -147,7 +117,7 @@ int dump_fetch(struct dump *d, FILE *out, char *err, size_t errlen)
         snprintf(err, errlen, "--admin expects http://HOST:PORT, got '%.300s'", d->admin);
         return -1;
     }
-    int fd = fetch_connect(host, port, err, errlen);
+    int fd = advise_connect(host, port, FETCH_TIMEOUT_S, err, errlen);
     if (fd < 0)
         return -1;
     struct buf target, req;
