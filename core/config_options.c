@@ -10,25 +10,13 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-/* Writes a formatted message into err (when there is room for one). */
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "core/errfmt.h"
 
 /* Records one setting of fault rule `rule` (checked by core/fault.c when
  * main.c builds the rules). */
@@ -36,13 +24,13 @@ int config_add_fault_item(struct config *cfg, const char *rule, const char *key,
                           const char *value, int line, char *err, size_t errlen)
 {
     if (cfg->nfaults >= CONFIG_MAX_FAULT_ITEMS) {
-        set_err(err, errlen, "too many fault settings (at most %d)", CONFIG_MAX_FAULT_ITEMS);
+        errfmt_set(err, errlen, "too many fault settings (at most %d)", CONFIG_MAX_FAULT_ITEMS);
         return -1;
     }
     struct config_fault_item *it = &cfg->faults[cfg->nfaults];
     if (!*rule || strlen(rule) >= sizeof it->rule || strlen(key) >= sizeof it->key ||
         strlen(value) >= sizeof it->value) {
-        set_err(err, errlen, "fault %s: name, key or value too long (value at most %zu bytes)",
+        errfmt_set(err, errlen, "fault %s: name, key or value too long (value at most %zu bytes)",
                 rule, sizeof it->value - 1);
         return -1;
     }
@@ -60,13 +48,13 @@ static int apply_fault_spec(void *obj, const char *spec, char *err, size_t errle
     struct config *cfg = obj;
     char tmp[1024];
     if (strlen(spec) >= sizeof tmp) {
-        set_err(err, errlen, "--fault value is too long");
+        errfmt_set(err, errlen, "--fault value is too long");
         return -1;
     }
     strcpy(tmp, spec);
     char *colon = strchr(tmp, ':');
     if (!colon || colon == tmp) {
-        set_err(err, errlen, "--fault expects NAME:key=value[,key=value...], got '%s'", spec);
+        errfmt_set(err, errlen, "--fault expects NAME:key=value[,key=value...], got '%s'", spec);
         return -1;
     }
     *colon = '\0';
@@ -74,7 +62,7 @@ static int apply_fault_spec(void *obj, const char *spec, char *err, size_t errle
     for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(kv, '=');
         if (!eq) {
-            set_err(err, errlen, "--fault %s: expected key=value, got '%s'", tmp, kv);
+            errfmt_set(err, errlen, "--fault %s: expected key=value, got '%s'", tmp, kv);
             return -1;
         }
         *eq = '\0';
@@ -90,13 +78,13 @@ static int apply_account_spec(void *obj, const char *spec, char *err, size_t err
     struct config *cfg = obj;
     char tmp[1024];
     if (strlen(spec) >= sizeof tmp) {
-        set_err(err, errlen, "--account value is too long");
+        errfmt_set(err, errlen, "--account value is too long");
         return -1;
     }
     strcpy(tmp, spec);
     char *c1 = strchr(tmp, ':');
     if (!c1) {
-        set_err(err, errlen, "--account expects NAME:KEY1[:KEY2], got '%s'", spec);
+        errfmt_set(err, errlen, "--account expects NAME:KEY1[:KEY2], got '%s'", spec);
         return -1;
     }
     *c1++ = '\0';
@@ -104,7 +92,7 @@ static int apply_account_spec(void *obj, const char *spec, char *err, size_t err
     if (c2) {
         *c2++ = '\0';
         if (strchr(c2, ':')) {
-            set_err(err, errlen, "--account expects NAME:KEY1[:KEY2], got '%s'", spec);
+            errfmt_set(err, errlen, "--account expects NAME:KEY1[:KEY2], got '%s'", spec);
             return -1;
         }
     }
@@ -123,13 +111,13 @@ static int set_admin_token(struct config *cfg, const char *v, const char *what, 
     for (size_t i = 0; i < eq; i++) {
         unsigned char c = (unsigned char)v[i];
         if (!isalnum(c) && !strchr("-._~+/", c)) {
-            set_err(err, errlen, "%s: the token may hold letters, digits and -._~+/ "
+            errfmt_set(err, errlen, "%s: the token may hold letters, digits and -._~+/ "
                     "(then '=' padding) only", what);
             return -1;
         }
     }
     if (n && (eq == 0 || n < CONFIG_ADMIN_TOKEN_MIN || n >= sizeof cfg->admin_token)) {
-        set_err(err, errlen, "%s: the token must be %d to %zu characters long", what,
+        errfmt_set(err, errlen, "%s: the token must be %d to %zu characters long", what,
                 CONFIG_ADMIN_TOKEN_MIN, sizeof cfg->admin_token - 1);
         return -1;
     }
@@ -144,21 +132,21 @@ static int read_admin_token_file(void *obj, const char *path, char *err, size_t 
     struct config *cfg = obj;
     FILE *f = fopen(path, "r");
     if (!f) {
-        set_err(err, errlen, "--admin-token-file: cannot open %s: %s", path, strerror(errno));
+        errfmt_set(err, errlen, "--admin-token-file: cannot open %s: %s", path, strerror(errno));
         return -1;
     }
     char line[512];
     int got = fgets(line, sizeof line, f) != NULL;
     fclose(f);
     if (!got) {
-        set_err(err, errlen, "--admin-token-file: %s is empty", path);
+        errfmt_set(err, errlen, "--admin-token-file: %s is empty", path);
         return -1;
     }
     size_t n = strlen(line);
     while (n > 0 && isspace((unsigned char)line[n - 1]))
         line[--n] = '\0';
     if (!n) {
-        set_err(err, errlen, "--admin-token-file: %s holds no token", path);
+        errfmt_set(err, errlen, "--admin-token-file: %s holds no token", path);
         return -1;
     }
     char what[300];
@@ -173,7 +161,7 @@ static int add_admin_hosts(void *obj, const char *v, char *err, size_t errlen)
     struct config *cfg = obj;
     char tmp[1024];
     if (strlen(v) >= sizeof tmp) {
-        set_err(err, errlen, "--admin-allowed-host value is too long");
+        errfmt_set(err, errlen, "--admin-allowed-host value is too long");
         return -1;
     }
     strcpy(tmp, v);
@@ -204,12 +192,12 @@ static int add_admin_hosts(void *obj, const char *v, char *err, size_t errlen)
             }
         }
         if (!ok) {
-            set_err(err, errlen, "--admin-allowed-host expects host names or addresses, got '%s'",
+            errfmt_set(err, errlen, "--admin-allowed-host expects host names or addresses, got '%s'",
                     h);
             return -1;
         }
         if (cfg->nadmin_allowed_hosts >= CONFIG_MAX_ADMIN_HOSTS) {
-            set_err(err, errlen, "at most %d admin allowed hosts", CONFIG_MAX_ADMIN_HOSTS);
+            errfmt_set(err, errlen, "at most %d admin allowed hosts", CONFIG_MAX_ADMIN_HOSTS);
             return -1;
         }
         char *dst = cfg->admin_allowed_hosts[cfg->nadmin_allowed_hosts++];
@@ -235,7 +223,7 @@ static int set_dev_account(void *obj, const char *v, char *err, size_t errlen)
         return 0;
     }
     if (opt_parse_bool(v, &cfg->dev_account) < 0) {
-        set_err(err, errlen, "--dev-account expects on|off|auto, got '%s'", v);
+        errfmt_set(err, errlen, "--dev-account expects on|off|auto, got '%s'", v);
         return -1;
     }
     return 0;

@@ -4,23 +4,11 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-/* Writes a formatted message into err (when there is room for one). */
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "core/errfmt.h"
 
 int opt_parse_bool(const char *s, int *out)
 {
@@ -138,7 +126,7 @@ static int copy_value(const struct opt *o, char *dst, size_t cap, const char *s,
 {
     size_t n = strlen(s);
     if (n >= cap) {
-        set_err(err, errlen, "--%s is too long (at most %zu bytes)", o->name, cap - 1);
+        errfmt_set(err, errlen, "--%s is too long (at most %zu bytes)", o->name, cap - 1);
         return -1;
     }
     memcpy(dst, s, n + 1);
@@ -153,12 +141,12 @@ static int list_add(const struct opt *o, char *base, const char *v, char *err, s
     if (o->flags & OPTF_PAIR) {
         const char *eq = strchr(v, '=');
         if (!eq || eq == v) {
-            set_err(err, errlen, "--%s expects NAME=VALUE, got '%s'", o->name, v);
+            errfmt_set(err, errlen, "--%s expects NAME=VALUE, got '%s'", o->name, v);
             return -1;
         }
     }
     if (count >= (size_t)o->max) {
-        set_err(err, errlen, "too many --%s settings (at most %lld)", o->name, o->max);
+        errfmt_set(err, errlen, "too many --%s settings (at most %lld)", o->name, o->max);
         return -1;
     }
     if (copy_value(o, base + o->offset + count * o->size, o->size, v, err, errlen) < 0)
@@ -188,7 +176,7 @@ static int refuse(const struct opt *o, const char *v, char *err, size_t errlen)
         snprintf(what, sizeof what, "a number > 0");
     else
         snprintf(what, sizeof what, "a number %lld-%lld", o->min, o->max);
-    set_err(err, errlen, "--%s expects %s, got '%s'", o->name, what, v);
+    errfmt_set(err, errlen, "--%s expects %s, got '%s'", o->name, what, v);
     return -1;
 }
 
@@ -224,7 +212,7 @@ int opt_apply(const struct opt *o, void *obj, const char *v, char *err, size_t e
         return 0;
     case OPT_STRING:
         if ((o->flags & OPTF_NONEMPTY) && !*v) {
-            set_err(err, errlen, "--%s needs %s", o->name, o->expect ? o->expect : "a value");
+            errfmt_set(err, errlen, "--%s needs %s", o->name, o->expect ? o->expect : "a value");
             return -1;
         }
         return copy_value(o, field, o->size, v, err, errlen);
@@ -241,7 +229,7 @@ int opt_apply(const struct opt *o, void *obj, const char *v, char *err, size_t e
     case OPT_FILE:
         break;
     }
-    set_err(err, errlen, "--%s is not a setting", o->name);
+    errfmt_set(err, errlen, "--%s is not a setting", o->name);
     return -1;
 }
 
