@@ -1,36 +1,84 @@
-/* backend.h - the storage backend interface.
+/* backend.h - the storage backend interface, version 2.
  *
  * A backend is an ordered key/value store with atomic multi-key writes. It
  * stores opaque byte strings; it knows nothing of HTTP, JSON, tables or
- * entities. All Table semantics (ETags, merge, validation, filters) live in
- * protocol/, which encodes its keys so that plain unsigned byte order
- * (memcmp, shorter-prefix first) is the service's order.
+ * entities. All Table semantics (ETags, merge, validation, filters) live
+ * above it, in store/ and protocol/, which encode keys so that plain
+ * unsigned byte order (memcmp, shorter-prefix first) is the service's order.
+ * The store layer (store/kv.c) is the only code that calls these methods.
  *
  * The interface is one struct of function pointers, modelled on SQLite's
  * sqlite3_vfs. A backend fills a static struct backend_ops and hands it out;
  * everything else (struct backend_store, struct backend_iter) is opaque to
  * the caller. tabled is single-threaded: no method is ever called
- * concurrently with another on the same store.
+ * concurrently with another on the same store (but see "Deferred
+ * completion": several calls may be outstanding at once).
+ *
+ * Versions. Fields of struct backend_ops, struct backend_options and the
+ * other structs passed by pointer are only ever appended; each says the
+ * version it appeared in. A backend sets .version to the version it was
+ * written for; the server accepts every version from 1 up to
+ * TABLED_BACKEND_VERSION and reads no field newer than the vtable's
+ * version (a version-1 plug-in built years ago keeps working). A field of
+ * a newer version may also be NULL: the server then uses the older method.
+ * A plug-in that wants to stay at an older version builds with
+ * -DTABLED_BACKEND_VERSION=N (the struct layout is the same; only the
+ * default of .version changes).
  *
  * Built-in backends are registered in backends/registry.c. A plug-in is a
  * shared object exporting
  *
  *     const struct backend_ops *tabled_backend_init(void);
  *
- * which returns a vtable whose version field must equal
- * TABLED_BACKEND_VERSION (checked at load time).
- *
  * Status codes: every method that can fail returns 0 (BACKEND_OK) or one of
  * the negative enum backend_status values, and writes a NUL-terminated
- * human-readable detail into err (at most errlen bytes) when err is not
- * NULL. The protocol layer maps any failure other than BACKEND_NOTFOUND to
- * "500 InternalError" and logs the detail.
- */
+ * human-readable detail into err (at most errlen bytes; in version-2
+ * methods: into the call's err) when err is not NULL. The layers above map
+ * any failure other than BACKEND_NOTFOUND and BACKEND_CONFLICT to "500
+ * InternalError" (BACKEND_FULL: the service's out-of-space answer) and log
+ * the detail.
+ *
+ * Deferred completion (version 2). get_v2, iter_next_v2 and apply_v2 take
+ * a struct backend_call. A backend either completes the call at once
+ * (returns its final status, having filled the call's result fields) or
+ * returns BACKEND_PENDING and later, from the event loop (a host timer or
+ * fd callback, never from inside the method itself), fills the result
+ * fields and calls call->done(call) exactly once. Until then the caller
+ * keeps the call, the key and the write array alive and unchanged. Several
+ * calls on one store may be outstanding at once (one per cursor at most);
+ * a backend completes applies in the order it makes their effects visible,
+ * and a get or cursor step reflects every apply that completed before the
+ * get or step was called. Local backends (memory, leveldb, flatfile)
+ * always complete at once; a backend that talks to a server uses the
+ * host's fd and timer hooks (struct backend_host) to wait without
+ * blocking the loop. While a deferred backend keeps a cursor across loop
+ * turns, other requests' applies complete meanwhile: such a backend must
+ * give each cursor one consistent view (a snapshot as of iter_open), so
+ * that a query page never shows half a batch.
+ *
+ * Conditional writes (version 2). Each write of apply_v2 may carry an
+ * expectation about its key's current state (absent; present; present
+ * with a given version), checked by the backend atomically with the
+ * writes: either every expectation holds and every write is applied, or
+ * nothing is applied and BACKEND_CONFLICT says which write's expectation
+ * failed. Several tabled processes sharing one storage engine rely on this
+ * for ETag and insert-if-absent checks, so a backend shared by several
+ * processes must check inside its transaction. The version of a stored
+ * value is the big-endian unsigned 64-bit number in its bytes 1..8
+ * (backend_value_version(); 0 for values shorter than 9 bytes): the
+ * server's entity encoding puts the entity's Timestamp ticks there, which
+ * are unique per write of an entity. */
 #ifndef TABLED_BACKEND_H
 #define TABLED_BACKEND_H
 #include <stddef.h>
+#include <stdint.h>
 
-#define TABLED_BACKEND_VERSION 1
+/* The newest interface version this header describes (and the default of
+   .version for a backend built against it). */
+#ifndef TABLED_BACKEND_VERSION
+#define TABLED_BACKEND_VERSION 2
+#endif
+#define TABLED_BACKEND_VERSION_MAX 2
 #define TABLED_BACKEND_SYMBOL "tabled_backend_init"
 
 enum backend_status {
@@ -41,6 +89,14 @@ enum backend_status {
     BACKEND_CORRUPT = -4,   /* stored data failed a checksum or format check */
     BACKEND_INVALID = -5,   /* bad argument (e.g. empty key, bad option) */
     BACKEND_FULL = -6,      /* out of space; nothing was applied */
+    BACKEND_CONFLICT = -7,  /* v2 apply_v2: an expectation failed (call.failed
+                               says which write); nothing was applied */
+    BACKEND_PENDING = -8,   /* v2: the call completes later through
+                               call.done (never a final status) */
+    BACKEND_UNAVAILABLE = -9, /* v2: the storage server cannot be reached
+                               now; nothing was attempted (retry later) */
+    BACKEND_UNKNOWN = -10,  /* v2 apply_v2: the outcome is unknown (the
+                               connection broke after the writes were sent) */
 };
 
 /* Durability of apply(), chosen at open time (see DESIGN.md). */
@@ -64,13 +120,98 @@ enum backend_write_op {
 };
 
 /* One write of an apply() call. Keys are at most 64 KiB, values at most
- * 8 MiB; the backend copies what it keeps. */
+ * 8 MiB; the backend copies what it keeps. The layout never changes (it is
+ * passed as an array); version-2 expectations travel beside it. */
 struct backend_write {
     enum backend_write_op op;
     const void *key;
     size_t key_len;
     const void *val;            /* ignored for BACKEND_DELETE */
     size_t val_len;
+};
+
+/* Version 2: what apply_v2 expects of a write's key before the writes. */
+enum backend_expect {
+    BACKEND_EXPECT_ANY = 0,     /* no expectation */
+    BACKEND_EXPECT_ABSENT = 1,  /* the key does not exist */
+    BACKEND_EXPECT_PRESENT = 2, /* the key exists */
+    BACKEND_EXPECT_VERSION = 3, /* the key exists and its value's version
+                                   (backend_value_version) equals .version */
+};
+
+/* Version 2: the expectation of one write (same index as the write). */
+struct backend_cond {
+    enum backend_expect expect;
+    uint64_t version;           /* for BACKEND_EXPECT_VERSION */
+};
+
+/* The version of a stored value: its bytes 1..8 read as a big-endian
+   unsigned number, or 0 when the value is shorter than 9 bytes. */
+static inline uint64_t backend_value_version(const void *val, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)val;
+    uint64_t v = 0;
+    if (len < 9)
+        return 0;
+    for (int i = 1; i <= 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* Version 2: one call of get_v2, iter_next_v2 or apply_v2 (see "Deferred
+ * completion" above). The caller fills done and arg (and want_counts) and
+ * owns the struct; the backend fills the rest before it returns a final
+ * status or before it calls done. */
+struct backend_call {
+    /* In: called once, from the event loop, when a call that returned
+       BACKEND_PENDING completes. */
+    void (*done)(struct backend_call *call);
+    void *arg;                  /* in: for the caller; the backend ignores it */
+    int want_counts;            /* in, apply_v2: fill created/removed */
+
+    /* Out. status: the final status (what the method would have
+       returned). */
+    int status;
+    /* get_v2 (val) and iter_next_v2 (key and val), on BACKEND_OK / 1:
+       borrowed pointers, valid until the next call on the same store or
+       cursor, or until done() returns, whichever comes first. A
+       zero-length value still has a non-NULL pointer. */
+    const void *key;
+    size_t key_len;
+    const void *val;
+    size_t val_len;
+    /* apply_v2 on BACKEND_CONFLICT: index of the first write whose
+       expectation failed. */
+    size_t failed;
+    /* apply_v2 with want_counts, on BACKEND_OK: puts whose key did not
+       exist before, deletes whose key did exist. */
+    size_t created, removed;
+    /* Detail of a failure status, NUL-terminated. */
+    char err[256];
+};
+
+/* Version 2: readiness bits for backend_host.fd_watch. */
+#define BACKEND_FD_READ 1u
+#define BACKEND_FD_WRITE 2u
+
+/* Version 2: event-loop services the server lends a backend (through
+ * backend_options.host) so that it can wait for a network peer without
+ * blocking. Every callback runs from the event loop. */
+struct backend_host {
+    void *arg;                  /* pass as the first argument of each hook */
+    /* Calls fn(fn_arg) once after ms milliseconds (0: at the next loop
+       turn). Returns a handle for timer_cancel, or NULL (out of memory). A
+       timer that has fired is freed by the host; do not cancel it. */
+    void *(*timer_add)(void *arg, unsigned ms, void (*fn)(void *fn_arg), void *fn_arg);
+    void (*timer_cancel)(void *arg, void *timer);
+    /* Calls fn(fn_arg, ready) whenever fd is ready for one of the events
+       (BACKEND_FD_READ, BACKEND_FD_WRITE) until fd_unwatch. Returns a
+       handle, or NULL (out of memory). */
+    void *(*fd_watch)(void *arg, int fd, unsigned events,
+                      void (*fn)(void *fn_arg, unsigned ready), void *fn_arg);
+    /* Changes the events a watch waits for (0: none for now). */
+    void (*fd_modify)(void *arg, void *watch, unsigned events);
+    void (*fd_unwatch)(void *arg, void *watch);
 };
 
 struct backend_options {
@@ -85,14 +226,21 @@ struct backend_options {
        truncated a torn tail, compaction ran, a sync failed). NULL: the
        backend writes them to stderr. msg has no trailing newline. */
     void (*log)(enum backend_log_level level, const char *msg);
+
+    /* Version 2: the event-loop hooks, or NULL when there is no loop (the
+       offline tools): a backend then completes every call at once or
+       drives its own waiting. Read it only when the vtable's version is 2
+       or more (a version-1 caller does not pass it). */
+    const struct backend_host *host;
 };
 
 struct backend_store;           /* one open database, opaque */
 struct backend_iter;            /* one ordered cursor, opaque */
 
 struct backend_ops {
-    /* Must be TABLED_BACKEND_VERSION. First so that it can be checked before
-       anything else of a plug-in is trusted. */
+    /* The interface version this vtable was written for, 1 to
+       TABLED_BACKEND_VERSION_MAX. First so that it can be checked before
+       anything else of a plug-in is trusted. (version 1) */
     int version;
 
     /* Short name used in logs and for --backend ("memory", "leveldb"). */
@@ -100,19 +248,24 @@ struct backend_ops {
 
     /* Opens (creating if needed) a store. On success *out is set and the
        caller owns it until close(). Crash recovery (torn tails, replay)
-       happens here. */
+       happens here. Returns BACKEND_OK, BACKEND_INVALID (bad option),
+       BACKEND_IOERR, BACKEND_CORRUPT, BACKEND_NOMEM or BACKEND_FULL.
+       (version 1) */
     int (*open)(const struct backend_options *opt, struct backend_store **out,
                 char *err, size_t errlen);
 
     /* Makes every applied write durable (as sync() does), releases all
-       resources. Never fails from the caller's point of view. */
+       resources. Never fails from the caller's point of view. No call on
+       the store may be outstanding. (version 1) */
     void (*close)(struct backend_store *st);
 
     /* Point lookup. On BACKEND_OK *val points to a malloc()ed copy of the
        value (the caller frees it with free()) and *val_len is its length;
        a zero-length value still yields a non-NULL pointer. Returns
        BACKEND_NOTFOUND when the key is absent; that is an answer, not a
-       failure (every insert asks it), so err need not be written then. */
+       failure (every insert asks it), so err need not be written then.
+       Other failures: BACKEND_IOERR, BACKEND_CORRUPT, BACKEND_NOMEM.
+       (version 1; may be NULL in a version-2 vtable with get_v2) */
     int (*get)(struct backend_store *st, const void *key, size_t key_len,
                void **val, size_t *val_len, char *err, size_t errlen);
 
@@ -135,23 +288,30 @@ struct backend_ops {
          - keys inserted, overwritten or deleted meanwhile may or may not be
            seen (LevelDB gives a snapshot as of iter_open; memory and
            flatfile show the live store).
-       The cursor must be closed before close() of its store. */
+       The cursor must be closed before close() of its store. iter_open does
+       no waiting (a networked backend sends its query at the first step).
+       Returns BACKEND_OK, or BACKEND_NOMEM / BACKEND_IOERR. (version 1) */
     int (*iter_open)(struct backend_store *st, const void *start, size_t start_len,
                      const void *end, size_t end_len, struct backend_iter **out,
                      char *err, size_t errlen);
 
     /* Repositions the cursor at the first key >= key (still bounded by the
-       end given at iter_open). */
+       end given at iter_open; a key below the start bound means the start);
+       the next step returns that entry. Does no waiting. Returns
+       BACKEND_OK, or BACKEND_NOMEM / BACKEND_IOERR, after which the cursor
+       only reports that error. (version 1) */
     int (*iter_seek)(struct backend_iter *it, const void *key, size_t key_len);
 
     /* Advances to the next entry. Returns 1 with *key and *val set, 0 at
        the end, or a negative status on error. The first call returns the
        first entry. The pointers are valid until the next iter_* call on
        this cursor or the next apply() or close() of its store, whichever
-       comes first. */
+       comes first. Errors: BACKEND_IOERR, BACKEND_CORRUPT, BACKEND_NOMEM.
+       (version 1; may be NULL in a version-2 vtable with iter_next_v2) */
     int (*iter_next)(struct backend_iter *it, const void **key, size_t *key_len,
                      const void **val, size_t *val_len);
 
+    /* Frees the cursor; no step of it may be outstanding. (version 1) */
     void (*iter_close)(struct backend_iter *it);
 
     /* Applies n puts and deletes atomically: after a crash either all of
@@ -165,7 +325,9 @@ struct backend_ops {
        With n == 0 nothing is written: a store that refuses writes until it
        recovers from a failure may answer that failure (and may try to
        recover in this call); the server calls it so, about once a second,
-       to find out when writes work again. Otherwise it returns BACKEND_OK. */
+       to find out when writes work again. Otherwise it returns BACKEND_OK.
+       Errors: BACKEND_IOERR, BACKEND_FULL, BACKEND_NOMEM, BACKEND_INVALID.
+       (version 1; may be NULL in a version-2 vtable with apply_v2) */
     int (*apply)(struct backend_store *st, const struct backend_write *w, size_t n,
                  char *err, size_t errlen);
 
@@ -176,9 +338,41 @@ struct backend_ops {
        successful sync() may or may not survive a crash (the server drops
        the held replies and closes those connections), and because a failed
        fsync cannot be retried safely the backend may refuse every later
-       write until it is reopened. */
+       write until it is reopened. Returns BACKEND_OK or BACKEND_IOERR.
+       (version 1) */
     int (*sync)(struct backend_store *st, char *err, size_t errlen);
+
+    /* ---- version 2 ---- */
+
+    /* BACKEND_CAP_* bits. (version 2) */
+    unsigned caps;
+
+    /* Point lookup into a borrowed value (call.val, call.val_len; see
+       struct backend_call). Returns BACKEND_OK, BACKEND_NOTFOUND, a
+       failure, or BACKEND_PENDING. (version 2) */
+    int (*get_v2)(struct backend_store *st, const void *key, size_t key_len,
+                  struct backend_call *call);
+
+    /* iter_next with borrowed call.key/call.val: returns 1 (an entry), 0
+       (the end), a failure, or BACKEND_PENDING (call.status then carries
+       1, 0 or the failure). (version 2) */
+    int (*iter_next_v2)(struct backend_iter *it, struct backend_call *call);
+
+    /* apply with expectations: cond is NULL (no expectations) or n
+       entries, one per write. Returns BACKEND_OK, BACKEND_CONFLICT
+       (call.failed), a failure as apply() does, BACKEND_UNAVAILABLE
+       (nothing attempted), BACKEND_UNKNOWN (the writes may or may not have
+       been applied), or BACKEND_PENDING. n == 0 is the probe described at
+       apply(). (version 2) */
+    int (*apply_v2)(struct backend_store *st, const struct backend_write *w,
+                    const struct backend_cond *cond, size_t n, struct backend_call *call);
 };
+
+/* backend_ops.caps bits (version 2). */
+#define BACKEND_CAP_DEFERS 1u   /* may return BACKEND_PENDING */
+#define BACKEND_CAP_SHARED 2u   /* several processes may open one store
+                                   (expectations are then the only
+                                   cross-process guarantee) */
 
 /* Finds a built-in backend by name, or loads a plug-in when name contains a
    '/' (a path to a .so). Returns NULL with a message in err on failure. */
