@@ -24,7 +24,7 @@
  * clients must cope with both.
  *
  * Rules come from [fault NAME] sections of the config file and from the
- * admin listener (core/admin.c) at run time; the same key = value
+ * admin listener (server/admin.c) at run time; the same key = value
  * vocabulary serves both. */
 #ifndef TABLED_FAULT_H
 #define TABLED_FAULT_H

@@ -1,9 +1,11 @@
 /* http.h - the request and response as the protocol layer sees them.
  *
- * core/ fills a struct request from the wire (llhttp callbacks) and hands it
- * to service_handle(); the protocol layer fills a struct response, which
- * core/ serialises (status line, headers, Content-Length or chunked framing,
- * Connection handling). The protocol layer never touches a socket.
+ * The server wing (server/conn.c) fills a struct request from the wire
+ * (llhttp callbacks) and hands it to the handler main() registered
+ * (server/handler.h: the Table service); the handler fills a struct
+ * response, which the wing serialises (status line, headers,
+ * Content-Length or chunked framing, Connection handling). The protocol
+ * layer never touches a socket.
  *
  * Ownership: every pointer in a request (and every header a response holds)
  * lives in the request's arena and dies when the response has been written.
@@ -56,8 +58,18 @@ struct request {
     uint64_t start_us;        /* monotonic microseconds at first byte */
     size_t reply_budget;      /* 0, or the body size a reply should stay near
                                  where the protocol allows (a query page ends
-                                 early with a continuation): set by core/
+                                 early with a continuation): set by the wing
                                  while the process holds much unsent output */
+};
+
+/* Why the wing answers a request itself, without the handler's handle():
+ * the request could not be parsed or kept. The handler's fail() turns the
+ * reason into its own error answer (protocol/errors.c: a Table error). */
+enum http_fail {
+    HTTP_FAIL_HEADERS_TOO_LARGE = 1, /* request head (or trailers) over max_header_bytes */
+    HTTP_FAIL_BAD_REQUEST,           /* malformed HTTP: request line, header name, framing */
+    HTTP_FAIL_BODY_TOO_LARGE,        /* body (announced or received) over max_body_bytes */
+    HTTP_FAIL_TIMEOUT,               /* the whole request did not arrive within its deadline */
 };
 
 /* First header named name (case-insensitive), or NULL. */
@@ -73,7 +85,7 @@ const struct http_header *request_header_find(const struct request *req, const c
 /* How many headers carry that name (case-insensitive). */
 size_t request_header_count(const struct request *req, const char *name);
 
-/* A body made in pieces as the client takes it (GET /export): core/
+/* A body made in pieces as the client takes it (GET /export): the wing
  * sends it with Transfer-Encoding: chunked after the head, one fill() per
  * loop turn while the connection's unsent output is small, then closes
  * the connection. fill appends about max bytes or fewer to out and
@@ -95,7 +107,7 @@ struct response {
     struct buf body;
     int close;                /* close the connection after writing */
     int no_body;              /* HEAD: send headers (with Content-Length) only */
-    /* Fault injection (core/fault.h): core/ sends the answer delay_ms late
+    /* Fault injection (core/fault.h): the wing sends the answer delay_ms late
      * without blocking the loop (later requests of the connection wait
      * behind it), or with reset set sends nothing and resets the
      * connection (RST). */

@@ -169,3 +169,19 @@ enum terr terr_from_auth(enum auth_status s)
     }
     return TERR_InternalError;  /* not a status auth returns */
 }
+
+/* The wing's reasons for answering a request itself, as Table errors. */
+enum terr terr_from_http_fail(enum http_fail why)
+{
+    switch (why) {
+    case HTTP_FAIL_HEADERS_TOO_LARGE:
+        return TERR_RequestHeaderFieldsTooLarge;
+    case HTTP_FAIL_BAD_REQUEST:
+        return TERR_InvalidInput;
+    case HTTP_FAIL_BODY_TOO_LARGE:
+        return TERR_RequestBodyTooLargeLimit;
+    case HTTP_FAIL_TIMEOUT:
+        return TERR_OperationTimedOut;
+    }
+    return TERR_InvalidInput;  /* not a reason the wing gives */
+}

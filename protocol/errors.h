@@ -6,6 +6,7 @@
 #ifndef TABLED_ERRORS_H
 #define TABLED_ERRORS_H
 #include "auth/auth.h"
+#include "core/http.h"
 
 enum terr {
     TERR_NONE = 0,
@@ -97,5 +98,8 @@ const struct terr_info *terr_info(enum terr e);
 /* The Table error code of an auth refusal, TERR_NONE for AUTH_OK: the one
  * place auth's statuses become the service's codes (SPEC 10). */
 enum terr terr_from_auth(enum auth_status s);
+/* The Table error for a request the server wing answers itself
+ * (core/http.h, enum http_fail). */
+enum terr terr_from_http_fail(enum http_fail why);
 
 #endif

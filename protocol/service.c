@@ -607,8 +607,11 @@ static enum terr prepare(struct req_ctx *c)
     return TERR_NONE;
 }
 
-void service_handle(struct service *svc, struct request *req, struct response *resp)
+int service_handle(struct service *svc, struct request *req, struct response *resp,
+                   void (*done)(void *token), void *token)
 {
+    (void)done;  /* every answer is complete at once (for now) */
+    (void)token;
     struct req_ctx c;
     ctx_init(&c, svc, req, resp);
     enum terr e = prepare(&c);
@@ -638,10 +641,13 @@ void service_handle(struct service *svc, struct request *req, struct response *r
             metrics_request(svc->metrics, c.op, optable_name(c.op), resp->reset ? 0 : resp->status,
                             now - req->start_us);
     }
+    return 1;
 }
 
-void service_error(struct service *svc, struct request *req, struct response *resp, int terr)
+void service_error(struct service *svc, struct request *req, struct response *resp,
+                   enum http_fail why)
 {
+    enum terr terr = terr_from_http_fail(why);
     struct req_ctx c;
     ctx_init(&c, svc, req, resp);
     reply_error(&c, (enum terr)terr);

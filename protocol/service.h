@@ -1,8 +1,9 @@
-/* service.h - the Table service: the one entry point core/ calls.
+/* service.h - the Table service: the entry points server/main.c registers
+ * with the server wing (server/handler.h, struct req_handler).
  *
- * service_handle() runs one request to completion (within one event-loop
- * turn) and fills the response, including the common headers
- * (x-ms-request-id, x-ms-version, Date, Server, client-request-id echo). */
+ * service_handle() runs one request and fills the response, including the
+ * common headers (x-ms-request-id, x-ms-version, Date, Server,
+ * client-request-id echo). */
 #ifndef TABLED_SERVICE_H
 #define TABLED_SERVICE_H
 
@@ -17,7 +18,11 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
                             struct backend_store *st, char *err, size_t errlen);
 void service_free(struct service *svc);
 
-void service_handle(struct service *svc, struct request *req, struct response *resp);
+/* Answers req into resp. Returns 1 when resp is complete now; 0 when the
+ * answer comes later: done(token) is then called once from the event loop
+ * after resp is filled (the contract of struct req_handler's handle). */
+int service_handle(struct service *svc, struct request *req, struct response *resp,
+                   void (*done)(void *token), void *token);
 
 /* Group commit: 1 when writes were applied since the last service_sync(). */
 int service_dirty(const struct service *svc);
@@ -36,9 +41,11 @@ int service_background(struct service *svc);
  * when work is pending already (purges a restart resumes). */
 void service_set_wake(struct service *svc, void (*wake)(void *arg), void *arg);
 
-/* Fills resp with an error answer for a request core/ could not even parse
- * (limits, malformed HTTP): status + the service's error body. */
-void service_error(struct service *svc, struct request *req, struct response *resp, int terr);
+/* Fills resp with an error answer for a request the server wing could not
+ * parse or keep (limits, malformed HTTP, timeout): status + the service's
+ * error body, the Table error terr_from_http_fail(why). */
+void service_error(struct service *svc, struct request *req, struct response *resp,
+                   enum http_fail why);
 
 /* Turns on throttling (t), fault injection (f) and metrics (m); each may
  * be NULL (off). The service uses them but does not own them. With m, the

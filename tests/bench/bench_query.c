@@ -98,7 +98,7 @@ static int bq_request(struct service *svc, enum http_method m, const char *mname
     }
     struct response resp;
     response_init(&resp, a);
-    service_handle(svc, &req, &resp);
+    service_handle(svc, &req, &resp, NULL, NULL);
     int status = resp.status;
     if (body_len)
         *body_len = resp.body.len;

@@ -1,5 +1,5 @@
 /* fuzz_adminbody.c - libFuzzer target for the admin listener's JSON bodies
- * (core/admin.c, PUT /faults/NAME and PUT /faults), inputs up to the whole
+ * (server/admin.c, PUT /faults/NAME and PUT /faults), inputs up to the whole
  * body limit. The first input byte picks the path, the rest is the body
  * (NUL-terminated, as the connection hands it over). Every answer must be
  * 200, 201 or 400 without a crash or a per-level recursion, and whatever
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/admin.h"
+#include "server/admin.h"
 #include "core/arena.h"
 #include "core/config.h"
 #include "core/fault.h"

@@ -1,12 +1,12 @@
-/* test_admin.c - core/admin.c in process: health, metrics, and the fault
+/* test_admin.c - server/admin.c in process: health, metrics, and the fault
  * rule endpoints (add, replace, list, delete, all-or-nothing replacement,
- * errors), and who is admitted (core/admin_access.c: Host names, bearer
+ * errors), and who is admitted (server/admin_access.c: Host names, bearer
  * token), with hand-built requests. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/admin.h"
+#include "server/admin.h"
 #include "core/arena.h"
 #include "core/config.h"
 #include "core/fault.h"
@@ -83,7 +83,7 @@ static int parse(struct config *cfg, const char *const *args)
 
 #define TOKEN "s3cret-Token_0123456789"
 
-/* Host names and the bearer token (core/admin_access.c). */
+/* Host names and the bearer token (server/admin_access.c). */
 static void test_access(struct fault_set *fs)
 {
     static struct config cfg;

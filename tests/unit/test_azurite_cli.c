@@ -1,4 +1,4 @@
-/* test_azurite_cli.c - core/azurite_cli.c: Azurite's table command lines
+/* test_azurite_cli.c - server/azurite_cli.c: Azurite's table command lines
  * (Testcontainers, the container image's default, CI) translated into
  * tabled flags and then applied by config_parse_args; AZURITE_ACCOUNTS;
  * refusals; PFX and encrypted-key conversion. */
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/azurite_cli.h"
+#include "server/azurite_cli.h"
 #include "core/config.h"
 #include "tests/unit/tap.h"
 

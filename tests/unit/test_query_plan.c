@@ -111,7 +111,7 @@ static void send_req(enum http_method m, const char *mname, const char *path, co
     struct response resp;
     response_init(&resp, a);
     uint64_t before = svc->rows_examined;
-    service_handle(svc, &req, &resp);
+    service_handle(svc, &req, &resp, NULL, NULL);
     out->examined = svc->rows_examined - before;
     out->status = resp.status;
     out->body = malloc(resp.body.len + 1);

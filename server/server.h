@@ -3,19 +3,22 @@
  * One thread, one libevent base. server_new() binds the HTTP (and, when
  * configured, HTTPS) listeners; server_run() serves until SIGINT/SIGTERM,
  * then stops accepting, lets in-flight requests finish (at most ~5 s) and
- * returns. The caller owns cfg and svc; both must outlive the server. */
+ * returns. Each request goes to the handler main() registers
+ * (server/handler.h). The caller owns cfg and what handler->arg points to;
+ * both must outlive the server. */
 #ifndef TABLED_SERVER_H
 #define TABLED_SERVER_H
 #include <stddef.h>
 
 #include "core/config.h"
+#include "server/handler.h"
 
 struct server;
-struct service;
 
-/* Creates the loop and binds the listeners. NULL with a message in err
- * (address in use, bad certificate, ...). */
-struct server *server_new(const struct config *cfg, struct service *svc, char *err,
+/* Creates the loop and binds the listeners; requests go to *handler (the
+ * struct is copied). NULL with a message in err (address in use, bad
+ * certificate, ...). */
+struct server *server_new(const struct config *cfg, const struct req_handler *handler, char *err,
                           size_t errlen);
 /* The bound HTTP port (the kernel's choice when cfg->port is 0). */
 int server_port(const struct server *srv);
@@ -39,7 +42,7 @@ void server_stop(struct server *srv);
 /* Closes every remaining connection and frees the server. */
 void server_free(struct server *srv);
 
-/* The server's event loop, for timers of other modules (core/background.c);
+/* The server's event loop, for timers of other modules (server/background.c);
  * valid until server_free(). */
 struct event_base;
 struct event_base *server_base(struct server *srv);

@@ -1,13 +1,13 @@
 /* advisor_http.c - the advisor's admin endpoints (see advisor_http.h). */
-#include "core/advisor_http.h"
+#include "server/advisor_http.h"
 
 #include <string.h>
 
 #include "core/advisor.h"
 #include "core/clock.h"
 
-/* advisor_dashboard_html[]: the page, generated from core/dashboard.html. */
-#include "core/dashboard_html.h"
+/* advisor_dashboard_html[]: the page, generated from server/dashboard.html. */
+#include "server/dashboard_html.h"
 
 /* 405 with Allow. */
 static void not_allowed(struct response *resp, const char *allow)

@@ -1,6 +1,6 @@
 /* admin_access.c - Host and bearer-token checks of the admin listener (see
  * admin_access.h). */
-#include "core/admin_access.h"
+#include "server/admin_access.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

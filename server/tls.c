@@ -1,5 +1,5 @@
 /* tls.c - HTTPS listener support through bufferevent_openssl. */
-#include "core/tls.h"
+#include "server/tls.h"
 
 #include <stdio.h>
 #include <string.h>

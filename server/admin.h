@@ -5,7 +5,7 @@
  * as the table endpoints; a connection accepted there is answered by
  * admin_handle() and never reaches the Table service, and no table
  * endpoint reaches this code. Every request first passes the Host and
- * bearer-token checks of core/admin_access.h (403 / 401 when it does not).
+ * bearer-token checks of server/admin_access.h (403 / 401 when it does not).
  *
  *   GET  /healthz             200 "ok"; 503 "read-only: ..." while writes
  *                             to the store fail (disk full) and are retried
@@ -18,7 +18,7 @@
  *   PUT  /faults/NAME         add or replace one rule (a JSON object; 201
  *                             when it is new, 200 when replaced)
  *   DELETE /faults/NAME       remove it (204, or 404)
- *   GET  /advisor, /dashboard the partition advisor (core/advisor_http.h),
+ *   GET  /advisor, /dashboard the partition advisor (server/advisor_http.h),
  *                             once admin_set_advisor() gave one
  *   GET  /export[?account=A&table=T]  the export file (tools/dump.h) of a
  *                             consistent snapshot, chunked, once

@@ -21,7 +21,7 @@
  *   services' settings: skipped with a note (tabled serves tables only)
  *   AZURITE_ACCOUNTS           --account NAME:KEY1[:KEY2] for each, and
  *                              devstoreaccount1 dropped unless listed */
-#include "core/azurite_cli.h"
+#include "server/azurite_cli.h"
 
 #include <ctype.h>
 #include <errno.h>

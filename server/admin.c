@@ -1,5 +1,5 @@
 /* admin.c - the admin listener's requests (see admin.h). */
-#include "core/admin.h"
+#include "server/admin.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,8 +7,8 @@
 
 #include <yajl/yajl_tree.h>
 
-#include "core/admin_access.h"
-#include "core/advisor_http.h"
+#include "server/admin_access.h"
+#include "server/advisor_http.h"
 #include "core/coding.h"
 #include "core/fault.h"
 #include "core/jsonwalk.h"

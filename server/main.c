@@ -10,11 +10,11 @@
 #include <openssl/crypto.h>
 
 #include "backends/backend.h"
-#include "core/admin.h"
+#include "server/admin.h"
 #include "core/advise.h"
 #include "core/advisor.h"
-#include "core/background.h"
-#include "core/azurite_cli.h"
+#include "server/background.h"
+#include "server/azurite_cli.h"
 #include "core/clock.h"
 #include "core/coding.h"
 #include "core/config.h"
@@ -24,8 +24,9 @@
 #include "core/heap.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/notify.h"
-#include "core/server.h"
+#include "server/notify.h"
+#include "server/handler.h"
+#include "server/server.h"
 #include "core/throttle.h"
 #include "core/version.h"
 #include "protocol/service.h"
@@ -226,8 +227,31 @@ static void remove_azurite_tls_dir(void)
     azurite_cli_cleanup(azurite_tls_dir);
 }
 
+/* The request handler the server wing calls (server/handler.h), over the
+ * Table service. */
+static int svc_handle(void *svc, struct request *req, struct response *resp,
+                      void (*done)(void *token), void *token)
+{
+    return service_handle(svc, req, resp, done, token);
+}
+
+static void svc_fail(void *svc, struct request *req, struct response *resp, enum http_fail why)
+{
+    service_error(svc, req, resp, why);
+}
+
+static int svc_dirty(void *svc)
+{
+    return service_dirty(svc);
+}
+
+static int svc_sync(void *svc)
+{
+    return service_sync(svc);
+}
+
 /* The service's background work (table purge, store probe) for
- * core/background.c, which knows no service. */
+ * server/background.c, which knows no service. */
 static int bg_step(void *svc)
 {
     return service_background(svc);
@@ -368,7 +392,11 @@ int main(int argc, char **argv)
     struct server *srv = NULL;
     if (service_attach(svc, throttle, faults, metrics, err, sizeof err) != 0)
         log_error("cannot count the stored entities: %s", err);
-    else if (!(srv = server_new(&cfg, svc, err, sizeof err)))
+    else if (!(srv = server_new(&cfg,
+                                &(struct req_handler){.arg = svc, .handle = svc_handle,
+                                                      .fail = svc_fail, .dirty = svc_dirty,
+                                                      .sync = svc_sync},
+                                err, sizeof err)))
         log_error("%s", err);
     if (!srv) {
         service_free(svc);

@@ -1,6 +1,6 @@
 /* conn.c - one client connection: llhttp parsing into a struct request,
- * handing it to the service, serialising the response, keep-alive,
- * pipelining, limits, timeouts and closing.
+ * handing it to the registered handler (server/handler.h), serialising the
+ * response, keep-alive, pipelining, limits, timeouts and closing.
  *
  * Memory: the request-target and header text of the request being parsed
  * are copied into c->head (reused across requests), its body into c->body;
@@ -19,12 +19,22 @@
  * construction. Functions called from llhttp callbacks never free the
  * connection; only the top-level libevent callbacks do, as their last step.
  *
+ * Deferred answers: when the handler answers later (handle() returns 0),
+ * c->waiting is set until its done(c) call: the parser is paused after
+ * that request (pipelined bytes wait in c->in), reading stops, the timer
+ * is off, and nothing frees c. Whatever would have freed it meanwhile (a
+ * failed write of an earlier reply, a write deadline, a failed group
+ * commit) marks it broken instead (conn_drop); conn_done then frees it and
+ * drops the answer. Otherwise conn_done sends the answer exactly as if it
+ * had come at once (group commit, injected delay, keep-alive) and parses
+ * on.
+ *
  * Injected faults (core/fault.h): an answer with delay_ms goes into
  * c->pending like a held one, and the connection stops parsing and reading
  * until a per-connection timer releases it, so the loop never waits; an
  * answer with reset is dropped and the socket closed with SO_LINGER 0,
  * which sends an RST. Connections of the admin listener run the same code
- * and are answered by admin_handle() instead of the service.
+ * and are answered by admin_handle() instead of the handler.
  *
  * Limits (all from struct config): a connection whose unsent output is
  * above max_conn_output_bytes, or that owes output while the process holds
@@ -35,7 +45,7 @@
  * the whole request within the request timeout. srv->conns is kept in
  * order of last activity, so at the connection cap the idlest connection
  * is closed for a newcomer (conn_evict_idlest). */
-#include "core/conn.h"
+#include "server/conn.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -51,15 +61,13 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "core/admin.h"
+#include "server/admin.h"
 #include "core/arena.h"
 #include "core/clock.h"
 #include "core/http.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/tls.h"
-#include "protocol/errors.h"
-#include "protocol/service.h"
+#include "server/tls.h"
 
 #define CONN_ARENA_CHUNK (16 * 1024)
 /* Smallest reply budget (struct request) while the process is over its
@@ -114,7 +122,7 @@ struct conn {
     size_t url_end;             /* target is head.data[0, url_end) */
     size_t trailer_bytes;
     int field_open, value_open;
-    int fail_terr;              /* error chosen inside a callback */
+    enum http_fail fail_why;    /* error chosen inside a callback, or 0 */
 
     unsigned in_msg : 1;        /* between message begin and complete */
     unsigned headers_done : 1;
@@ -130,6 +138,7 @@ struct conn {
     unsigned reset : 1;         /* injected reset: RST at the next chance */
     unsigned served : 1;        /* a request has been answered */
     unsigned deadline : 1;      /* the timer is the whole-request deadline */
+    unsigned waiting : 1;       /* the handler answers later (conn_done) */
 
     size_t out_held;            /* bytes in out/pending, counted in srv->out_total */
     struct evbuffer_cb_entry *out_cbe, *pending_cbe;  /* conn_out_cb on those */
@@ -147,6 +156,19 @@ static void conn_reading(struct conn *c, int on);
 static void conn_pump(struct conn *c);
 static void conn_settle(struct conn *c);
 static void conn_stream_wake(struct conn *c);
+static void conn_done(void *token);
+static void conn_drop(struct conn *c);
+
+/* Turns reading back on once nothing stops the connection from taking its
+ * next request: it is not closing, paused for output, holding replies for
+ * a group commit or an injected delay, or waiting for a deferred answer. */
+static void conn_read_on(struct conn *c)
+{
+    if (c->closing || c->lingering || c->wpaused || c->held || c->delaying || c->waiting)
+        return;
+    c->read_deferred = 0;
+    conn_reading(c, 1);
+}
 
 /* Arms the connection's one timer. (A timer that expired in this loop turn
  * still runs its callback after being re-armed; the callback recognises
@@ -299,7 +321,7 @@ static int head_room(struct conn *c, size_t n)
 {
     size_t used = c->head.len + n + 4 * (c->nspans + 1) + 16;
     if (used > c->srv->cfg->max_header_bytes) {
-        c->fail_terr = TERR_RequestHeaderFieldsTooLarge;
+        c->fail_why = HTTP_FAIL_HEADERS_TOO_LARGE;
         return -1;
     }
     return 0;
@@ -348,7 +370,7 @@ static int trailer_room(struct conn *c, size_t len)
 {
     c->trailer_bytes += len;
     if (c->trailer_bytes > c->srv->cfg->max_header_bytes) {
-        c->fail_terr = TERR_RequestHeaderFieldsTooLarge;
+        c->fail_why = HTTP_FAIL_HEADERS_TOO_LARGE;
         return -1;
     }
     return 0;
@@ -392,7 +414,7 @@ static int on_header_field_complete(llhttp_t *p)
         /* llhttp 8 lets a space inside or before the colon of a name
          * through; RFC 9112 5.1 wants a 400. */
         if (!http_is_tchar(name[i])) {
-            c->fail_terr = TERR_InvalidInput;
+            c->fail_why = HTTP_FAIL_BAD_REQUEST;
             return -1;
         }
     }
@@ -524,7 +546,7 @@ static int on_headers_complete(llhttp_t *p)
     struct conn *c = p->data;
     const struct config *cfg = c->srv->cfg;
     if (!c->url_end) {  /* no request-target callback: treat as malformed */
-        c->fail_terr = TERR_InvalidInput;
+        c->fail_why = HTTP_FAIL_BAD_REQUEST;
         return -1;
     }
     c->headers_done = 1;
@@ -532,7 +554,7 @@ static int on_headers_complete(llhttp_t *p)
     int has_len = (p->flags & F_CONTENT_LENGTH) != 0;
     int chunked = (p->flags & F_CHUNKED) != 0;
     if (has_len && p->content_length > cfg->max_body_bytes) {
-        c->fail_terr = TERR_RequestBodyTooLargeLimit;
+        c->fail_why = HTTP_FAIL_BODY_TOO_LARGE;
         return -1;
     }
     if ((chunked || (has_len && p->content_length > 0)) &&
@@ -554,7 +576,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
 {
     struct conn *c = p->data;
     if (c->body.len + len > c->srv->cfg->max_body_bytes) {
-        c->fail_terr = TERR_RequestBodyTooLargeLimit;
+        c->fail_why = HTTP_FAIL_BODY_TOO_LARGE;
         return -1;
     }
     if (c->body.data && at == c->body.data + c->body.len) {
@@ -580,11 +602,11 @@ static void response_begin(struct conn *c)
 }
 
 /* Where replies go right now: held for the group commit while one is
- * outstanding (or this reply made the service dirty), else the socket. */
+ * outstanding (or this reply made the handler dirty), else the socket. */
 static struct evbuffer *reply_buffer(struct conn *c)
 {
     struct server *srv = c->srv;
-    int hold = srv->sync_pending || service_dirty(srv->svc);
+    int hold = srv->sync_pending || srv->handler.dirty(srv->handler.arg);
     if (hold || c->delaying) {
         if (!c->pending) {
             c->pending = evbuffer_new();
@@ -604,7 +626,7 @@ static struct evbuffer *reply_buffer(struct conn *c)
     return conn_output(c);
 }
 
-/* Headers core/ writes itself (copies from the service are dropped), and
+/* Headers the wing writes itself (copies from the handler are dropped), and
  * headers that would break the framing (CR/LF inside: response splitting). */
 static int skip_header(const struct http_header *h)
 {
@@ -825,10 +847,7 @@ static void conn_delay_cb(evutil_socket_t fd, short what, void *arg)
         return;  /* conn_release() sends them after the sync */
     if (c->pending)
         evbuffer_add_buffer(conn_output(c), c->pending);
-    if (!c->closing && !c->wpaused) {
-        c->read_deferred = 0;
-        conn_reading(c, 1);
-    }
+    conn_read_on(c);
     conn_pump(c);
     conn_settle(c);
 }
@@ -884,8 +903,9 @@ static void request_release(struct conn *c, int close)
         c->closing = 1;
 }
 
-/* Answers a request core/ could not parse or accept, then closes. */
-static void conn_fail(struct conn *c, int terr)
+/* Answers a request the wing could not parse or accept (the handler's
+ * fail()), then closes. */
+static void conn_fail(struct conn *c, enum http_fail why)
 {
     if (!c->headers_done)
         request_blank(c);
@@ -894,7 +914,7 @@ static void conn_fail(struct conn *c, int terr)
     c->in_msg = 0;
     c->body_direct = 0;
     response_begin(c);
-    service_error(c->srv->svc, &c->req, &c->resp, terr);
+    c->srv->handler.fail(c->srv->handler.arg, &c->req, &c->resp, why);
     conn_respond(c, 1);
 }
 
@@ -911,27 +931,14 @@ static size_t reply_budget(const struct server *srv)
     return left > CONN_REPLY_FLOOR ? left : CONN_REPLY_FLOOR;
 }
 
-/* A whole request has arrived: run it and queue the reply. Pauses the
- * parser when the connection is closing or too much output is queued. */
-static int on_message_complete(llhttp_t *p)
+/* The answer to the current request is complete: queue it (or drop it for
+ * an injected reset). Returns 0 when the next pipelined request may be
+ * parsed now, HPE_PAUSED when the connection is closing, delayed or its
+ * output backed up. Never frees c. */
+static int conn_answered(struct conn *c)
 {
-    struct conn *c = p->data;
     struct server *srv = c->srv;
-    c->in_msg = 0;
-    c->body_direct = 0;
-    c->served = 1;
-    if (c->body.len) {
-        c->req.body = c->body.data;
-        c->req.body_len = c->body.len;
-    }
-    response_begin(c);
-    c->req.reply_budget = reply_budget(srv);
-    if (c->req.method == HTTP_M_HEAD)
-        c->resp.no_body = 1;
-    if (c->admin)
-        admin_handle(srv->admin, &c->req, &c->resp);
-    else
-        service_handle(srv->svc, &c->req, &c->resp);
+    llhttp_t *p = &c->parser;
     if (c->resp.reset) {
         conn_reset_reply(c);
         return HPE_PAUSED;
@@ -953,6 +960,43 @@ static int on_message_complete(llhttp_t *p)
         return HPE_PAUSED;
     }
     return 0;
+}
+
+/* A whole request has arrived: hand it to the handler (the admin listener's
+ * to admin_handle). An answer that comes later pauses the parser until
+ * conn_done; one that is complete now is queued at once. */
+static int on_message_complete(llhttp_t *p)
+{
+    struct conn *c = p->data;
+    struct server *srv = c->srv;
+    c->in_msg = 0;
+    c->body_direct = 0;
+    c->served = 1;
+    if (c->body.len) {
+        c->req.body = c->body.data;
+        c->req.body_len = c->body.len;
+    }
+    response_begin(c);
+    c->req.reply_budget = reply_budget(srv);
+    if (c->req.method == HTTP_M_HEAD)
+        c->resp.no_body = 1;
+    if (c->admin) {
+        admin_handle(srv->admin, &c->req, &c->resp);
+    } else {
+        c->waiting = 1;
+        int now = srv->handler.handle(srv->handler.arg, &c->req, &c->resp, conn_done, c);
+        if (!now) {
+            /* No timer runs while the handler works: its latency is not
+             * the client's idleness (see handler.h). */
+            evtimer_del(c->timer);
+            c->deadline = 0;
+            c->read_deferred = 1;  /* whoever ends the wait reads on */
+            conn_reading(c, 0);
+            return HPE_PAUSED;
+        }
+        c->waiting = 0;
+    }
+    return conn_answered(c);
 }
 
 void conn_init_settings(struct server *srv)
@@ -977,7 +1021,7 @@ void conn_init_settings(struct server *srv)
  * is closing or its output backed up). Never frees c. */
 static size_t conn_feed(struct conn *c, const char *data, size_t len)
 {
-    if (c->closing || c->wpaused || c->delaying)
+    if (c->closing || c->wpaused || c->delaying || c->waiting)
         return 0;
     if (!c->in_msg && conn_output_blocked(c)) {
         conn_pause_output(c);  /* the next request waits for our output */
@@ -1002,9 +1046,9 @@ static size_t conn_feed(struct conn *c, const char *data, size_t len)
         llhttp_resume_after_upgrade(&c->parser);
         return used;
     }
-    if (!c->fail_terr)
+    if (!c->fail_why)
         log_debug("bad request from %s: %s", c->peer_ip, llhttp_get_error_reason(&c->parser));
-    conn_fail(c, c->fail_terr ? c->fail_terr : TERR_InvalidInput);
+    conn_fail(c, c->fail_why ? c->fail_why : HTTP_FAIL_BAD_REQUEST);
     return len;
 }
 
@@ -1013,7 +1057,7 @@ static size_t conn_feed(struct conn *c, const char *data, size_t len)
 static void conn_process(struct conn *c)
 {
     struct evbuffer *in = conn_input(c);
-    while (!c->closing && !c->wpaused && !c->delaying) {
+    while (!c->closing && !c->wpaused && !c->delaying && !c->waiting) {
         struct evbuffer_iovec v;
         if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
             break;
@@ -1068,8 +1112,7 @@ static void conn_pump(struct conn *c)
             evbuffer_get_length(conn_output(c)) > 0)
             break;
         c->wpaused = 0;
-        if (!c->held && !c->delaying)
-            conn_reading(c, 1);
+        conn_read_on(c);
     }
     if (c->in_msg && c->headers_done)
         conn_arm_body(c);  /* body still coming */
@@ -1151,16 +1194,60 @@ static void conn_finish(struct conn *c)
 static void conn_settle(struct conn *c)
 {
     if (c->broken || c->reset) {
-        conn_free(c);
+        conn_drop(c);
         return;
     }
-    if (!c->closing || c->held || c->delaying || c->lingering || c->stream.fill)
+    if (!c->closing || c->held || c->delaying || c->waiting || c->lingering || c->stream.fill)
         return;
     if (evbuffer_get_length(conn_output(c)) > 0) {
         conn_reading(c, 0);  /* the write callback finishes the job */
         return;
     }
     conn_finish(c);
+}
+
+/* Frees c, or, while the handler still makes its answer (and uses c->req
+ * and c->resp), marks it broken and silences it: conn_done frees it. */
+static void conn_drop(struct conn *c)
+{
+    if (!c->waiting) {
+        conn_free(c);
+        return;
+    }
+    c->broken = 1;
+    c->closing = 1;
+    evtimer_del(c->timer);
+    if (c->bev) {
+        bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    } else {
+        event_del(c->rev);
+        event_del(c->wev);
+    }
+}
+
+/* The handler's done(token): the deferred answer is in c->resp. Queues it
+ * as if it had come at once and parses the pipelined requests behind it;
+ * when the connection broke meanwhile, frees it and drops the answer.
+ * May free c. */
+static void conn_done(void *token)
+{
+    struct conn *c = token;
+    if (!c->waiting)
+        abort();  /* done called twice, or for an answer given at once */
+    c->waiting = 0;
+    if (c->broken) {
+        log_debug("dropping the answer for %s: the connection broke while it was made",
+                  c->peer_ip);
+        if (c->resp.stream.free)
+            c->resp.stream.free(c->resp.stream.arg);
+        memset(&c->resp.stream, 0, sizeof c->resp.stream);
+        conn_free(c);
+        return;
+    }
+    if (conn_answered(c) == 0)
+        conn_read_on(c);
+    conn_pump(c);
+    conn_settle(c);
 }
 
 /* The peer closed its side. May free c. */
@@ -1171,7 +1258,7 @@ static void conn_on_eof(struct conn *c)
         return;
     }
     c->eof = 1;
-    if (!c->held && !c->delaying && !c->stream.fill &&
+    if (!c->held && !c->delaying && !c->waiting && !c->stream.fill &&
         evbuffer_get_length(conn_output(c)) == 0) {
         conn_free(c);
         return;
@@ -1197,7 +1284,7 @@ static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
     struct conn *c = arg;
     struct server *srv = c->srv;
     (void)what;
-    if ((c->held || c->delaying) && !c->lingering) {
+    if ((c->held || c->delaying || c->waiting) && !c->lingering) {
         conn_defer_reading(c);
         return;
     }
@@ -1217,7 +1304,7 @@ static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
     ssize_t n = read(fd, dst, want);
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            conn_free(c);
+            conn_drop(c);
         return;
     }
     if (n == 0) {
@@ -1231,7 +1318,7 @@ static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
     size_t len = (size_t)n, used = 0;
     if (evbuffer_get_length(c->in) == 0) {
         /* The usual case: parse straight from the read buffer. */
-        while (used < len && !c->closing && !c->wpaused && !c->delaying) {
+        while (used < len && !c->closing && !c->wpaused && !c->delaying && !c->waiting) {
             size_t k = conn_feed(c, data + used, len - used);
             if (k == 0)
                 break;
@@ -1250,7 +1337,7 @@ static void plain_write_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     if ((what & EV_TIMEOUT) && !event_pending(c->wev, EV_WRITE | EV_TIMEOUT, NULL)) {
         log_debug("closing %s: client stopped reading", c->peer_ip);
-        conn_free(c);
+        conn_drop(c);
         return;
     }
     conn_pump(c);
@@ -1266,7 +1353,7 @@ static void tls_read_cb(struct bufferevent *bev, void *arg)
         evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
         return;
     }
-    if (c->held || c->delaying) {
+    if (c->held || c->delaying || c->waiting) {
         conn_defer_reading(c);
         return;
     }
@@ -1294,7 +1381,7 @@ static void tls_event_cb(struct bufferevent *bev, short what, void *arg)
     if (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
         if (what & BEV_EVENT_TIMEOUT)
             log_debug("closing %s: client stopped reading", c->peer_ip);
-        conn_free(c);
+        conn_drop(c);
         return;
     }
     if (what & BEV_EVENT_EOF)
@@ -1311,8 +1398,8 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
         conn_free(c);
         return;
     }
-    if (c->held || c->delaying)
-        return;  /* re-armed when the held answers go out */
+    if (c->held || c->delaying || c->waiting)
+        return;  /* re-armed when the held (or deferred) answers go out */
     if (evtimer_pending(c->timer, NULL))
         return;  /* re-armed after it expired: the new deadline stands */
     if (!c->in_msg && (evbuffer_get_length(conn_output(c)) > 0 || c->stream.fill)) {
@@ -1321,10 +1408,10 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (c->in_msg && c->headers_done && c->deadline) {
-        /* The whole request did not arrive in time: the service's answer
+        /* The whole request did not arrive in time: the handler.s answer
          * for an operation over its time limit, then close. */
         log_debug("closing %s: request timeout", c->peer_ip);
-        conn_fail(c, TERR_OperationTimedOut);
+        conn_fail(c, HTTP_FAIL_TIMEOUT);
         conn_pump(c);
         conn_settle(c);
         return;
@@ -1415,17 +1502,14 @@ static void conn_release(struct conn *c, int ok)
 {
     if (!ok) {
         log_warn("closing connection from %s: its writes could not be made durable", c->peer_ip);
-        conn_free(c);
+        conn_drop(c);
         return;
     }
     if (c->delaying)
         return;  /* an injected delay is still running: conn_delay_cb sends them */
     evbuffer_add_buffer(conn_output(c), c->pending);
-    if (c->read_deferred && !c->closing) {
-        c->read_deferred = 0;
-        if (!c->wpaused)
-            conn_reading(c, 1);
-    }
+    if (c->read_deferred)
+        conn_read_on(c);
     conn_pump(c);
     conn_settle(c);
 }
@@ -1450,7 +1534,7 @@ void conn_stop_all(struct server *srv)
     struct conn *c = srv->conns;
     while (c) {
         struct conn *next = c->next;
-        if (c->lingering || (!c->in_msg && !c->held && !c->delaying &&
+        if (c->lingering || (!c->in_msg && !c->held && !c->delaying && !c->waiting &&
                              evbuffer_get_length(conn_output(c)) == 0)) {
             conn_free(c);
         } else if (!c->in_msg) {
@@ -1466,8 +1550,8 @@ void conn_stop_all(struct server *srv)
 int conn_evict_idlest(struct server *srv)
 {
     for (struct conn *c = srv->conns_tail; c; c = c->prev) {
-        if (c->held || c->delaying)
-            continue;  /* a group commit or timer still refers to it */
+        if (c->held || c->delaying || c->waiting)
+            continue;  /* a group commit, timer or handler still refers to it */
         log_debug("closing %s: connection limit reached, idle longest", c->peer_ip);
         conn_free(c);
         return 0;

@@ -2,21 +2,23 @@
  * the access-log flush, signals and graceful stop.
  *
  * Group commit: when a reply follows a write that is not yet durable
- * (service_dirty), conn.c holds it and every later reply in c->pending and
- * activates sync_ev with event_active(). libevent runs active callbacks in
- * the order they were activated, and every socket that epoll reported ready
- * in this loop turn was activated before any of them ran, so sync_ev runs
- * after the read callbacks of the current turn: one service_sync() makes all
- * of that turn's writes durable, then the held replies go out together.
+ * (the handler's dirty()), conn.c holds it and every later reply in
+ * c->pending and activates sync_ev with event_active(). libevent runs
+ * active callbacks in the order they were activated, and every socket that
+ * epoll reported ready in this loop turn was activated before any of them
+ * ran, so sync_ev runs after the read callbacks of the current turn: one
+ * sync() makes all of that turn's writes durable, then the held replies go
+ * out together. (A deferred answer completed later in the turn is held for
+ * the next sync, run in the same way.)
  * (No event priorities: they would let busy sockets starve the listener and
  * the timers.) Connections whose replies are held stop reading until the
  * sync has run, so a busy client cannot postpone it either.
  *
  * The admin listener (--admin-port) is a third socket; its connections are
- * marked as such and answered by core/admin.c, never by the service. A
+ * marked as such and answered by server/admin.c, never by the handler. A
  * one-second timer reclaims the token buckets of idle partitions
  * (core/throttle.h) so their memory is returned even without traffic. */
-#include "core/server.h"
+#include "server/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,11 +34,10 @@
 #include <event2/listener.h>
 
 #include "core/clock.h"
-#include "core/conn.h"
+#include "server/conn.h"
 #include "core/log.h"
 #include "core/throttle.h"
-#include "core/tls.h"
-#include "protocol/service.h"
+#include "server/tls.h"
 
 #define SERVER_BACKLOG 1024
 #define SERVER_STOP_GRACE_MS 5000
@@ -70,7 +71,7 @@ static void sync_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     srv->sync_pending = 0;
-    int rc = service_sync(srv->svc);
+    int rc = srv->handler.sync(srv->handler.arg);
     if (rc != 0)
         log_error("group commit failed (status %d): closing the connections waiting for it",
                   rc);
@@ -287,14 +288,14 @@ static struct event *must_event(struct event_base *base, evutil_socket_t fd, sho
     return ev;
 }
 
-struct server *server_new(const struct config *cfg, struct service *svc, char *err,
+struct server *server_new(const struct config *cfg, const struct req_handler *handler, char *err,
                           size_t errlen)
 {
     struct server *srv = calloc(1, sizeof *srv);
     if (!srv)
         abort();
     srv->cfg = cfg;
-    srv->svc = svc;
+    srv->handler = *handler;
     srv->admin_port = -1;
     buf_init(&srv->head);
     conn_init_settings(srv);

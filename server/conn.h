@@ -1,5 +1,5 @@
 /* conn.h - what server.c and conn.c share: the server's state and the
- * connection life cycle. Nothing outside core/server.c and core/conn.c
+ * connection life cycle. Nothing outside server/server.c and server/conn.c
  * includes this file. */
 #ifndef TABLED_CONN_H
 #define TABLED_CONN_H
@@ -14,12 +14,13 @@
 
 #include "core/buf.h"
 #include "core/config.h"
+#include "server/handler.h"
 
 struct conn;
 
 struct server {
     const struct config *cfg;
-    struct service *svc;
+    struct req_handler handler; /* answers every request (server/handler.h) */
     struct event_base *base;
     struct evconnlistener *listener;      /* HTTP */
     struct evconnlistener *tls_listener;  /* HTTPS, or NULL */
@@ -65,14 +66,14 @@ void conn_init_settings(struct server *srv);
  * admin listener, answered by admin_handle()). Returns 0 or -1 (the socket
  * is closed on failure). */
 int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin);
-/* After service_sync(): ok = send every held reply and go on reading;
+/* After the handler's sync(): ok = send every held reply and go on reading;
  * !ok = drop those connections without sending their replies. */
 void conn_release_all(struct server *srv, int ok);
 /* Graceful stop: closes the connections that owe nothing now; the others
  * finish their request (the reply says Connection: close) and close. */
 void conn_stop_all(struct server *srv);
 /* At the connection cap: closes the connection idle longest (one not
- * waiting for a group commit or an injected delay). Returns 0, or -1 when
+ * waiting for a group commit, an injected delay or a deferred answer). Returns 0, or -1 when
  * no connection can be closed. */
 int conn_evict_idlest(struct server *srv);
 /* Closes every connection (end of run). */

@@ -1,5 +1,5 @@
 /* notify.c - sd_notify(3) at start and stop (see notify.h). */
-#include "core/notify.h"
+#include "server/notify.h"
 
 #include "config.h"
 

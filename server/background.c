@@ -1,6 +1,6 @@
 /* background.c - the Table service's background work on the event loop
  * (see background.h). */
-#include "core/background.h"
+#include "server/background.h"
 
 #include <stdlib.h>
 
