@@ -1,0 +1,200 @@
+#!/usr/bin/python3
+"""Layering check (issue 15): the folders are layers, and nothing reaches up.
+
+1. #include "..." lines of every source and header, by folder:
+     core/      core/ only (and the top-level config.h): the floor
+     backends/  core/, backends/
+     store/     core/, backends/backend.h, store/
+     auth/      core/, auth/
+     protocol/  core/, auth/, store/, backends/backend.h, protocol/
+     tools/     anything but server/
+     server/    anything but protocol/ and tools/; server/main.c, the
+                composition root that builds the service, anything
+   (config.h, written by configure, may be included anywhere.) A folder
+   that does not exist yet (store/) is simply empty.
+2. Calls: the object files of each folder, as built (nm: symbols defined
+   and symbols used), give a graph of which folder calls which. A cycle
+   between folders fails, printed with one symbol per step; so does a call
+   a folder's include rule above forbids (server/main.o excepted).
+Each offending line is printed. Object files whose source is gone (a stale
+build after a file moved) are skipped. Prints TAP.
+"""
+import os
+import re
+import subprocess
+import sys
+
+SRC = os.environ.get("TOP_SRCDIR", ".")
+BUILD = os.environ.get("TOP_BUILDDIR", ".")
+MODULES = ["core", "backends", "store", "auth", "protocol", "tools", "server"]
+COMPOSITION_ROOT = "server/main"
+
+n = 0
+failed = 0
+
+
+def check(ok, what, details=()):
+    global n, failed
+    n += 1
+    for d in details:
+        print("#   " + d)
+    print(("ok" if ok else "not ok") + " %d - %s" % (n, what))
+    if not ok:
+        failed += 1
+
+
+def allowed(frm_module, frm_path, target):
+    """Whether a file of frm_module (frm_path, without extension) may use
+    target: a path such as "core/buf.h" (an include) or a module name
+    followed by "/" (a call into that module)."""
+    top = target.split("/", 1)[0] if "/" in target else ""
+    if target == "config.h":
+        return True
+    if frm_path == COMPOSITION_ROOT:
+        return True
+    rules = {
+        "core": lambda: top == "core",
+        "backends": lambda: top in ("core", "backends"),
+        "store": lambda: top in ("core", "store") or target.startswith("backends/backend.h"),
+        "auth": lambda: top in ("core", "auth"),
+        "protocol": lambda: top in ("core", "auth", "store", "protocol")
+        or target.startswith("backends/backend.h"),
+        "tools": lambda: top != "server",
+        "server": lambda: top not in ("protocol", "tools"),
+    }
+    return rules[frm_module]()
+
+
+def sources():
+    """(module, path relative to SRC) of every .c and .h file of the layers."""
+    for m in MODULES:
+        root = os.path.join(SRC, m)
+        for dirpath, _, files in os.walk(root):
+            for f in sorted(files):
+                if f.endswith((".c", ".h")):
+                    yield m, os.path.relpath(os.path.join(dirpath, f), SRC)
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def check_includes():
+    bad = []
+    nfiles = 0
+    for m, path in sources():
+        nfiles += 1
+        stem = os.path.splitext(path)[0]
+        with open(os.path.join(SRC, path), encoding="utf-8", errors="replace") as f:
+            for lineno, line in enumerate(f, 1):
+                mt = INCLUDE.match(line)
+                if mt and not allowed(m, stem, mt.group(1)):
+                    bad.append("%s:%d: %s" % (path, lineno, line.strip()))
+    check(not bad, "no upward #include in %d files of %s" % (nfiles, ", ".join(MODULES)),
+          ["upward include: " + b for b in bad])
+
+
+def objects():
+    """(module, object path, source stem) of the built objects of each
+    layer whose source still exists."""
+    for m in MODULES:
+        root = os.path.join(BUILD, m)
+        for dirpath, _, files in os.walk(root):
+            for f in sorted(files):
+                if not f.endswith(".o"):
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, f), BUILD)
+                d, base = os.path.split(rel)
+                base = base[:-2]
+                # automake names per-target objects "target-source.o"
+                cands = [base] + ([base.split("-", 1)[1]] if "-" in base else [])
+                for c in cands:
+                    if os.path.exists(os.path.join(SRC, d, c + ".c")):
+                        yield m, rel, os.path.join(d, c)
+                        break
+
+
+def symbols(obj):
+    """(defined, undefined) global symbol names of one object file."""
+    out = subprocess.run(["nm", "-P", os.path.join(BUILD, obj)], capture_output=True,
+                         text=True, check=True).stdout
+    defined, undefined = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        name, kind = parts[0], parts[1]
+        if kind == "U":
+            undefined.add(name)
+        elif kind in "TDBRCVWGS" and kind.isupper():
+            defined.add(name)
+    return defined, undefined
+
+
+def find_cycle(edges):
+    """One cycle of the module graph as a list of modules, or None."""
+    state = {}
+    stack = []
+
+    def visit(u):
+        state[u] = 1
+        stack.append(u)
+        for v in sorted(edges.get(u, ())):
+            if state.get(v) == 1:
+                return stack[stack.index(v):] + [v]
+            if v not in state:
+                c = visit(v)
+                if c:
+                    return c
+        stack.pop()
+        state[u] = 2
+        return None
+
+    for u in sorted(edges):
+        if u not in state:
+            c = visit(u)
+            if c:
+                return c
+    return None
+
+
+def check_calls():
+    objs = list(objects())
+    if not objs:
+        check(True, "call graph # SKIP no object files under %s (not built)" % BUILD)
+        return
+    where = {}   # symbol -> set of modules defining it
+    uses = []    # (module, stem, obj, symbol)
+    for m, obj, stem in objs:
+        d, u = symbols(obj)
+        for s in d:
+            where.setdefault(s, set()).add(m)
+        for s in u:
+            uses.append((m, stem, obj, s))
+    edges = {}     # module -> set of modules
+    evidence = {}  # (from, to) -> "obj calls symbol"
+    upward = []
+    for m, stem, obj, s in uses:
+        for t in sorted(where.get(s, ())):
+            if t == m:
+                continue
+            edges.setdefault(m, set()).add(t)
+            evidence.setdefault((m, t), "%s uses %s" % (obj, s))
+            if not allowed(m, stem, t + "/"):
+                upward.append("%s uses %s (defined in %s/)" % (obj, s, t))
+    graph = ", ".join("%s -> %s" % (a, " ".join(sorted(b))) for a, b in sorted(edges.items()))
+    print("# module calls: " + graph)
+    check(not upward, "no call from a layer into one above it (%d objects)" % len(objs),
+          ["upward call: " + u for u in sorted(set(upward))])
+    cycle = find_cycle(edges)
+    details = []
+    if cycle:
+        details.append("cycle: " + " -> ".join(cycle))
+        for a, b in zip(cycle, cycle[1:]):
+            details.append("  %s -> %s: %s" % (a, b, evidence[(a, b)]))
+    check(not cycle, "no call cycle between modules", details)
+
+
+check_includes()
+check_calls()
+print("1..%d" % n)
+sys.exit(1 if failed else 0)
