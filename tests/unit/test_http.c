@@ -624,6 +624,17 @@ static void test_tls(void)
     TEST_CHECK(read_reply(&c, &r, 0) == 0 && strstr(r.body, "path=/secure2\n"),
                "tls: pipelined second request");
     reply_free(&r);
+    /* a deferred answer (test_conn_deferred covers the contract over plain
+     * sockets): the request behind it waits in the TLS input */
+    send_str(&c, "GET /later HTTP/1.1\r\nHost: h\r\nx-defer-ms: 200\r\n\r\n"
+                 "GET /then HTTP/1.1\r\nHost: h\r\n\r\n");
+    TEST_CHECK(read_reply(&c, &r, 0) == 0 && strstr(r.body, "path=/later\n"),
+               "tls: deferred answer");
+    reply_free(&r);
+    TEST_CHECK(read_reply(&c, &r, 0) == 0 && strstr(r.body, "path=/then\n") &&
+                   strstr(r.body, "\ndone=1\n"),
+               "tls: the request behind it handled after it was done");
+    reply_free(&r);
     hangup(&c);
 
     /* TLS 1.1 is refused */
