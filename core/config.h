@@ -58,7 +58,7 @@ struct config {
                                   --disableProductStyleUrl) */
     int oauth_basic;           /* --oauth basic: Azurite-style bearer check */
 
-    /* limits checked by core/ as bytes arrive */
+    /* limits checked by the server wing as bytes arrive */
     size_t max_header_bytes;   /* default 64 KiB (whole header block) */
     size_t max_body_bytes;     /* default 4 MiB (the service's limit) */
     int header_timeout_ms;     /* default 30000: request head must arrive in this */

@@ -6,7 +6,7 @@
  *   GET    /dashboard   a self-contained HTML page polling /advisor
  *
  * The page is server/dashboard.html, turned into a C array at build time
- * (core/Makefile.inc), so the binary serves it with no files around. */
+ * (server/Makefile.inc), so the binary serves it with no files around. */
 #ifndef TABLED_ADVISOR_HTTP_H
 #define TABLED_ADVISOR_HTTP_H
 #include <stdint.h>
