@@ -15,7 +15,8 @@
 2. Calls: the object files of each folder, as built (nm: symbols defined
    and symbols used), give a graph of which folder calls which. A cycle
    between folders fails, printed with one symbol per step; so does a call
-   a folder's include rule above forbids (server/main.o excepted).
+   a folder's include rule above forbids (server/main.o excepted; a call
+   into backends/ counts as using backends/backend.h).
 Each offending line is printed. Object files whose source is gone (a stale
 build after a file moved) are skipped. Prints TAP.
 """
@@ -179,7 +180,10 @@ def check_calls():
                 continue
             edges.setdefault(m, set()).add(t)
             evidence.setdefault((m, t), "%s uses %s" % (obj, s))
-            if not allowed(m, stem, t + "/"):
+            # a call into backends/ is to what backend.h declares (calling
+            # the other backends/ headers' functions needs their #include,
+            # which check 1 judges)
+            if not allowed(m, stem, "backends/backend.h" if t == "backends" else t + "/"):
                 upward.append("%s uses %s (defined in %s/)" % (obj, s, t))
     graph = ", ".join("%s -> %s" % (a, " ".join(sorted(b))) for a, b in sorted(edges.items()))
     print("# module calls: " + graph)
