@@ -931,7 +931,7 @@ static int on_message_complete(llhttp_t *p)
     if (c->admin)
         admin_handle(srv->admin, &c->req, &c->resp);
     else
-        service_handle(srv->svc, &c->req, &c->resp);
+        service_handle(srv->svc, &c->req, &c->resp, NULL, NULL);
     if (c->resp.reset) {
         conn_reset_reply(c);
         return HPE_PAUSED;

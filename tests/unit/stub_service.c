@@ -27,12 +27,11 @@ struct service {
     unsigned long seq;
 };
 
-struct service *service_new(const struct config *cfg, const struct backend_ops *ops,
-                            struct backend_store *st, char *err, size_t errlen)
+struct service *service_new(const struct config *cfg, struct store *store, char *err,
+                            size_t errlen)
 {
     (void)cfg;
-    (void)ops;
-    (void)st;
+    (void)store;
     (void)err;
     (void)errlen;
     return calloc(1, sizeof(struct service));
@@ -49,8 +48,11 @@ static void add_common(struct service *svc, struct response *resp)
     response_headerf(resp, "x-ms-request-id", "stub-%lu", ++svc->seq);
 }
 
-void service_handle(struct service *svc, struct request *req, struct response *resp)
+int service_handle(struct service *svc, struct request *req, struct response *resp,
+                   void (*done)(void *token), void *token)
 {
+    (void)done;
+    (void)token;
     const char *v;
     add_common(svc, resp);
     if ((v = request_header(req, "x-dirty")) && strcmp(v, "1") == 0)
@@ -73,7 +75,7 @@ void service_handle(struct service *svc, struct request *req, struct response *r
     }
     if (req->method == HTTP_M_GET && strcmp(req->path, "/syncs") == 0) {
         buf_printf(&resp->body, "%d", svc->syncs);
-        return;
+        return 1;
     }
     if ((v = request_header(req, "x-big"))) {
         size_t n = strtoul(v, NULL, 10);
@@ -81,7 +83,7 @@ void service_handle(struct service *svc, struct request *req, struct response *r
         memset(resp->body.data, 'x', n);
         resp->body.len = n;
         resp->body.data[n] = '\0';
-        return;
+        return 1;
     }
     buf_printf(&resp->body, "method=%s(%d)\npath=%s\nquery=%s\ntls=%d\n", req->method_name,
                (int)req->method, req->path, req->query, req->tls);
@@ -91,6 +93,7 @@ void service_handle(struct service *svc, struct request *req, struct response *r
         buf_printf(&resp->body, "body[%zu]=%s\n", req->body_len, req->body);
     else
         buf_puts(&resp->body, "nobody\n");
+    return 1;
 }
 
 int service_dirty(const struct service *svc)

@@ -58,7 +58,7 @@ static int start_server(struct config *cfg, struct child *ch)
         signal(SIGPIPE, SIG_IGN);
         log_set_level(LOG_WARN);
         char err[512];
-        struct service *svc = service_new(cfg, NULL, NULL, err, sizeof err);
+        struct service *svc = service_new(cfg, NULL, err, sizeof err);
         struct server *srv = server_new(cfg, svc, err, sizeof err);
         int ports[2] = {-1, -1};
         if (srv) {
