@@ -65,4 +65,8 @@ enum {
  * does not fit. */
 long coding_pct_decode(const char *s, size_t n, char *out, size_t cap, unsigned flags);
 
+/* Number of UTF-16 code units of well-formed UTF-8 s (the service counts
+   string sizes in them). */
+size_t utf16_len(const char *s, size_t n);
+
 #endif

@@ -27,7 +27,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "protocol/entity.h"
+#include "store/entity.h"
 #include "protocol/errors.h"
 
 #define ATOM_MAX_DEPTH 16   /* element nesting of a request entry */

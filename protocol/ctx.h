@@ -10,26 +10,24 @@
 
 #include "auth/auth.h"
 #include "backends/backend.h"
+#include "store/kv.h"
+#include "store/store.h"
 #include "core/config.h"
 #include "core/http.h"
 #include "core/rand.h"
-#include "protocol/entity.h"
+#include "store/entity.h"
 #include "protocol/entity_json.h"
 #include "protocol/errors.h"
 #include "protocol/optable.h"
-#include "protocol/tables.h"
+#include "store/tables.h"
 #include "protocol/url.h"
 
 struct service {
     const struct config *cfg;
-    const struct backend_ops *ops;
-    struct backend_store *st;
+    struct store *store;       /* store/store.h: entities, writes, failures */
+    struct kv *kv;             /* its kv (scans, catalogue reads) */
     struct table_cache *tables;
-    int dirty;                 /* writes applied since the last sync */
-    int64_t last_timestamp;    /* strictly increasing write Timestamps */
     struct rand_x128 rng;      /* xorshift128+ state for request ids */
-    struct buf key, val;       /* scratch for encoding (reset per use) */
-    struct arena *scratch;     /* per-row scratch of long scans */
     struct auth_ctx auth;      /* authentication settings */
     uint64_t rows_examined;    /* entities read by queries (planner tests, metrics) */
     /* core/throttle, core/fault, core/metrics (service_attach; NULL = off) */
@@ -37,7 +35,6 @@ struct service {
     struct fault_set *faults;
     struct metrics *metrics;
     struct advisor *advisor;   /* core/advisor (service_attach_advisor; NULL = off) */
-    unsigned cur_account;      /* account index of the request being handled */
     int64_t etag_ticks;        /* the last ETag written, and its text ("" = none) */
     char etag[80];
     size_t etag_len;
@@ -46,10 +43,12 @@ struct service {
     struct purge *purge;
     void (*wake)(void *arg);   /* asks core/ for a service_background() call */
     void *wake_arg;
-    int store_failed;          /* the last write or sync failed */
-    uint64_t store_failed_us;  /* since when (monotonic) */
-    uint64_t probe_us;         /* next probe of the failed store */
-    int purge_failing;         /* the last purge step failed (logged once) */
+    int purge_failing;
+    struct service_job *jobs;  /* requests waiting on a deferred store */
+    /* the background step on a deferred store runs on a coroutine too */
+    struct coro *bg_co;        /* while bg_running */
+    int bg_running, bg_waited, bg_result;
+    uint64_t bg_not_before_us;         /* the last purge step failed (logged once) */
 };
 
 struct req_ctx {
@@ -57,6 +56,10 @@ struct req_ctx {
     struct request *req;
     struct response *resp;
     struct arena *a;
+    /* encoding scratch of this request (a $batch's parts share their
+       batch's): requests that wait on storage interleave, so none is kept
+       in struct service */
+    struct buf *kbuf, *vbuf;
 
     char request_id[40];
     const char *version;       /* effective version: the known version whose
@@ -131,7 +134,7 @@ void reply_atom_content_type(struct req_ctx *c);
 
 /* service.c: starts the background purge of deleted table id (its purge
  * record is written). */
-void service_purge_start(struct service *svc, uint64_t id);
+void service_purge_start(struct req_ctx *c, uint64_t id);
 
 /* ops_tables.c */
 void op_query_tables(struct req_ctx *c);
@@ -148,6 +151,7 @@ struct entity_write {
     enum op op;
     int del;                   /* a delete, not a put */
     int created;               /* a put of an entity that did not exist */
+    struct backend_cond cond;  /* what the store expects of the key */
     struct entity e;           /* what to store; keys always set */
     const char *key;           /* backend key (arena) */
     size_t key_len;
@@ -214,11 +218,13 @@ void op_get_service_stats(struct req_ctx *c);
 /* Fills c->aop (what auth checks) from c's row and route: top-level
  * requests and $batch parts alike. */
 void service_auth_op(struct req_ctx *c);
-int64_t service_next_timestamp(struct service *svc);
 /* A random version-4 UUID (request ids, multipart boundaries). */
 void service_uuid(struct service *svc, char out[40]);
-/* Applies writes; marks the service dirty. 0 or backend status (logged). */
-int service_apply(struct service *svc, const struct backend_write *w, size_t n);
+/* Applies writes of c's account (store_apply; cond may be NULL; entity
+ * writes are counted for the account's gauge when entities is set).
+ * 0, BACKEND_CONFLICT (*failed) or a backend status (logged). */
+int service_apply(struct req_ctx *c, int entities, const struct backend_write *w,
+                  const struct backend_cond *cond, size_t n, size_t *failed);
 /* Looks up c->table for the account; TERR_TableNotFound when absent. */
 enum terr ctx_table(struct req_ctx *c, const struct table_info **out);
 

@@ -442,27 +442,3 @@ int utf8_check(const char *s, size_t n)
     return 0;
 }
 
-/* Every non-continuation byte starts one code point; 4-byte sequences
- * (U+10000 and above) need a surrogate pair in UTF-16. */
-size_t utf16_len(const char *s, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t count = 0, i = 0;
-    while (i < n) {
-        /* ASCII runs count one unit per byte, eight bytes at a time. */
-        uint64_t w;
-        if (n - i >= 8 && (memcpy(&w, u + i, 8), !(w & 0x8080808080808080ULL))) {
-            count += 8;
-            i += 8;
-            continue;
-        }
-        size_t end = n - i >= 8 ? i + 8 : n;
-        for (; i < end; i++) {
-            if ((u[i] & 0xC0) != 0x80)
-                count++;
-            if (u[i] >= 0xF0)
-                count++;
-        }
-    }
-    return count;
-}

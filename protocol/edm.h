@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/arena.h"
+#include "core/coding.h"
 #include "core/buf.h"
 #include "core/timefmt.h"
 
@@ -58,10 +59,8 @@ int edm_double_parse(const char *s, size_t n, int allow_named, double *out);
 size_t edm_double_format(double d, char *out);
 
 /* UTF-8 helpers. utf8_check: 0 if s is well-formed UTF-8 (no surrogates,
- * no overlongs), else EDM_EINVAL. utf16_len: number of UTF-16 code units of
- * well-formed UTF-8. */
+ * no overlongs), else EDM_EINVAL. (utf16_len is in core/coding.h.) */
 int utf8_check(const char *s, size_t n);
-size_t utf16_len(const char *s, size_t n);
 
 /* Current time as ticks (CLOCK_REALTIME truncated to 100 ns). */
 int64_t edm_now_ticks(void);

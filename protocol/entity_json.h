@@ -11,7 +11,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "protocol/entity.h"
+#include "store/entity.h"
 #include "protocol/errors.h"
 
 enum odata_level { ODATA_NOMETADATA = 0, ODATA_MINIMAL = 1, ODATA_FULL = 2 };

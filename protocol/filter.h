@@ -19,7 +19,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "protocol/entity.h"
+#include "store/entity.h"
 #include "protocol/errors.h"
 
 /* Longest $filter text accepted (bytes); longer -> InvalidInput. */

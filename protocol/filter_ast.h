@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "core/arena.h"
-#include "protocol/entity.h"
+#include "store/entity.h"
 #include "protocol/filter.h"
 
 /* ---- tokens ---- */

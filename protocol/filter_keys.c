@@ -2,7 +2,7 @@
  * (the table in filter.h; key layout in keys.h). Kept apart from
  * filter_plan.c so that planning itself knows nothing of backend keys. */
 #include "protocol/filter.h"
-#include "protocol/keys.h"
+#include "store/keys.h"
 
 /* Lower end of r as the first backend key of the interval. */
 static void lower_key(const struct filter_bound *lo, uint64_t id, struct buf *b)

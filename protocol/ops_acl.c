@@ -7,7 +7,7 @@
 #include "protocol/acl.h"
 #include "protocol/ctx.h"
 #include "protocol/edm.h"
-#include "protocol/keys.h"
+#include "store/keys.h"
 #include "protocol/xml.h"
 
 #define ACL_VERSION 1
@@ -328,15 +328,18 @@ void op_set_acl(struct req_ctx *c)
     struct table_info row = *t;
     row.acl = (unsigned char *)blob.data;
     row.acl_len = blob.len;
-    buf_reset(&svc->key);
-    buf_reset(&svc->val);
-    keys_table(&svc->key, c->account->name, t->name, t->name_len);
-    tables_encode(&row, &svc->val);
-    struct backend_write w = {BACKEND_PUT, svc->key.data, svc->key.len, svc->val.data,
-                              svc->val.len};
-    if (service_apply(svc, &w, 1) != 0) {
+    buf_reset(c->kbuf);
+    buf_reset(c->vbuf);
+    keys_table(c->kbuf, c->account->name, t->name, t->name_len);
+    tables_encode(&row, c->vbuf);
+    struct backend_write w = {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data,
+                              c->vbuf->len};
+    /* the table must still exist (a delete may have raced this request) */
+    struct backend_cond present = {BACKEND_EXPECT_PRESENT, 0};
+    int rc = service_apply(c, 0, &w, &present, 1, NULL);
+    if (rc != 0) {
         buf_free(&blob);
-        reply_error(c, TERR_InternalError);
+        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableNotFound : TERR_InternalError);
         return;
     }
     tables_set_acl(svc->tables, t, (const unsigned char *)blob.data, blob.len);

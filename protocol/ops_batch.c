@@ -14,6 +14,9 @@
 #include "protocol/route.h"
 
 #define BATCH_MAX_BYTES (4u << 20)
+/* Times a changeset is prepared again after a racing write changed one of
+ * its entities between its reads and its commit (BACKEND_CONFLICT). */
+#define BATCH_WRITE_ROUNDS 8
 
 /* Cross-operation state: the first operation fixes table and partition;
  * the RowKeys seen so far sit in a small open-addressing set (a batch of
@@ -162,6 +165,8 @@ static enum terr prepare_part(struct req_ctx *c, const struct multipart_op *op,
     sub->odata = 1;
     sub->in_batch = 1;
     sub->batch = c->batch;
+    sub->kbuf = c->kbuf;
+    sub->vbuf = c->vbuf;
     sub->version = c->version;
     sub->version_echo = c->version_echo;
     sub->level = c->level;
@@ -325,6 +330,49 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
     free_subs(&sresp, 1);
 }
 
+/* Routes, checks and prepares every operation of a changeset into w (one
+ * sub-request each). admit: charge the throttle (the first round only).
+ * 0, or -1 when the batch was answered (an operation failed). */
+static int batch_prepare(struct req_ctx *c, const struct multipart_batch *mb,
+                         struct entity_write *w, struct req_ctx *subs, struct request *sreqs,
+                         struct response *sresps, struct multipart_part *parts, int admit)
+{
+    struct req_ctx tmpl;           /* routing of the last operation routed in full */
+    const struct multipart_op *tmpl_op = NULL;
+    for (size_t i = 0; i < mb->nops; i++) {
+        struct req_ctx *sub = &subs[i];
+        int reuse = tmpl_op && same_route(tmpl_op, &mb->ops[i]);
+        enum terr e =
+            prepare_part(c, &mb->ops[i], sub, &sreqs[i], &sresps[i], reuse ? &tmpl : NULL);
+        if (!e && !reuse) {
+            tmpl = *sub;
+            tmpl_op = &mb->ops[i];
+        }
+        if (!e && !(sub->def->flags & OPF_CHANGESET))
+            e = TERR_InvalidInput;
+        if (!e && sub->atom_body)
+            e = odata_atom_body(sub, &sreqs[i]);
+        if (!e && (e = terr_from_auth(auth_authorize(&c->auth, &sub->aop))))
+            sub->auth_failed = 1;
+        enum terr busy =
+            !e && i == 0 && admit ? service_batch_admit(c, sub, &mb->ops[0], mb->nops) : 0;
+        if (busy) {  /* throttled before any backend access: top-level 503 */
+            reply_error(c, busy);
+            free_subs(sresps, 1);
+            return -1;
+        }
+        if (!e)
+            e = entity_prepare(sub, &w[i]);
+        if (e) {
+            fail_part(c, sub, i, e, mb->ops[i].content_id, &parts[0]);
+            batch_reply(c, parts, 1, 0);
+            free_subs(sresps, i + 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 void op_batch(struct req_ctx *c)
 {
     const struct request *req = c->req;
@@ -368,42 +416,23 @@ void op_batch(struct req_ctx *c)
     struct req_ctx *subs = arena_alloc(c->a, mb.nops * sizeof *subs);
     struct request *sreqs = arena_alloc(c->a, mb.nops * sizeof *sreqs);
     struct response *sresps = arena_alloc(c->a, mb.nops * sizeof *sresps);
-    struct req_ctx tmpl;           /* routing of the last operation routed in full */
-    const struct multipart_op *tmpl_op = NULL;
-    for (size_t i = 0; i < mb.nops; i++) {
-        struct req_ctx *sub = &subs[i];
-        int reuse = tmpl_op && same_route(tmpl_op, &mb.ops[i]);
-        enum terr e =
-            prepare_part(c, &mb.ops[i], sub, &sreqs[i], &sresps[i], reuse ? &tmpl : NULL);
-        if (!e && !reuse) {
-            tmpl = *sub;
-            tmpl_op = &mb.ops[i];
+    /* A write that raced the batch's between its reads and its commit
+     * (BACKEND_CONFLICT) makes the whole batch be prepared again. */
+    for (int round = 0;; round++) {
+        if (round) {
+            free_subs(sresps, mb.nops);
+            memset(&bs, 0, sizeof bs);
         }
-        if (!e && !(sub->def->flags & OPF_CHANGESET))
-            e = TERR_InvalidInput;
-        if (!e && sub->atom_body)
-            e = odata_atom_body(sub, &sreqs[i]);
-        if (!e && (e = terr_from_auth(auth_authorize(&c->auth, &sub->aop))))
-            sub->auth_failed = 1;
-        enum terr busy = !e && i == 0 ? service_batch_admit(c, sub, &mb.ops[0], mb.nops) : 0;
-        if (busy) {  /* throttled before any backend access: top-level 503 */
-            reply_error(c, busy);
-            free_subs(sresps, 1);
+        if (batch_prepare(c, &mb, w, subs, sreqs, sresps, parts, round == 0) != 0)
+            return;
+        int rc = entity_commit(c, w, mb.nops);
+        if (rc == 0)
+            break;
+        if (rc != BACKEND_CONFLICT || round + 1 >= BATCH_WRITE_ROUNDS) {
+            free_subs(sresps, mb.nops);
+            reply_error(c, rc == BACKEND_CONFLICT ? TERR_ServerBusy : TERR_InternalError);
             return;
         }
-        if (!e)
-            e = entity_prepare(sub, &w[i]);
-        if (e) {
-            fail_part(c, sub, i, e, mb.ops[i].content_id, &parts[0]);
-            batch_reply(c, parts, 1, 0);
-            free_subs(sresps, i + 1);
-            return;
-        }
-    }
-    if (entity_commit(c, w, mb.nops) != 0) {
-        free_subs(sresps, mb.nops);
-        reply_error(c, TERR_InternalError);
-        return;
     }
     for (size_t i = 0; i < mb.nops; i++) {
         entity_respond(&subs[i], &w[i]);

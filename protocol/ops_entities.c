@@ -9,23 +9,18 @@
 #include "core/log.h"
 #include "protocol/atom.h"
 #include "protocol/ctx.h"
-#include "protocol/keys.h"
+#include "store/keys.h"
 #include "protocol/query.h"
 
-/* svc->val keeps its buffer across requests up to this size. */
-#define ENTITY_VAL_KEEP_BYTES (1u << 20)
+/* Times a write is prepared again after a racing write changed its entity
+ * between the read and the write (BACKEND_CONFLICT): each round re-reads
+ * and re-judges, so the answer is the one the new state gives. */
+#define ENTITY_WRITE_ROUNDS 8
 
-/* Result of reading the If-Match header (SPEC 7.3). */
-struct precond {
-    int present;   /* header sent */
-    int any;       /* "*" */
-    int never;     /* empty value or a weak ETag this server never issues:
-                      can never match */
-    int64_t ticks; /* the ETag's timestamp otherwise */
-};
-
-/* Parses If-Match / If-None-Match for a write. */
-static enum terr parse_precond(struct req_ctx *c, struct precond *p)
+/* Parses If-Match / If-None-Match for a write (SPEC 7.3): present, "*",
+ * never (an empty value or a weak ETag this server never issues) or the
+ * ETag's Timestamp. */
+static enum terr parse_precond(struct req_ctx *c, struct store_precond *p)
 {
     memset(p, 0, sizeof *p);
     if (request_header(c->req, "If-None-Match"))
@@ -74,36 +69,11 @@ static void entity_key(struct req_ctx *c, const struct table_info *t, const char
                        size_t pk_len, const char *rk, size_t rk_len, const char **key,
                        size_t *key_len)
 {
-    struct buf *b = &c->svc->key;
+    struct buf *b = c->kbuf;
     buf_reset(b);
     keys_entity(b, t->id, pk, pk_len, rk, rk_len);
     *key = arena_strndup(c->a, b->data, b->len);
     *key_len = b->len;
-}
-
-/* Reads the entity at key. 1 found (e decoded; its strings live in the
- * arena), 0 absent, -1 backend error or corrupt value. */
-static int load_entity(struct req_ctx *c, const char *key, size_t key_len, struct entity *e)
-{
-    struct service *svc = c->svc;
-    void *val;
-    size_t vl;
-    char err[256] = "";
-    int rc = svc->ops->get(svc->st, key, key_len, &val, &vl, err, sizeof err);
-    if (rc == BACKEND_NOTFOUND)
-        return 0;
-    if (rc != BACKEND_OK) {
-        log_error("backend get failed: %s", err);
-        return -1;
-    }
-    char *copy = arena_alloc(c->a, vl ? vl : 1);
-    memcpy(copy, val, vl);
-    free(val);
-    if (entity_decode(c->a, copy, vl, e) != 0) {
-        log_error("corrupt entity value in the store");
-        return -1;
-    }
-    return 1;
 }
 
 /* Adds the ETag header for ticks. The text of the last one is kept in the
@@ -121,11 +91,11 @@ static void etag_header(struct req_ctx *c, int64_t ticks)
 }
 
 /* BASE/TABLE(PartitionKey='..',RowKey='..') in the arena; *len its length.
- * Built in svc->key, which is free again once the key was copied. */
+ * Built in c->kbuf, which is free again once the key was copied. */
 static const char *entity_url(struct req_ctx *c, const struct table_info *t,
                               const struct entity *e, size_t *len)
 {
-    struct buf *b = &c->svc->key;
+    struct buf *b = c->kbuf;
     buf_reset(b);
     buf_puts(b, c->base);
     buf_putc(b, '/');
@@ -180,7 +150,7 @@ void op_get_entity(struct req_ctx *c)
     size_t kl;
     entity_key(c, t, c->pk, c->pk_len, c->rk, c->rk_len, &key, &kl);
     struct entity e = {0};
-    int found = load_entity(c, key, kl, &e);
+    int found = store_entity_get(c->svc->store, c->a, key, kl, &e);
     if (found <= 0) {
         reply_error(c, found < 0 ? TERR_InternalError : TERR_ResourceNotFound);
         return;
@@ -208,6 +178,25 @@ static void prepare_keys(struct req_ctx *c, struct entity_write *w, const struct
         w->e.pk_len = c->pk_len;
         w->e.rk = c->rk;
         w->e.rk_len = c->rk_len;
+    }
+}
+
+/* What op does to its entity, in the store's terms. */
+static enum store_intent entity_intent(enum op op)
+{
+    switch (op) {
+    case OP_INSERT_ENTITY:
+        return STORE_INSERT;
+    case OP_MERGE_ENTITY:
+        return STORE_MERGE;
+    case OP_INSERT_OR_REPLACE:
+        return STORE_UPSERT;
+    case OP_INSERT_OR_MERGE:
+        return STORE_UPSERT_MERGE;
+    case OP_DELETE_ENTITY:
+        return STORE_DELETE;
+    default:
+        return STORE_REPLACE;
     }
 }
 
@@ -245,7 +234,7 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
             return err;
         }
     }
-    struct precond pc = {0};
+    struct store_precond pc = {0};
     if (c->op != OP_INSERT_ENTITY && (err = parse_precond(c, &pc)))
         return err;
     if (w->del && !pc.present) {
@@ -257,16 +246,22 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
 
     entity_key(c, w->t, w->e.pk, w->e.pk_len, w->e.rk, w->e.rk_len, &w->key, &w->key_len);
     struct entity cur = {0};
-    int found = load_entity(c, w->key, w->key_len, &cur);
+    int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
     if (found < 0)
         return TERR_InternalError;
     w->created = !found && !w->del;
-    if (c->op == OP_INSERT_ENTITY)
-        return found ? TERR_EntityAlreadyExists : TERR_NONE;
-    if (!found)
-        return pc.present ? TERR_ResourceNotFound : TERR_NONE;
-    if (pc.present && !pc.any && (pc.never || pc.ticks != cur.timestamp))
+    switch (store_judge(entity_intent(c->op), &pc, found, cur.timestamp, &w->cond)) {
+    case STORE_EXISTS:
+        return TERR_EntityAlreadyExists;
+    case STORE_NOT_FOUND:
+        return TERR_ResourceNotFound;
+    case STORE_MISMATCH:
         return TERR_UpdateConditionNotSatisfied;
+    case STORE_GO:
+        break;
+    }
+    if (!found)
+        return TERR_NONE;
     if ((c->op == OP_MERGE_ENTITY || c->op == OP_INSERT_OR_MERGE)) {
         cur.pk = w->e.pk;
         cur.pk_len = w->e.pk_len;
@@ -284,33 +279,34 @@ int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n)
 {
     struct service *svc = c->svc;
     /* Every entity written together shares one Timestamp (SPEC 4.10). */
-    int64_t ts = service_next_timestamp(svc);
+    int64_t ts = store_next_timestamp(svc->store);
     struct backend_write *bw = arena_alloc(c->a, n * sizeof *bw);
-    /* The values are encoded back to back into svc->val (reused across
-     * requests); they are pointed at only once it has stopped growing. */
+    struct backend_cond *cond = arena_alloc(c->a, n * sizeof *cond);
+    /* The values are encoded back to back into the request's c->vbuf;
+     * they are pointed at only once it has stopped growing. */
     size_t *off = arena_alloc(c->a, n * sizeof *off);
-    buf_reset(&svc->val);
+    struct buf *vb = c->vbuf;
+    buf_reset(vb);
     for (size_t i = 0; i < n; i++) {
         w[i].e.timestamp = ts;
-        off[i] = svc->val.len;
+        off[i] = vb->len;
         if (!w[i].del)
-            entity_encode(&w[i].e, &svc->val);
-        w[i].val_len = svc->val.len - off[i];
+            entity_encode(&w[i].e, vb);
+        w[i].val_len = vb->len - off[i];
+        cond[i] = w[i].cond;
     }
     for (size_t i = 0; i < n; i++) {
         if (w[i].del) {
             bw[i] = (struct backend_write){BACKEND_DELETE, w[i].key, w[i].key_len, NULL, 0};
             continue;
         }
-        w[i].val = svc->val.data + off[i];
+        w[i].val = vb->data + off[i];
         bw[i] = (struct backend_write){BACKEND_PUT, w[i].key, w[i].key_len, w[i].val,
                                        w[i].val_len};
     }
-    int rc = service_apply(svc, bw, n);
+    int rc = service_apply(c, 1, bw, cond, n, NULL);
     if (rc == 0 && svc->advisor)
         service_advise_writes(c, w, n);
-    if (svc->val.cap > ENTITY_VAL_KEEP_BYTES)
-        buf_free(&svc->val);   /* a big batch's buffer is not kept */
     return rc;
 }
 
@@ -348,17 +344,23 @@ void entity_respond(struct req_ctx *c, const struct entity_write *w)
 void op_write(struct req_ctx *c)
 {
     struct entity_write w;
-    enum terr err = entity_prepare(c, &w);
-    if (err) {
-        if (c->auth_failed)
-            reply_auth_error(c, err);
-        else
-            reply_error(c, err);
-        return;
-    }
-    if (entity_commit(c, &w, 1) != 0) {
-        reply_error(c, TERR_InternalError);
-        return;
+    for (int round = 0;; round++) {
+        enum terr err = entity_prepare(c, &w);
+        if (err) {
+            if (c->auth_failed)
+                reply_auth_error(c, err);
+            else
+                reply_error(c, err);
+            return;
+        }
+        int rc = entity_commit(c, &w, 1);
+        if (rc == 0)
+            break;
+        /* another write got there between the read and this write */
+        if (rc != BACKEND_CONFLICT || round + 1 >= ENTITY_WRITE_ROUNDS) {
+            reply_error(c, rc == BACKEND_CONFLICT ? TERR_ServerBusy : TERR_InternalError);
+            return;
+        }
     }
     entity_respond(c, &w);
 }

@@ -15,7 +15,7 @@
 #include "protocol/cors.h"
 #include "protocol/ctx.h"
 #include "protocol/edm.h"
-#include "protocol/keys.h"
+#include "store/keys.h"
 #include "protocol/xml.h"
 
 #define PROPS_MAX_BODY (64u << 10)
@@ -387,10 +387,10 @@ static void props_read(struct service *svc, struct arena *a, const char *account
     struct buf key;
     buf_init(&key);
     keys_props(&key, account);
-    void *val = NULL;
+    const void *borrowed = NULL;
     size_t vl = 0;
     char err[256] = "";
-    int rc = svc->ops->get(svc->st, key.data, key.len, &val, &vl, err, sizeof err);
+    int rc = kv_get(svc->kv, key.data, key.len, &borrowed, &vl, err, sizeof err);
     buf_free(&key);
     if (rc == BACKEND_NOTFOUND)
         return;
@@ -398,6 +398,8 @@ static void props_read(struct service *svc, struct arena *a, const char *account
         log_error("reading service properties of %s: %s", account, err);
         return;
     }
+    char *val = arena_alloc(a, vl ? vl : 1);   /* parsed strings point into it */
+    memcpy(val, borrowed, vl);
     unsigned present;
     struct props tmp;
     memset(&tmp, 0, sizeof tmp);
@@ -405,7 +407,6 @@ static void props_read(struct service *svc, struct arena *a, const char *account
         log_error("stored service properties of %s are unreadable; using defaults", account);
     else
         *p = tmp;
-    free(val);
 }
 
 /* The cached properties of account, loading them when needed. */
@@ -484,13 +485,13 @@ void op_set_service_properties(struct req_ctx *c)
         merged.minute = in.minute;
     if (present & P_CORS)
         merged.cors = in.cors;
-    buf_reset(&svc->key);
-    buf_reset(&svc->val);
-    keys_props(&svc->key, c->account->name);
-    props_write(&merged, &svc->val);
-    struct backend_write w = {BACKEND_PUT, svc->key.data, svc->key.len, svc->val.data,
-                              svc->val.len};
-    int rc = service_apply(svc, &w, 1);
+    buf_reset(c->kbuf);
+    buf_reset(c->vbuf);
+    keys_props(c->kbuf, c->account->name);
+    props_write(&merged, c->vbuf);
+    struct backend_write w = {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data,
+                              c->vbuf->len};
+    int rc = service_apply(c, 0, &w, NULL, 1, NULL);
     props_forget(c->account->name);
     if (rc != 0) {
         reply_error(c, TERR_InternalError);

@@ -8,7 +8,7 @@
 #include "core/log.h"
 #include "protocol/atom.h"
 #include "protocol/ctx.h"
-#include "protocol/keys.h"
+#include "store/keys.h"
 #include "protocol/filter.h"
 #include "protocol/query.h"
 #include "protocol/token.h"
@@ -68,26 +68,29 @@ struct page {
     long examined, budget;
     int64_t deadline;
     size_t max_bytes;           /* the page ends once its body is larger */
+    struct kv_iter *it;         /* the page's one cursor (one snapshot) */
+    struct arena *scratch;      /* per-row memory, reset every row */
 };
 
-/* Scans backend keys [start, end) into the page. 0, or -1 on a backend
- * error. Sets pg->done once the page is complete (continuation added). */
+/* Scans backend keys [start, end) into the page with its cursor. 0, or
+ * -1 on a backend error. Sets pg->done once the page is complete
+ * (continuation added). */
 static int scan_range(struct page *pg, const struct buf *start, const struct buf *end)
 {
     struct req_ctx *c = pg->c;
     struct service *svc = c->svc;
     struct buf *b = &c->resp->body;
-    struct backend_iter *it;
-    char emsg[256];
-    if (svc->ops->iter_open(svc->st, start->data, start->len, end->data, end->len, &it, emsg,
-                            sizeof emsg) != BACKEND_OK) {
-        log_error("query: %s", emsg);
+    struct kv_iter *it = pg->it;
+    if (kv_iter_seek(it, start->data, start->len) != BACKEND_OK) {
+        log_error("query: %s", kv_iter_error(it));
         return -1;
     }
     const void *k, *v;
     size_t kl, vl;
     int rc;
-    while ((rc = svc->ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+    while ((rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+        if (keycmp(k, kl, end->data, end->len) >= 0)
+            break;   /* past this range: the cursor serves the next one */
         if ((pg->budget > 0 && pg->examined >= pg->budget) ||
             (pg->deadline && (pg->examined & 1023) == 1023 && clock_mono_ms() > pg->deadline)) {
             /* Budget spent: the next unexamined key is the token. */
@@ -99,11 +102,11 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
         svc->rows_examined++;
         /* Per-entity memory comes from a scratch arena reset every row, so
          * a long scan uses constant memory. */
-        arena_reset(svc->scratch);
+        arena_reset(pg->scratch);
         struct entity e = {0};
         uint64_t id;
-        if (keys_entity_decode(svc->scratch, k, kl, &id, &e.pk, &e.pk_len, &e.rk, &e.rk_len) != 0 ||
-            entity_decode(svc->scratch, v, vl, &e) != 0) {
+        if (keys_entity_decode(pg->scratch, k, kl, &id, &e.pk, &e.pk_len, &e.rk, &e.rk_len) != 0 ||
+            entity_decode(pg->scratch, v, vl, &e) != 0) {
             log_error("query: corrupt entity in the store; skipped");
             continue;
         }
@@ -126,7 +129,8 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
         }
         service_query_entity(c, e.pk, e.pk_len);  /* one token per entity */
     }
-    svc->ops->iter_close(it);
+    if (rc < 0)
+        log_error("query: %s", kv_iter_error(it));
     return rc < 0 ? -1 : 0;
 }
 
@@ -202,7 +206,21 @@ void op_query_entities(struct req_ctx *c)
     struct buf start, end;
     buf_init(&start);
     buf_init(&end);
-    int rc = 0;
+    /* One cursor over the table for the whole page: a backend whose
+     * cursors are snapshots then shows the page as of one moment, also
+     * when the plan has several ranges and the store answers later. */
+    keys_entity_table_prefix(&start, t->id);
+    keys_entity_table_prefix(&end, t->id);
+    keys_prefix_end(&end);
+    char emsg[256] = "";
+    int rc = kv_iter_open(c->svc->kv, start.data, start.len, end.data, end.len, &pg.it, emsg,
+                          sizeof emsg);
+    if (rc != BACKEND_OK) {
+        log_error("query: %s", emsg);
+        pg.it = NULL;
+        rc = -1;
+    }
+    pg.scratch = rc == 0 ? arena_new(16384) : NULL;
     for (size_t i = 0; i < plan.n && !pg.done && rc == 0; i++) {
         buf_reset(&start);
         buf_reset(&end);
@@ -220,6 +238,8 @@ void op_query_entities(struct req_ctx *c)
             continue;
         rc = scan_range(&pg, &start, &end);
     }
+    kv_iter_close(pg.it);
+    arena_free(pg.scratch);
     buf_free(&start);
     buf_free(&end);
     buf_free(&resume);

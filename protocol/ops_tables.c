@@ -9,8 +9,8 @@
 #include "core/log.h"
 #include "protocol/atom.h"
 #include "protocol/ctx.h"
-#include "protocol/keys.h"
-#include "protocol/purge.h"
+#include "store/keys.h"
+#include "store/purge.h"
 #include "protocol/query.h"
 #include "protocol/table_json.h"
 #include "protocol/token.h"
@@ -92,14 +92,17 @@ void op_create_table(struct req_ctx *c)
     struct service *svc = c->svc;
     struct table_info t = {.id = tables_next_id(svc->tables), .name = (char *)name,
                            .name_len = n};
-    buf_reset(&svc->key);
-    buf_reset(&svc->val);
-    keys_table(&svc->key, c->account->name, name, n);
-    tables_encode(&t, &svc->val);
-    struct backend_write w = {BACKEND_PUT, svc->key.data, svc->key.len, svc->val.data,
-                              svc->val.len};
-    if (service_apply(svc, &w, 1) != 0) {
-        reply_error(c, TERR_InternalError);
+    buf_reset(c->kbuf);
+    buf_reset(c->vbuf);
+    keys_table(c->kbuf, c->account->name, name, n);
+    tables_encode(&t, c->vbuf);
+    struct backend_write w = {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data,
+                              c->vbuf->len};
+    /* a create that raced this one (it waited on storage) got there first */
+    struct backend_cond absent = {BACKEND_EXPECT_ABSENT, 0};
+    int rc = service_apply(c, 0, &w, &absent, 1, NULL);
+    if (rc != 0) {
+        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableAlreadyExists : TERR_InternalError);
         return;
     }
     tables_add(svc->tables, c->account->name, t.id, name, n, NULL, 0);
@@ -131,7 +134,7 @@ void op_create_table(struct req_ctx *c)
  * table's entities are to be purged; the entities (unreachable from now
  * on: a re-created table gets a new id) are removed in the background, so
  * the answer takes the same time for a table of any size
- * (protocol/purge.h). */
+ * (store/purge.h). */
 void op_delete_table(struct req_ctx *c)
 {
     struct service *svc = c->svc;
@@ -146,21 +149,23 @@ void op_delete_table(struct req_ctx *c)
     buf_init(&rkey);
     buf_init(&rval);
     purge_record(&rkey, &rval, id);
-    buf_reset(&svc->key);
-    keys_table(&svc->key, c->account->name, c->table, c->table_len);
+    buf_reset(c->kbuf);
+    keys_table(c->kbuf, c->account->name, c->table, c->table_len);
     struct backend_write w[2] = {
-        {BACKEND_DELETE, svc->key.data, svc->key.len, NULL, 0},
+        {BACKEND_DELETE, c->kbuf->data, c->kbuf->len, NULL, 0},
         {BACKEND_PUT, rkey.data, rkey.len, rval.data, rval.len},
     };
-    int rc = service_apply(svc, w, 2);
+    /* a delete that raced this one removed it first */
+    struct backend_cond cond[2] = {{BACKEND_EXPECT_PRESENT, 0}, {BACKEND_EXPECT_ANY, 0}};
+    int rc = service_apply(c, 0, w, cond, 2, NULL);
     buf_free(&rkey);
     buf_free(&rval);
     if (rc != 0) {
-        reply_error(c, TERR_InternalError);
+        reply_error(c, rc == BACKEND_CONFLICT ? TERR_ResourceNotFound : TERR_InternalError);
         return;
     }
     tables_remove(svc->tables, c->account->name, c->table, c->table_len);
-    service_purge_start(svc, id);
+    service_purge_start(c, id);
     c->resp->status = 204;
 }
 
@@ -212,10 +217,10 @@ void op_query_tables(struct req_ctx *c)
         buf_reset(&start);
         keys_table(&start, c->account->name, key, kl);
     }
-    struct backend_iter *it;
+    struct kv_iter *it;
     char err[256];
-    if (svc->ops->iter_open(svc->st, start.data, start.len, end.data, end.len, &it, err,
-                            sizeof err) != BACKEND_OK) {
+    if (kv_iter_open(svc->kv, start.data, start.len, end.data, end.len, &it, err, sizeof err) !=
+        BACKEND_OK) {
         log_error("query tables: %s", err);
         buf_free(&start);
         buf_free(&end);
@@ -243,7 +248,8 @@ void op_query_tables(struct req_ctx *c)
     size_t next_len = 0;
     const void *k, *v;
     size_t kl, vl;
-    while (svc->ops->iter_next(it, &k, &kl, &v, &vl) == 1) {
+    int rc;
+    while ((rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
         uint64_t id;
         const char *name;
         size_t nl, al;
@@ -266,7 +272,17 @@ void op_query_tables(struct req_ctx *c)
             buf_putc(b, ',');
         write_table_entry(c, b, name, nl, NULL);
     }
-    svc->ops->iter_close(it);
+    if (rc < 0) {
+        log_error("query tables: %s", kv_iter_error(it));
+        kv_iter_close(it);
+        buf_free(&start);
+        buf_free(&end);
+        buf_free(&lower);
+        buf_reset(b);
+        reply_error(c, TERR_InternalError);
+        return;
+    }
+    kv_iter_close(it);
     r->status = 200;
     if (c->atom) {
         atom_feed_close(b);

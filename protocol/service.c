@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/coro.h"
 #include "core/fault.h"
 #include "core/jsonpeek.h"
 #include "core/log.h"
@@ -20,10 +21,11 @@
 #include "protocol/ctx.h"
 #include "protocol/edm.h"
 #include "protocol/filter.h"
-#include "protocol/keys.h"
+#include "store/keys.h"
 #include "protocol/multipart.h"
 #include "protocol/optable.h"
-#include "protocol/purge.h"
+#include "store/purge.h"
+#include "store/store.h"
 #include "protocol/route.h"
 #include "protocol/version.h"
 
@@ -33,8 +35,24 @@ _Static_assert(OP_COUNT <= METRICS_MAX_OPS, "core/metrics.h counts fewer operati
 /* Largest request body of any operation (SPEC 2.7). */
 #define PROTOCOL_MAX_BODY (4u << 20)
 
-struct service *service_new(const struct config *cfg, const struct backend_ops *ops,
-                            struct backend_store *st, char *err, size_t errlen)
+/* A request running on its own coroutine (a store whose calls complete
+ * later): its answer is handed over by done(token) once it is complete. */
+struct service_job {
+    struct service *svc;
+    struct request *req;
+    struct response *resp;
+    void (*done)(void *token);
+    void *token;
+    int *finished_now;         /* set while the first resume runs */
+    struct coro *co;
+    struct service_job *prev, *next;   /* svc->jobs: the requests waiting */
+};
+
+static unsigned account_index(const struct req_ctx *c);
+static void service_store_wake(void *arg);
+
+struct service *service_new(const struct config *cfg, struct store *store, char *err,
+                            size_t errlen)
 {
     struct service *svc = calloc(1, sizeof *svc);
     if (!svc) {
@@ -42,9 +60,10 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
         return NULL;
     }
     svc->cfg = cfg;
-    svc->ops = ops;
-    svc->st = st;
-    svc->tables = tables_load(ops, st, err, errlen);
+    svc->store = store;
+    svc->kv = store_kv(store);
+    store_set_wake(store, service_store_wake, svc);
+    svc->tables = tables_load(svc->kv, err, errlen);
     if (!svc->tables) {
         free(svc);
         return NULL;
@@ -52,7 +71,7 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
     /* Purges a stop or crash interrupted go on; their ids stay taken. */
     svc->purge = purge_new();
     uint64_t purge_max;
-    if (purge_load(svc->purge, ops, st, &purge_max, err, errlen) != BACKEND_OK) {
+    if (purge_load(svc->purge, svc->kv, &purge_max, err, errlen) != BACKEND_OK) {
         purge_free(svc->purge);
         tables_free(svc->tables);
         free(svc);
@@ -63,9 +82,6 @@ struct service *service_new(const struct config *cfg, const struct backend_ops *
         log_info("%zu deleted table(s) still hold entities: removing them in the background",
                  purge_pending(svc->purge));
     rand_x128_seed(&svc->rng, 0);
-    buf_init(&svc->key);
-    buf_init(&svc->val);
-    svc->scratch = arena_new(16384);
     svc->auth.accounts = cfg->accounts;
     svc->auth.naccounts = cfg->naccounts;
     svc->auth.disabled = !cfg->auth;
@@ -80,21 +96,25 @@ void service_free(struct service *svc)
 {
     if (!svc)
         return;
+    if (svc->bg_running)
+        coro_free(svc->bg_co);
+    /* requests still waiting on storage at shutdown are dropped */
+    while (svc->jobs) {
+        struct service_job *j = svc->jobs;
+        svc->jobs = j->next;
+        coro_free(j->co);
+        free(j);
+    }
     tables_free(svc->tables);
     purge_free(svc->purge);
-    buf_free(&svc->key);
-    buf_free(&svc->val);
-    arena_free(svc->scratch);
     free(svc);
 }
 
+
 int service_dirty(const struct service *svc)
 {
-    return svc->dirty;
+    return store_dirty(svc->store);
 }
-
-/* Milliseconds between probes of a store whose writes failed. */
-#define SERVICE_PROBE_MS 1000
 
 /* Asks core/ for a service_background() call soon. */
 static void service_wake(struct service *svc)
@@ -103,105 +123,23 @@ static void service_wake(struct service *svc)
         svc->wake(svc->wake_arg);
 }
 
-/* A write or sync failed: out of space or an I/O error puts the store in
- * the failed state (logged once, shown on /healthz) until a write works
- * again; service_background() probes it meanwhile. */
-static void store_failure(struct service *svc, int rc, const char *err)
+/* The store failed or recovered: a background step probes it, or resumes
+ * the purges that waited for it. */
+static void service_store_wake(void *arg)
 {
-    if (rc != BACKEND_FULL && rc != BACKEND_IOERR)
-        return;
-    svc->probe_us = clock_mono_us() + SERVICE_PROBE_MS * 1000u;
-    if (svc->store_failed)
-        return;
-    svc->store_failed = 1;
-    svc->store_failed_us = clock_mono_us();
-    log_error("the store refuses writes (%s): writes answer 500 and are retried every %d s",
-              rc == BACKEND_FULL ? "out of space" : err, SERVICE_PROBE_MS / 1000);
-    metrics_store_state(svc->metrics, 1, err && *err ? err : "write failed");
-    service_wake(svc);
-}
-
-/* Writes work again after a failure. */
-static void store_recovered(struct service *svc)
-{
-    svc->store_failed = 0;
-    log_warn("the store takes writes again (after %.1f s)",
-             (double)(clock_mono_us() - svc->store_failed_us) / 1e6);
-    metrics_store_state(svc->metrics, 0, NULL);
-    if (purge_pending(svc->purge))
-        service_wake(svc);
+    service_wake(arg);
 }
 
 int service_sync(struct service *svc)
 {
-    char err[256] = "";
-    svc->dirty = 0;
-    uint64_t t0 = svc->metrics ? clock_mono_us() : 0;
-    int rc = svc->ops->sync(svc->st, err, sizeof err);
-    if (svc->metrics)
-        metrics_backend_sync(svc->metrics, clock_mono_us() - t0);
-    if (rc != BACKEND_OK) {
-        log_error("backend sync failed: %s", err);
-        store_failure(svc, rc, err);
-    }
-    return rc;
+    return store_sync(svc->store);
 }
 
-int64_t service_next_timestamp(struct service *svc)
+int service_apply(struct req_ctx *c, int entities, const struct backend_write *w,
+                  const struct backend_cond *cond, size_t n, size_t *failed)
 {
-    int64_t now = edm_now_ticks();
-    if (now <= svc->last_timestamp)
-        now = svc->last_timestamp + 1;
-    svc->last_timestamp = now;
-    return now;
-}
-
-/* Change of the request's account's entity count that writes w make:
- * +1 per put of an entity key that does not exist yet, -1 per entity
- * delete (entity deletes only ever name existing entities). */
-static int64_t entity_delta(struct service *svc, const struct backend_write *w, size_t n)
-{
-    int64_t d = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (w[i].key_len == 0 || ((const char *)w[i].key)[0] != KEY_TAG_ENTITY)
-            continue;
-        if (w[i].op == BACKEND_DELETE) {
-            d--;
-            continue;
-        }
-        void *val = NULL;
-        size_t vl;
-        char err[256];
-        int rc = svc->ops->get(svc->st, w[i].key, w[i].key_len, &val, &vl, err, sizeof err);
-        if (rc == BACKEND_NOTFOUND)
-            d++;
-        free(val);
-    }
-    return d;
-}
-
-int service_apply(struct service *svc, const struct backend_write *w, size_t n)
-{
-    char err[256] = "";
-    struct metrics *m = svc->metrics;
-    int64_t delta = m && m->entities_known ? entity_delta(svc, w, n) : 0;
-    uint64_t t0 = m ? clock_mono_us() : 0;
-    int rc = svc->ops->apply(svc->st, w, n, err, sizeof err);
-    if (m) {
-        metrics_backend_apply(m, clock_mono_us() - t0);
-        if (rc == BACKEND_OK)
-            metrics_entities_add(m, svc->cur_account, delta);
-    }
-    if (rc != BACKEND_OK) {
-        log_error("backend apply failed: %s", err);
-        store_failure(svc, rc, err);
-        return rc;
-    }
-    if (svc->store_failed)
-        store_recovered(svc);
-    if (svc->cfg->durability == DURABILITY_BATCH)
-        svc->dirty = 1;
-    return 0;
+    int account = entities && c->account ? (int)account_index(c) : -1;
+    return store_apply(c->svc->store, account, w, cond, n, failed);
 }
 
 enum terr ctx_table(struct req_ctx *c, const struct table_info **out)
@@ -607,16 +545,18 @@ static enum terr prepare(struct req_ctx *c)
     return TERR_NONE;
 }
 
-int service_handle(struct service *svc, struct request *req, struct response *resp,
-                   void (*done)(void *token), void *token)
+/* Runs one request to its answer: prepare, dispatch, common headers,
+ * metrics. On a deferred store this runs on the request's coroutine. */
+static void service_run(struct service *svc, struct request *req, struct response *resp)
 {
-    (void)done;  /* every answer is complete at once (for now) */
-    (void)token;
     struct req_ctx c;
+    struct buf kbuf, vbuf;
     ctx_init(&c, svc, req, resp);
+    buf_init(&kbuf);
+    buf_init(&vbuf);
+    c.kbuf = &kbuf;
+    c.vbuf = &vbuf;
     enum terr e = prepare(&c);
-    if (c.account)
-        svc->cur_account = account_index(&c);
     if (e && c.auth_failed)
         reply_auth_error(&c, e);
     else if (e)
@@ -641,7 +581,58 @@ int service_handle(struct service *svc, struct request *req, struct response *re
             metrics_request(svc->metrics, c.op, optable_name(c.op), resp->reset ? 0 : resp->status,
                             now - req->start_us);
     }
-    return 1;
+    buf_free(&kbuf);
+    buf_free(&vbuf);
+}
+
+/* The coroutine's body. */
+static void service_job_run(void *arg)
+{
+    struct service_job *j = arg;
+    service_run(j->svc, j->req, j->resp);
+}
+
+/* After the coroutine (main stack): hands the answer over. */
+static void service_job_fin(void *arg)
+{
+    struct service_job *j = arg;
+    if (j->prev)
+        j->prev->next = j->next;
+    else
+        j->svc->jobs = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
+    if (j->finished_now)
+        *j->finished_now = 1;
+    else
+        j->done(j->token);
+    free(j);
+}
+
+int service_handle(struct service *svc, struct request *req, struct response *resp,
+                   void (*done)(void *token), void *token)
+{
+    if (!kv_defers(svc->kv) || !done || coro_current()) {
+        service_run(svc, req, resp);
+        return 1;
+    }
+    struct service_job *j = calloc(1, sizeof *j);
+    struct coro *co = j ? coro_new(service_job_run, service_job_fin, j) : NULL;
+    if (!co) {
+        free(j);
+        service_error(svc, req, resp, TERR_ServerBusy);
+        return 1;
+    }
+    int finished_now = 0;
+    *j = (struct service_job){svc, req, resp, done, token, &finished_now, co, NULL, svc->jobs};
+    if (svc->jobs)
+        svc->jobs->prev = j;
+    svc->jobs = j;
+    coro_resume(co);
+    if (finished_now)
+        return 1;
+    j->finished_now = NULL;   /* it waits: done() will say when it is over */
+    return 0;
 }
 
 void service_error(struct service *svc, struct request *req, struct response *resp,
@@ -660,79 +651,6 @@ void service_error(struct service *svc, struct request *req, struct response *re
         resp->close = 1;
 }
 
-/* Counts the entities of every table of every configured account (the
- * starting point of the tabled_entities gauges). 0 or -1 with a message. */
-static int count_entities(struct service *svc, char *err, size_t errlen)
-{
-    const struct backend_ops *ops = svc->ops;
-    const char ts[1] = {KEY_TAG_TABLE}, te[1] = {KEY_TAG_TABLE + 1};
-    struct backend_iter *it;
-    if (ops->iter_open(svc->st, ts, 1, te, 1, &it, err, errlen) != BACKEND_OK)
-        return -1;
-    /* Table rows first (ids and accounts), then one scan per table. */
-    struct buf ids;
-    buf_init(&ids);
-    const void *k, *v;
-    size_t kl, vl;
-    int rc;
-    while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
-        const char *kp = k;
-        const char *nul = kl > 1 ? memchr(kp + 1, '\0', kl - 1) : NULL;
-        uint64_t id;
-        const char *name;
-        size_t nl, al;
-        const unsigned char *acl;
-        if (!nul || tables_decode(v, vl, &id, &name, &nl, &acl, &al) != 0)
-            continue;
-        char acct[64];
-        size_t an = (size_t)(nul - kp - 1);
-        if (an >= sizeof acct)
-            continue;
-        memcpy(acct, kp + 1, an);
-        acct[an] = '\0';
-        const struct account_cfg *a = config_find_account(svc->cfg, acct);
-        if (!a)
-            continue;
-        uint32_t ai = (uint32_t)(a - svc->cfg->accounts);
-        buf_append(&ids, &id, sizeof id);
-        buf_append(&ids, &ai, sizeof ai);
-    }
-    ops->iter_close(it);
-    struct buf start, end;
-    buf_init(&start);
-    buf_init(&end);
-    for (size_t off = 0; rc == 0 && off < ids.len; off += sizeof(uint64_t) + sizeof(uint32_t)) {
-        uint64_t id;
-        uint32_t ai;
-        memcpy(&id, ids.data + off, sizeof id);
-        memcpy(&ai, ids.data + off + sizeof id, sizeof ai);
-        buf_reset(&start);
-        buf_reset(&end);
-        keys_entity_table_prefix(&start, id);
-        keys_entity_table_prefix(&end, id);
-        keys_prefix_end(&end);
-        if (ops->iter_open(svc->st, start.data, start.len, end.data, end.len, &it, err,
-                           errlen) != BACKEND_OK) {
-            rc = -1;
-            break;
-        }
-        int64_t n = 0;
-        while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1)
-            n++;
-        ops->iter_close(it);
-        metrics_entities_add(svc->metrics, ai, n);
-    }
-    buf_free(&start);
-    buf_free(&end);
-    buf_free(&ids);
-    if (rc < 0) {
-        if (!*err)
-            snprintf(err, errlen, "reading the store failed (%d)", rc);
-        return -1;
-    }
-    return 0;
-}
-
 void service_attach_advisor(struct service *svc, struct advisor *adv)
 {
     svc->advisor = adv;
@@ -744,14 +662,7 @@ int service_attach(struct service *svc, struct throttle *t, struct fault_set *f,
     svc->throttle = t;
     svc->faults = f;
     svc->metrics = m;
-    if (m) {
-        memset(m->entities, 0, sizeof m->entities);
-        err[0] = '\0';
-        if (count_entities(svc, err, errlen) != 0)
-            return -1;
-        m->entities_known = 1;
-    }
-    return 0;
+    return store_set_metrics(svc->store, m, svc->cfg, err, errlen) != 0 ? -1 : 0;
 }
 
 void service_set_wake(struct service *svc, void (*wake)(void *arg), void *arg)
@@ -759,13 +670,14 @@ void service_set_wake(struct service *svc, void (*wake)(void *arg), void *arg)
     svc->wake = wake;
     svc->wake_arg = arg;
     metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
-    if (purge_pending(svc->purge) || svc->store_failed)
+    if (purge_pending(svc->purge) || store_failed(svc->store))
         service_wake(svc);
 }
 
-void service_purge_start(struct service *svc, uint64_t id)
+void service_purge_start(struct req_ctx *c, uint64_t id)
 {
-    purge_add(svc->purge, id, svc->metrics ? (int)svc->cur_account : -1);
+    struct service *svc = c->svc;
+    purge_add(svc->purge, id, svc->metrics ? (int)account_index(c) : -1);
     metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
     service_wake(svc);
 }
@@ -776,19 +688,17 @@ static int purge_once(struct service *svc)
 {
     struct purge_progress pr;
     char err[256] = "";
-    int rc = purge_step(svc->purge, svc->ops, svc->st, &pr, err, sizeof err);
+    int rc = purge_step(svc->purge, svc->kv, &pr, err, sizeof err);
+    store_note(svc->store, rc, err);
     if (rc != BACKEND_OK) {
         if (!svc->purge_failing)
             log_error("removing the entities of a deleted table failed (retrying): %s", err);
         svc->purge_failing = 1;
-        store_failure(svc, rc, err);
-        return SERVICE_PROBE_MS;
+        return 1000;  /* the store's probe interval */
     }
     if (svc->purge_failing)
         log_info("removing the entities of deleted tables works again");
     svc->purge_failing = 0;
-    if (svc->store_failed)
-        store_recovered(svc);
     if (pr.account >= 0)
         metrics_entities_add(svc->metrics, (unsigned)pr.account, -(int64_t)pr.removed);
     metrics_purge(svc->metrics, purge_pending(svc->purge), pr.removed);
@@ -798,25 +708,62 @@ static int purge_once(struct service *svc)
     return purge_pending(svc->purge) ? 0 : -1;
 }
 
-int service_background(struct service *svc)
+/* One background step (see service_background). */
+static int service_background_step(struct service *svc)
 {
-    if (svc->store_failed) {
-        uint64_t now = clock_mono_us();
-        if (now < svc->probe_us)
-            return (int)((svc->probe_us - now + 999) / 1000);
-        char err[256] = "";
-        struct backend_write none = {BACKEND_PUT, "", 0, NULL, 0};  /* never read */
-        int rc = svc->ops->apply(svc->st, &none, 0, err, sizeof err);
-        if (rc != BACKEND_OK) {
-            svc->probe_us = now + SERVICE_PROBE_MS * 1000u;
-            return SERVICE_PROBE_MS;
-        }
+    if (store_failed(svc->store)) {
+        int wait_ms;
+        if (!store_probe(svc->store, &wait_ms))
+            return wait_ms;
         /* A backend may take no writes yet answer the probe (flatfile
            cannot tell a full disk): a pending purge step is the proof. */
         if (!purge_pending(svc->purge))
-            store_recovered(svc);
+            store_note(svc->store, BACKEND_OK, NULL);
     }
     if (!purge_pending(svc->purge))
         return -1;
     return purge_once(svc);
+}
+
+/* The background step on its coroutine (a deferred store). */
+static void service_bg_run(void *arg)
+{
+    struct service *svc = arg;
+    svc->bg_result = service_background_step(svc);
+}
+
+/* After it: when it had to wait, asks for the next call (at the time the
+ * step asked for, which service_background keeps). */
+static void service_bg_fin(void *arg)
+{
+    struct service *svc = arg;
+    svc->bg_running = 0;
+    svc->bg_co = NULL;
+    if (svc->bg_waited) {
+        if (svc->bg_result > 0)
+            svc->bg_not_before_us = clock_mono_us() + (uint64_t)svc->bg_result * 1000u;
+        if (svc->bg_result >= 0)
+            service_wake(svc);
+    }
+}
+
+int service_background(struct service *svc)
+{
+    if (!kv_defers(svc->kv))
+        return service_background_step(svc);
+    if (svc->bg_running)
+        return -1;   /* the running step asks again when it is over */
+    uint64_t now = clock_mono_us();
+    if (now < svc->bg_not_before_us)
+        return (int)((svc->bg_not_before_us - now + 999) / 1000);
+    struct coro *co = coro_new(service_bg_run, service_bg_fin, svc);
+    if (!co)
+        return 1000;
+    svc->bg_running = 1;
+    svc->bg_waited = 0;
+    svc->bg_co = co;
+    if (coro_resume(co) == 1)
+        return svc->bg_result;
+    svc->bg_waited = 1;
+    return -1;
 }

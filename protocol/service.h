@@ -7,20 +7,22 @@
 #ifndef TABLED_SERVICE_H
 #define TABLED_SERVICE_H
 
-#include "backends/backend.h"
 #include "core/config.h"
 #include "core/http.h"
 
 struct service;
 
-/* The service keeps pointers to cfg, ops and st; they must outlive it. */
-struct service *service_new(const struct config *cfg, const struct backend_ops *ops,
-                            struct backend_store *st, char *err, size_t errlen);
+/* The service keeps pointers to cfg and store; they must outlive it. */
+struct store;
+struct service *service_new(const struct config *cfg, struct store *store, char *err,
+                            size_t errlen);
 void service_free(struct service *svc);
 
-/* Answers req into resp. Returns 1 when resp is complete now; 0 when the
- * answer comes later: done(token) is then called once from the event loop
- * after resp is filled (the contract of struct req_handler's handle). */
+/* Answers req into resp. Returns 1 when resp is complete now. Returns 0
+ * when the store completes its calls later (kv_defers): the request then
+ * runs on its own coroutine (core/coro.h), other requests are served
+ * meanwhile, and done(token) is called once, from the event loop, when
+ * resp is complete; req and resp must stay valid and untouched until then. */
 int service_handle(struct service *svc, struct request *req, struct response *resp,
                    void (*done)(void *token), void *token);
 
@@ -30,7 +32,7 @@ int service_dirty(const struct service *svc);
 int service_sync(struct service *svc);
 
 /* Background work, one bounded step per call: removing the entities of
- * deleted tables (protocol/purge.h) and probing a store whose writes
+ * deleted tables (store/purge.h) and probing a store whose writes
  * failed (an apply() of no writes, at most once a second) until they work.
  * Returns the milliseconds after which to call again (0: at the next loop
  * turn, after the sockets), or -1: nothing to do until the wake callback

@@ -10,7 +10,10 @@
 #include <openssl/crypto.h>
 
 #include "backends/backend.h"
+#include "core/coro.h"
 #include "server/admin.h"
+#include "store/kv.h"
+#include "store/store.h"
 #include "core/advise.h"
 #include "core/advisor.h"
 #include "server/background.h"
@@ -341,15 +344,17 @@ int main(int argc, char **argv)
         .params = bparams,
         .log = backend_log,
     };
-    struct backend_store *store = NULL;
-    if (ops->open(&bopt, &store, err, sizeof err) != 0) {
+    struct kv *kv = NULL;
+    if (kv_open(ops, &bopt, &kv, err, sizeof err) != 0) {
         log_error("cannot open the %s backend (data %s): %s", ops->name, cfg.data_dir, err);
         return 1;
     }
-    struct service *svc = service_new(&cfg, ops, store, err, sizeof err);
+    struct store *store = store_new(kv, cfg.durability);
+    struct service *svc = store ? service_new(&cfg, store, err, sizeof err) : NULL;
     if (!svc) {
-        log_error("cannot start the table service: %s", err);
-        ops->close(store);
+        log_error("cannot start the table service: %s", store ? err : "out of memory");
+        store_free(store);
+        kv_close(kv);
         return 1;
     }
     /* Throttling, fault rules (also when only the admin listener may add
@@ -362,7 +367,8 @@ int main(int argc, char **argv)
             log_error("%s", err);
             throttle_free(throttle);
             service_free(svc);
-            ops->close(store);
+            store_free(store);
+            kv_close(kv);
             return 2;
         }
     }
@@ -384,8 +390,7 @@ int main(int argc, char **argv)
         admin_set_advisor(admin, advisor);
         /* GET /export: tabled export --admin URL (tools/dump_serve.c) */
         static struct dump_source dsrc;
-        dsrc.ops = ops;
-        dsrc.st = store;
+        dsrc.kv = kv;
         admin_set_export(admin, dump_serve_start, &dsrc);
         service_attach_advisor(svc, advisor);
     }
@@ -400,7 +405,8 @@ int main(int argc, char **argv)
         log_error("%s", err);
     if (!srv) {
         service_free(svc);
-        ops->close(store);
+        store_free(store);
+        kv_close(kv);
         admin_free(admin);
         advisor_free(advisor);
         metrics_free(metrics);
@@ -425,7 +431,9 @@ int main(int argc, char **argv)
     background_free(bg);
     server_free(srv);
     service_free(svc);
-    ops->close(store);
+    store_free(store);
+    kv_close(kv);
+    coro_pool_drain();
     admin_free(admin);
     advisor_free(advisor);
     metrics_free(metrics);

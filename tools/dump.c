@@ -29,10 +29,10 @@
 #include "core/config.h"
 #include "core/version.h"
 #include "protocol/edm.h"
-#include "protocol/entity.h"
+#include "store/entity.h"
 #include "protocol/entity_json.h"
-#include "protocol/keys.h"
-#include "protocol/tables.h"
+#include "store/keys.h"
+#include "store/tables.h"
 
 #define DUMP_MAX_FLAGS 64
 
@@ -73,14 +73,14 @@ static int dump_open(struct dump *d, char *err, size_t errlen)
         .log = dump_backend_log,
     };
     char msg[512];
-    if (d->ops->open(&bo, &d->st, msg, sizeof msg) != 0) {
+    if (kv_open(d->ops, &bo, &d->kv, msg, sizeof msg) != 0) {
         snprintf(err, errlen, "cannot open the %s store in %.300s: %s (is the server running?)",
                  d->ops->name, d->cfg.data_dir, msg);
         return -1;
     }
-    d->tc = tables_load(d->ops, d->st, err, errlen);
+    d->tc = tables_load(d->kv, err, errlen);
     if (!d->tc) {
-        d->ops->close(d->st);
+        kv_close(d->kv);
         return -1;
     }
     return 0;
@@ -102,7 +102,7 @@ static int dump_export(struct dump *d, FILE *f, char *err, size_t errlen)
     struct buf out;
     buf_init(&out);
     int rc = -1, r;
-    struct dump_export *x = dump_export_new(d->ops, d->st, d->account, d->table, err, errlen);
+    struct dump_export *x = dump_export_new(d->kv, d->account, d->table, err, errlen);
     if (!x)
         goto out;
     if (dump_export_catalogue(x, &out, err, errlen) != 0)
@@ -139,7 +139,7 @@ int dump_batch_commit(struct dump *d, struct dump_batch *bt, char *err, size_t e
 {
     if (!bt->n)
         return 0;
-    if (d->ops->apply(d->st, bt->w, bt->n, err, errlen) != 0)
+    if (kv_apply(d->kv, bt->w, NULL, bt->n, 0, NULL, err, errlen) != 0)
         return -1;
     bt->n = 0;
     arena_reset(bt->a);
@@ -201,7 +201,7 @@ const struct table_info *dump_ensure_table(struct dump *d, struct dump_batch *bt
     int rc = dump_batch_commit(d, bt, err, errlen);
     struct backend_write w = {BACKEND_PUT, k.data, k.len, v.data, v.len};
     if (rc == 0)
-        rc = d->ops->apply(d->st, &w, 1, err, errlen);
+        rc = kv_apply(d->kv, &w, NULL, 1, 0, NULL, err, errlen);
     buf_free(&k);
     buf_free(&v);
     if (rc != 0)
@@ -351,7 +351,7 @@ static int dump_import(struct dump *d, FILE *f, char *err, size_t errlen)
         snprintf(err, errlen, "read failed: %s", strerror(errno));
         goto out;
     }
-    if (dump_batch_commit(d, bt, err, errlen) < 0 || d->ops->sync(d->st, err, errlen) != 0)
+    if (dump_batch_commit(d, bt, err, errlen) < 0 || kv_sync(d->kv, err, errlen) != 0)
         goto out;
     dump_show_progress(d, 1);
     rc = 0;
@@ -499,7 +499,7 @@ int dump_main(int argc, char **argv)
     }
     t1 = clock_mono_us();
     tables_free(d.tc);
-    d.ops->close(d.st);
+    kv_close(d.kv);
     if (rc < 0) {
         fprintf(stderr, "tabled %s: %s\n", argv[0], err);
         return 1;

@@ -21,9 +21,9 @@
 #include "tools/dump_int.h"
 #include "protocol/acl.h"
 #include "protocol/edm.h"
-#include "protocol/entity.h"
+#include "store/entity.h"
 #include "protocol/entity_json.h"
-#include "protocol/keys.h"
+#include "store/keys.h"
 
 /* Reads a whole file into a NUL-terminated malloc()ed buffer. */
 static char *read_all(const char *path, char *err, size_t errlen)
@@ -280,7 +280,7 @@ int dump_import_azurite(struct dump *d, const char *path, char *err, size_t errl
             dump_show_progress(d, 0);
         }
     }
-    if (dump_batch_commit(d, bt, err, errlen) < 0 || d->ops->sync(d->st, err, errlen) != 0)
+    if (dump_batch_commit(d, bt, err, errlen) < 0 || kv_sync(d->kv, err, errlen) != 0)
         goto out;
     dump_show_progress(d, 1);
     rc = 0;

@@ -13,10 +13,10 @@
 #include "core/arena.h"
 #include "core/version.h"
 #include "protocol/edm.h"
-#include "protocol/entity.h"
+#include "store/entity.h"
 #include "protocol/entity_json.h"
-#include "protocol/keys.h"
-#include "protocol/tables.h"
+#include "store/keys.h"
+#include "store/tables.h"
 
 /* One table found in the store. */
 struct dump_table {
@@ -26,10 +26,9 @@ struct dump_table {
 };
 
 struct dump_export {
-    const struct backend_ops *ops;
-    struct backend_store *st;
+    struct kv *kv;
     const char *account, *table;     /* filters, or NULL */
-    struct backend_iter *it;
+    struct kv_iter *it;
     struct arena *a;                 /* one entity's decoding, reset per line */
     struct dump_table *tabs;
     size_t ntabs, cap;
@@ -39,19 +38,17 @@ struct dump_export {
     unsigned long long nentities;
 };
 
-struct dump_export *dump_export_new(const struct backend_ops *ops, struct backend_store *st,
-                                    const char *account, const char *table, char *err,
+struct dump_export *dump_export_new(struct kv *kv, const char *account, const char *table, char *err,
                                     size_t errlen)
 {
     struct dump_export *x = calloc(1, sizeof *x);
     if (!x)
         abort();
-    x->ops = ops;
-    x->st = st;
+    x->kv = kv;
     x->account = account;
     x->table = table;
     buf_init(&x->end);
-    if (ops->iter_open(st, NULL, 0, NULL, 0, &x->it, err, errlen) != 0) {
+    if (kv_iter_open(kv, NULL, 0, NULL, 0, &x->it, err, errlen) != 0) {
         x->it = NULL;
         dump_export_free(x);
         return NULL;
@@ -65,7 +62,7 @@ void dump_export_free(struct dump_export *x)
     if (!x)
         return;
     if (x->it)
-        x->ops->iter_close(x->it);
+        kv_iter_close(x->it);
     if (x->a)
         arena_free(x->a);
     buf_free(&x->end);
@@ -114,11 +111,11 @@ static int export_props(struct dump_export *x, struct buf *out, char *err, size_
     const void *k, *v;
     size_t kl, vl;
     int r;
-    if (x->ops->iter_seek(x->it, p0, 1) != 0) {
+    if (kv_iter_seek(x->it, p0, 1) != 0) {
         snprintf(err, errlen, "reading service properties failed");
         return -1;
     }
-    while ((r = x->ops->iter_next(x->it, &k, &kl, &v, &vl)) == 1) {
+    while ((r = kv_iter_next(x->it, &k, &kl, &v, &vl)) == 1) {
         if (kl < 1 || *(const char *)k != KEY_TAG_PROPS)
             break;
         char acct[64];
@@ -146,11 +143,11 @@ static int export_tables(struct dump_export *x, struct buf *out, char *err, size
     const void *k, *v;
     size_t kl, vl;
     int r;
-    if (x->ops->iter_seek(x->it, t0, 1) != 0) {
+    if (kv_iter_seek(x->it, t0, 1) != 0) {
         snprintf(err, errlen, "reading the tables failed");
         return -1;
     }
-    while ((r = x->ops->iter_next(x->it, &k, &kl, &v, &vl)) == 1) {
+    while ((r = kv_iter_next(x->it, &k, &kl, &v, &vl)) == 1) {
         if (kl < 1 || *(const char *)k != KEY_TAG_TABLE)
             break;
         const char *acct = (const char *)k + 1;
@@ -216,7 +213,7 @@ static int enter_table(struct dump_export *x, char *err, size_t errlen)
     buf_reset(&x->end);
     keys_entity_table_prefix(&x->end, x->tabs[x->cur].id);
     keys_prefix_end(&x->end);
-    int rc = x->ops->iter_seek(x->it, lo.data, lo.len);
+    int rc = kv_iter_seek(x->it, lo.data, lo.len);
     buf_free(&lo);
     if (rc != 0) {
         snprintf(err, errlen, "reading table %s failed", x->tabs[x->cur].name);
@@ -246,7 +243,7 @@ int dump_export_step(struct dump_export *x, struct buf *out, size_t max, char *e
         struct entity_json_ctx ctx = {.level = ODATA_MINIMAL, .base = "",
                                       .account = t->account, .table = t->name};
         int r;
-        while ((r = x->ops->iter_next(x->it, &k, &kl, &v, &vl)) == 1 && before_end(x, k, kl)) {
+        while ((r = kv_iter_next(x->it, &k, &kl, &v, &vl)) == 1 && before_end(x, k, kl)) {
             struct entity e;
             uint64_t id;
             memset(&e, 0, sizeof e);

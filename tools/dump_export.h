@@ -6,7 +6,7 @@
 #define TABLED_DUMP_EXPORT_H
 #include <stddef.h>
 
-#include "backends/backend.h"
+#include "store/kv.h"
 #include "core/buf.h"
 
 struct dump_export;
@@ -16,8 +16,7 @@ struct dump_export;
  * is opened here and every line comes from it, so on a backend whose
  * cursors read a snapshot (LevelDB) the service properties, tables, ACLs
  * and entities are all as of this call. NULL with a message on error. */
-struct dump_export *dump_export_new(const struct backend_ops *ops, struct backend_store *st,
-                                    const char *account, const char *table, char *err,
+struct dump_export *dump_export_new(struct kv *kv, const char *account, const char *table, char *err,
                                     size_t errlen);
 /* Appends the header line, the service properties and the tables (with
  * their ACLs) to out. 0, -1 with a message, or 1 when --table names no
@@ -35,8 +34,7 @@ void dump_export_free(struct dump_export *x);
 
 /* A running server's store, for GET /export (tools/dump_serve.c). */
 struct dump_source {
-    const struct backend_ops *ops;
-    struct backend_store *st;
+    struct kv *kv;
 };
 struct response_stream;
 /* Starts the body of GET /export for src (a struct dump_source): on a
@@ -46,7 +44,8 @@ struct response_stream;
  * in this loop turn into an unlinked temporary file, which is then sent in
  * steps, so it is a snapshot too, at the price of a stall while it is
  * written. 0 with s filled; 404 when the table filter names no table;
- * 500 with a message on error. */
+ * 501 on a store whose calls complete later (kv_defers); 500 with a
+ * message on error. */
 int dump_serve_start(void *src, const char *account, const char *table,
                      struct response_stream *s, char *err, size_t errlen);
 

@@ -8,13 +8,13 @@
 #include "backends/backend.h"
 #include "core/arena.h"
 #include "core/config.h"
-#include "protocol/tables.h"
+#include "store/tables.h"
 
 /* What one run works on. */
 struct dump {
     struct config cfg;
     const struct backend_ops *ops;
-    struct backend_store *st;
+    struct kv *kv;                   /* the open store (store/kv.h) */
     struct table_cache *tc;
     const char *account, *table;     /* export filters (NULL = all) */
     const char *output;              /* export file (NULL = stdout) */

@@ -132,10 +132,19 @@ int dump_serve_start(void *src, const char *account, const char *table,
     buf_init(&ds->head);
     snprintf(ds->account, sizeof ds->account, "%s", account ? account : "");
     snprintf(ds->table, sizeof ds->table, "%s", table ? table : "");
-    ds->x = dump_export_new(ds_src->ops, ds_src->st, account ? ds->account : NULL,
+    if (kv_defers(ds_src->kv)) {
+        /* its calls complete later, and the admin listener does not wait
+           on a coroutine: the store's own tools export such a store */
+        snprintf(err, errlen, "GET /export is not available on a backend that completes its calls "
+                              "later (%s)", kv_ops(ds_src->kv)->name);
+        buf_free(&ds->head);
+        free(ds);
+        return 501;
+    }
+    ds->x = dump_export_new(ds_src->kv, account ? ds->account : NULL,
                             table ? ds->table : NULL, err, errlen);
     int rc = ds->x ? dump_export_catalogue(ds->x, &ds->head, err, errlen) : -1;
-    if (rc == 0 && !snapshot_cursors(ds_src->ops))
+    if (rc == 0 && !snapshot_cursors(kv_ops(ds_src->kv)))
         rc = write_all(ds, err, errlen);
     if (rc != 0) {
         dump_export_free(ds->x);

@@ -4,7 +4,7 @@
  *     bench_backend [-n ENTITIES] [-v VALUE_BYTES] [-p ROWS_PER_PARTITION]
  *                   [-B WRITES_PER_APPLY] [-b BACKEND] [-d DIR]
  *
- * Keys look like entity keys (protocol/keys.h): 'e' be64(table id)
+ * Keys look like entity keys (store/keys.h): 'e' be64(table id)
  * "pkNNNNNN" 0x00 "rkNNNNNNNNNN". Entities are inserted in a shuffled order,
  * then read back by point gets in another random order, then scanned whole
  * and partition by partition; durable backends are then closed and

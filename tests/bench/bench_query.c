@@ -26,10 +26,10 @@
 #include "core/http.h"
 #include "core/log.h"
 #include "protocol/ctx.h"
-#include "protocol/entity.h"
-#include "protocol/keys.h"
+#include "store/entity.h"
+#include "store/keys.h"
 #include "protocol/service.h"
-#include "protocol/tables.h"
+#include "store/tables.h"
 
 #define BENCH_APPLY 10000
 #define BENCH_TABLE "bench"
@@ -108,7 +108,7 @@ static int bq_request(struct service *svc, enum http_method m, const char *mname
 }
 
 /* Writes size entities (partitions of rows) into table id via apply(). */
-static int bq_load(struct backend_store *st, uint64_t id, long size, long rows)
+static int bq_load(struct kv *st, uint64_t id, long size, long rows)
 {
     struct backend_write *w = malloc(BENCH_APPLY * sizeof *w);
     size_t *off = malloc(BENCH_APPLY * 4 * sizeof *off);
@@ -149,7 +149,7 @@ static int bq_load(struct backend_store *st, uint64_t id, long size, long rows)
                 w[j] = (struct backend_write){BACKEND_PUT, keys.data + off[4 * j], off[4 * j + 1],
                                               vals.data + off[4 * j + 2], off[4 * j + 3]};
             char err[256];
-            if (backend_memory_ops.apply(st, w, (size_t)n, err, sizeof err) != BACKEND_OK) {
+            if (kv_apply(st, w, NULL, (size_t)n, 0, NULL, err, sizeof err) != BACKEND_OK) {
                 fprintf(stderr, "apply: %s\n", err);
                 rc = -1;
             }
@@ -235,16 +235,18 @@ static int bq_run(long size, long rows, long requests)
     cfg.auth = 0;
     cfg.scan_budget_ms = 0;
     struct backend_options bo = {.durability = BACKEND_DURABLE_NONE};
-    struct backend_store *st;
+    struct kv *st;
     char err[256];
-    if (backend_memory_ops.open(&bo, &st, err, sizeof err) != BACKEND_OK) {
+    if (kv_open(&backend_memory_ops, &bo, &st, err, sizeof err) != BACKEND_OK) {
         fprintf(stderr, "open: %s\n", err);
         return -1;
     }
-    struct service *svc = service_new(&cfg, &backend_memory_ops, st, err, sizeof err);
+    struct store *store = store_new(st, DURABILITY_NONE);
+    struct service *svc = service_new(&cfg, store, err, sizeof err);
     if (!svc) {
         fprintf(stderr, "service_new: %s\n", err);
-        backend_memory_ops.close(st);
+        store_free(store);
+        kv_close(st);
         return -1;
     }
     int rc = -1;
@@ -265,7 +267,8 @@ static int bq_run(long size, long rows, long requests)
         }
     }
     service_free(svc);
-    backend_memory_ops.close(st);
+    store_free(store);
+    kv_close(st);
     return rc;
 }
 

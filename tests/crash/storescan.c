@@ -4,7 +4,7 @@
  *     storescan BACKEND DIR
  *
  * prints one line per table row, per table id that has entities and per
- * purge record (key layouts in protocol/keys.h):
+ * purge record (key layouts in store/keys.h):
  *     table ACCOUNT NAME ID
  *     entities ID COUNT
  *     purge ID RESUME_KEY_BYTES

@@ -4,12 +4,14 @@
 Runs the integration tests that make check runs on the memory backend
 (raw HTTP conformance, $batch, queries, the Python SDK, ACLs and service
 properties) again with each durable backend and with the example plug-in,
-by setting TABLED_BACKEND_ARGS for the harness (tests/integration/
-tabled_harness.py). Their TAP is relayed, each line named with the backend
+and with the test plug-in whose every call completes later from a timer
+(deferred, backends/examples/deferred.c), by setting TABLED_BACKEND_ARGS
+for the harness (tests/integration/tabled_harness.py). Their TAP is relayed, each line named with the backend
 and the test file. The plug-in appends its call counts at close; a test
 that the counts are there proves the requests really went through it.
 
-  test_protocol_backends.py [BACKEND...]   (default: leveldb flatfile plugin)
+  test_protocol_backends.py [BACKEND...]
+      (default: leveldb flatfile plugin deferred)
 
 TABLED and TOP_BUILDDIR as under make check (tests/run.sh)."""
 import os
@@ -28,9 +30,10 @@ SCRIPTS = ["test_http.py", "test_batch.py", "test_queries.py", "test_sdk_python.
            "test_acl_props.py"]
 
 
-def plugin_path():
+def plugin_path(name="counting"):
     top = os.environ.get("TOP_BUILDDIR") or os.path.join(HERE, "..", "..")
-    return os.path.abspath(os.path.join(top, "backends", "examples", ".libs", "libcounting.so"))
+    return os.path.abspath(os.path.join(top, "backends", "examples", ".libs",
+                                        "lib%s.so" % name))
 
 
 def relay(tap, label, cmd, env, timeout=600):
@@ -58,7 +61,7 @@ def relay(tap, label, cmd, env, timeout=600):
 
 def main():
     tap = h.Tap()
-    names = sys.argv[1:] or ["leveldb", "flatfile", "plugin"]
+    names = sys.argv[1:] or ["leveldb", "flatfile", "plugin", "deferred"]
     tmp = tempfile.mkdtemp(prefix="tabled-protocol-")
     report = os.path.join(tmp, "counts.txt")
     for name in names:
@@ -68,6 +71,12 @@ def main():
                 tap.ok(False, "the example plug-in is built: %s" % so)
                 continue
             args = "--backend %s --backend-option counting-report=%s" % (so, report)
+        elif name == "deferred":
+            so = plugin_path("deferred")
+            if not os.path.exists(so):
+                tap.ok(False, "the deferred test plug-in is built: %s" % so)
+                continue
+            args = "--backend %s --backend-option deferred-ms=1" % so
         else:
             args = "--backend %s" % name
         for script in SCRIPTS:

@@ -14,7 +14,7 @@
 #include "core/arena.h"
 #include "protocol/edm.h"
 #include "protocol/filter.h"
-#include "protocol/keys.h"
+#include "store/keys.h"
 
 #define NENT 6
 #define NPROP 12

@@ -1,12 +1,12 @@
 /* test_entity.c - entity model, merge, binary codec and size
- * (protocol/entity.c). */
+ * (store/entity.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "protocol/entity.h"
+#include "store/entity.h"
 #include "tests/unit/tap.h"
 
 static struct arena *A;

@@ -7,7 +7,7 @@
 #include "core/arena.h"
 #include "core/buf.h"
 #include "protocol/edm.h"
-#include "protocol/entity.h"
+#include "store/entity.h"
 #include "protocol/entity_json.h"
 #include "tests/unit/tap.h"
 

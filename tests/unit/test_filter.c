@@ -8,7 +8,7 @@
 #include "protocol/edm.h"
 #include "protocol/filter.h"
 #include "protocol/filter_ast.h"
-#include "protocol/keys.h"
+#include "store/keys.h"
 #include "tests/unit/tap.h"
 
 static struct arena *A;

@@ -1,10 +1,11 @@
-/* test_floor.c - the floor's clock, generators and error buffers
- * (core/clock.c, core/rand.c, core/errfmt.c). */
+/* test_floor.c - the floor's clock, generators, error buffers and
+ * coroutines (core/clock.c, core/rand.c, core/errfmt.c, core/coro.c). */
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/coro.h"
 #include "core/errfmt.h"
 #include "core/rand.h"
 #include "tests/unit/tap.h"
@@ -84,10 +85,96 @@ static void test_errfmt(void)
     TEST_EQ_STR(e, "pre", "truncated prefix, no detail");
 }
 
+/* ---- coroutines ---- */
+
+static struct {
+    int steps[4];              /* progress of each coroutine */
+    int finished[4];           /* fin ran (on the main stack) */
+    int fin_in_coro;           /* fin ran while a coroutine was current */
+    int deep_ok;
+} co;
+
+/* Yields n times, counting its steps; checks it is the current one. */
+static void co_body(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    for (int k = 0; k < 3; k++) {
+        co.steps[i]++;
+        if (coro_current() == NULL)
+            co.steps[i] = -100;
+        coro_yield();
+    }
+    co.steps[i]++;
+}
+
+static void co_fin(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    co.finished[i]++;
+    if (coro_current())
+        co.fin_in_coro = 1;
+}
+
+/* Recursion deep enough to use a good part of the stack (the frames are
+ * written, so they are really there). */
+static int co_deep(int n, volatile char *prev)
+{
+    volatile char frame[512];
+    frame[0] = 1;
+    frame[511] = prev ? prev[0] : 1;
+    if (n == 0)
+        return 0;
+    int below = co_deep(n - 1, frame);
+    return below + (frame[0] == 1 && frame[511] == 1);
+}
+
+static void co_deep_body(void *arg)
+{
+    (void)arg;
+    co.deep_ok = co_deep(400, NULL) == 400;   /* ~200 KiB of frames */
+}
+
+static void test_coro(void)
+{
+    TEST_CHECK(coro_current() == NULL, "coro: the main stack has no current coroutine");
+    struct coro *c[3];
+    for (int i = 0; i < 3; i++)
+        c[i] = coro_new(co_body, co_fin, (void *)(intptr_t)i);
+    TEST_CHECK(c[0] && c[1] && c[2], "coro: three made");
+    /* interleave: each resume runs one step of one coroutine */
+    int r0 = coro_resume(c[0]), r1 = coro_resume(c[1]);
+    TEST_CHECK(r0 == 0 && r1 == 0 && co.steps[0] == 1 && co.steps[1] == 1 && co.steps[2] == 0,
+               "coro: a resume runs one coroutine up to its yield");
+    coro_resume(c[0]);
+    coro_resume(c[0]);
+    TEST_EQ_INT(co.steps[0], 3, "coro: its locals survive the yields");
+    TEST_EQ_INT(co.finished[0], 0, "coro: fin not yet");
+    TEST_EQ_INT(coro_resume(c[0]), 1, "coro: the last resume reports the end");
+    TEST_CHECK(co.steps[0] == 4 && co.finished[0] == 1 && !co.fin_in_coro,
+               "coro: fin ran once, on the main stack");
+    TEST_CHECK(coro_current() == NULL, "coro: back on the main stack");
+    /* one never resumed to the end (shutdown): freed without fin */
+    coro_free(c[1]);
+    TEST_EQ_INT(co.finished[1], 0, "coro: coro_free does not run fin");
+    while (coro_resume(c[2]) == 0)
+        ;
+    TEST_CHECK(co.steps[2] == 4 && co.finished[2] == 1, "coro: a second one runs to its end");
+    /* stacks come back from the pool: many in a row */
+    int ok = 1;
+    for (int i = 0; i < 200 && ok; i++) {
+        struct coro *d = coro_new(co_deep_body, NULL, NULL);
+        co.deep_ok = 0;
+        ok = d && coro_resume(d) == 1 && co.deep_ok;
+    }
+    TEST_CHECK(ok, "coro: 200 coroutines with deep stacks in a row (pooled stacks)");
+    coro_pool_drain();
+}
+
 int main(void)
 {
     test_clock();
     test_rand();
     test_errfmt();
+    test_coro();
     return test_done();
 }

@@ -1,4 +1,4 @@
-/* test_keys.c - order-preserving key encoding (protocol/keys.c).
+/* test_keys.c - order-preserving key encoding (store/keys.c).
  *
  * The central property: memcmp order of keys_entity() equals the service's
  * order, PartitionKey then RowKey, each compared as UTF-16 code units. The
@@ -10,7 +10,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "protocol/keys.h"
+#include "store/keys.h"
 #include "tests/unit/tap.h"
 
 #define MAXCP 6

@@ -23,10 +23,10 @@
 #include "core/http.h"
 #include "core/log.h"
 #include "protocol/ctx.h"
-#include "protocol/entity.h"
-#include "protocol/keys.h"
+#include "store/entity.h"
+#include "store/keys.h"
 #include "protocol/service.h"
-#include "protocol/tables.h"
+#include "store/tables.h"
 #include "protocol/token.h"
 #include "tests/unit/tap.h"
 
@@ -36,7 +36,8 @@
 
 static struct config cfg;
 static struct service *svc;
-static struct backend_store *st;
+static struct kv *kv;
+static struct store *store;
 static long parts;         /* partitions loaded */
 
 /* One answered request: status, body, continuation headers, rows read. */
@@ -218,7 +219,7 @@ static int load(uint64_t table_id)
                 w[j] = (struct backend_write){BACKEND_PUT, keys.data + ko[j], kl[j],
                                               vals.data + vo[j], vl[j]};
             char err[256];
-            if (backend_memory_ops.apply(st, w, (size_t)n, err, sizeof err) != BACKEND_OK) {
+            if (kv_apply(kv, w, NULL, (size_t)n, 0, NULL, err, sizeof err) != BACKEND_OK) {
                 fprintf(stderr, "apply: %s\n", err);
                 rc = -1;
             }
@@ -541,11 +542,12 @@ int main(void)
     cfg.scan_budget_ms = 0; /* counts must not depend on the machine's speed */
     struct backend_options bo = {.data_dir = NULL, .durability = BACKEND_DURABLE_NONE};
     char err[256];
-    if (backend_memory_ops.open(&bo, &st, err, sizeof err) != BACKEND_OK) {
+    if (kv_open(&backend_memory_ops, &bo, &kv, err, sizeof err) != BACKEND_OK) {
         TEST_CHECK(0, "open the memory backend");
         return test_done();
     }
-    svc = service_new(&cfg, &backend_memory_ops, st, err, sizeof err);
+    store = store_new(kv, DURABILITY_NONE);
+    svc = service_new(&cfg, store, err, sizeof err);
     TEST_CHECK(svc != NULL, "service_new over the memory backend");
     if (!svc)
         return test_done();
@@ -572,7 +574,8 @@ int main(void)
     test_paging();
 
     service_free(svc);
-    backend_memory_ops.close(st);
+    store_free(store);
+    kv_close(kv);
     arena_free(tok_arena);
     return test_done();
 }

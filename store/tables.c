@@ -1,12 +1,12 @@
 /* tables.c - the table catalogue and its cache (see tables.h). */
-#include "protocol/tables.h"
+#include "store/tables.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/keys.h"
+#include "store/keys.h"
 
 struct tnode {
     struct tnode *next;
@@ -235,7 +235,7 @@ int tables_decode(const void *val, size_t len, uint64_t *id, const char **name,
     return 0;
 }
 
-struct table_cache *tables_load(const struct backend_ops *ops, struct backend_store *st,
+struct table_cache *tables_load(struct kv *kv,
                                 char *err, size_t errlen)
 {
     struct table_cache *tc = xcalloc(1, sizeof *tc);
@@ -245,15 +245,15 @@ struct table_cache *tables_load(const struct backend_ops *ops, struct backend_st
 
     /* Table rows: every key starting with 't'. */
     const char start[1] = {KEY_TAG_TABLE}, end[1] = {KEY_TAG_TABLE + 1};
-    struct backend_iter *it;
-    if (ops->iter_open(st, start, 1, end, 1, &it, err, errlen) != BACKEND_OK) {
+    struct kv_iter *it;
+    if (kv_iter_open(kv, start, 1, end, 1, &it, err, errlen) != BACKEND_OK) {
         tables_free(tc);
         return NULL;
     }
     const void *k, *v;
     size_t kl, vl;
     int rc;
-    while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+    while ((rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
         const char *kp = k;
         const char *nul = memchr(kp + 1, '\0', kl - 1);
         uint64_t id;
@@ -262,7 +262,7 @@ struct table_cache *tables_load(const struct backend_ops *ops, struct backend_st
         const unsigned char *acl;
         if (!nul || tables_decode(v, vl, &id, &name, &nl, &acl, &al) != 0) {
             snprintf(err, errlen, "corrupt table row in the store");
-            ops->iter_close(it);
+            kv_iter_close(it);
             tables_free(tc);
             return NULL;
         }
@@ -270,7 +270,7 @@ struct table_cache *tables_load(const struct backend_ops *ops, struct backend_st
         tables_add(tc, account, id, name, nl, acl, al);
         free(account);
     }
-    ops->iter_close(it);
+    kv_iter_close(it);
     if (rc < 0) {
         snprintf(err, errlen, "reading table rows failed (%d)", rc);
         tables_free(tc);
@@ -279,7 +279,7 @@ struct table_cache *tables_load(const struct backend_ops *ops, struct backend_st
     /* Entity keys of deleted tables may remain (see ops_tables.c); the id
      * counter must also pass them, so look at the last entity key. */
     const char es[1] = {KEY_TAG_ENTITY}, ee[1] = {KEY_TAG_ENTITY + 1};
-    if (ops->iter_open(st, es, 1, ee, 1, &it, err, errlen) == BACKEND_OK) {
+    if (kv_iter_open(kv, es, 1, ee, 1, &it, err, errlen) == BACKEND_OK) {
         /* Binary search over ids is not possible with a forward cursor, so
          * probe downward from the largest id space by seeking: seek to each
          * candidate id prefix; ids are dense in practice. */
@@ -288,8 +288,8 @@ struct table_cache *tables_load(const struct backend_ops *ops, struct backend_st
             unsigned char pk[9] = {KEY_TAG_ENTITY};
             for (int i = 0; i < 8; i++)
                 pk[1 + i] = (unsigned char)(probe >> (56 - 8 * i));
-            ops->iter_seek(it, pk, sizeof pk);
-            if (ops->iter_next(it, &k, &kl, &v, &vl) != 1 || kl < 9)
+            kv_iter_seek(it, pk, sizeof pk);
+            if (kv_iter_next(it, &k, &kl, &v, &vl) != 1 || kl < 9)
                 break;
             const unsigned char *kb = k;
             uint64_t id = 0;
@@ -299,7 +299,7 @@ struct table_cache *tables_load(const struct backend_ops *ops, struct backend_st
         }
         if (probe > tc->next_id)
             tc->next_id = probe;
-        ops->iter_close(it);
+        kv_iter_close(it);
     }
     return tc;
 }

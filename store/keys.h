@@ -1,11 +1,11 @@
 /* keys.h - backend key encoding whose byte order is the service's order.
  *
  * The whole server shares one ordered keyspace:
- *     't' ACCOUNT 0x00 lower(TABLE)             -> table row (protocol/tables.c)
+ *     't' ACCOUNT 0x00 lower(TABLE)             -> table row (store/tables.c)
  *     'p' ACCOUNT                               -> service properties
  *     'e' be64(TABLE_ID) PK' 0x00 RK'           -> entity (entity_encode value)
  *     'd' be64(TABLE_ID)                        -> purge record of a deleted
- *                                                  table (protocol/purge.h)
+ *                                                  table (store/purge.h)
  * where PK' and RK' are the keys in an order-preserving form of UTF-8: the
  * service compares UTF-16 code units, so code points U+E000..U+FFFF (UTF-8
  * lead bytes 0xEE, 0xEF) must sort after supplementary characters (lead

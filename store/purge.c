@@ -1,12 +1,12 @@
 /* purge.c - removing the entities of deleted tables (see purge.h). */
-#include "protocol/purge.h"
+#include "store/purge.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/keys.h"
-#include "protocol/tables.h"
+#include "store/keys.h"
+#include "store/tables.h"
 
 #define PURGE_RECORD_VERSION 1
 
@@ -122,17 +122,17 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Reads the purge records into jobs (with their resume keys). */
-static int load_records(struct purge *p, const struct backend_ops *ops, struct backend_store *st,
+static int load_records(struct purge *p, struct kv *kv,
                         char *err, size_t errlen)
 {
     const char s[1] = {KEY_TAG_PURGE}, e[1] = {KEY_TAG_PURGE + 1};
-    struct backend_iter *it;
-    int rc = ops->iter_open(st, s, 1, e, 1, &it, err, errlen);
+    struct kv_iter *it;
+    int rc = kv_iter_open(kv, s, 1, e, 1, &it, err, errlen);
     if (rc != BACKEND_OK)
         return rc;
     const void *k, *v;
     size_t kl, vl;
-    while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+    while ((rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
         if (kl != 9)
             continue;           /* not a record this version writes */
         uint64_t id = be64_at((const unsigned char *)k + 1);
@@ -146,7 +146,7 @@ static int load_records(struct purge *p, const struct backend_ops *ops, struct b
             be64_at(vb + 2) == id)
             buf_append(&j->resume, vb + 1, vl - 1);
     }
-    ops->iter_close(it);
+    kv_iter_close(it);
     if (rc < 0) {
         snprintf(err, errlen, "reading the purge records failed (%d)", rc);
         return rc;
@@ -155,12 +155,12 @@ static int load_records(struct purge *p, const struct backend_ops *ops, struct b
 }
 
 /* Sorted ids of every table row (of every account) into *ids. */
-static int live_ids(const struct backend_ops *ops, struct backend_store *st, uint64_t **ids,
+static int live_ids(struct kv *kv, uint64_t **ids,
                     size_t *n, char *err, size_t errlen)
 {
     const char s[1] = {KEY_TAG_TABLE}, e[1] = {KEY_TAG_TABLE + 1};
-    struct backend_iter *it;
-    int rc = ops->iter_open(st, s, 1, e, 1, &it, err, errlen);
+    struct kv_iter *it;
+    int rc = kv_iter_open(kv, s, 1, e, 1, &it, err, errlen);
     if (rc != BACKEND_OK)
         return rc;
     size_t cap = 64;
@@ -170,7 +170,7 @@ static int live_ids(const struct backend_ops *ops, struct backend_store *st, uin
         abort();
     const void *k, *v;
     size_t kl, vl;
-    while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+    while ((rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
         uint64_t id;
         const char *name;
         size_t nl, al;
@@ -186,7 +186,7 @@ static int live_ids(const struct backend_ops *ops, struct backend_store *st, uin
         }
         (*ids)[(*n)++] = id;
     }
-    ops->iter_close(it);
+    kv_iter_close(it);
     if (rc < 0) {
         snprintf(err, errlen, "reading the table rows failed (%d)", rc);
         free(*ids);
@@ -199,17 +199,17 @@ static int live_ids(const struct backend_ops *ops, struct backend_store *st, uin
 
 /* Queues the entity ids that belong to no table row and no record: one
  * seek per distinct id in the store, never a walk over its entities. */
-static int find_orphans(struct purge *p, const struct backend_ops *ops, struct backend_store *st,
+static int find_orphans(struct purge *p, struct kv *kv,
                         const uint64_t *ids, size_t nids, char *err, size_t errlen)
 {
     const char s[1] = {KEY_TAG_ENTITY}, e[1] = {KEY_TAG_ENTITY + 1};
-    struct backend_iter *it;
-    int rc = ops->iter_open(st, s, 1, e, 1, &it, err, errlen);
+    struct kv_iter *it;
+    int rc = kv_iter_open(kv, s, 1, e, 1, &it, err, errlen);
     if (rc != BACKEND_OK)
         return rc;
     const void *k, *v;
     size_t kl, vl;
-    while ((rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+    while ((rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
         if (kl < 9)
             break;              /* not an entity key: nothing to purge here */
         uint64_t id = be64_at((const unsigned char *)k + 1);
@@ -220,10 +220,10 @@ static int find_orphans(struct purge *p, const struct backend_ops *ops, struct b
         unsigned char next[9] = {KEY_TAG_ENTITY};
         for (int i = 0; i < 8; i++)
             next[1 + i] = (unsigned char)((id + 1) >> (56 - 8 * i));
-        if ((rc = ops->iter_seek(it, next, sizeof next)) != BACKEND_OK)
+        if ((rc = kv_iter_seek(it, next, sizeof next)) != BACKEND_OK)
             break;
     }
-    ops->iter_close(it);
+    kv_iter_close(it);
     if (rc < 0) {
         snprintf(err, errlen, "looking for entities of deleted tables failed (%d)", rc);
         return rc;
@@ -231,18 +231,18 @@ static int find_orphans(struct purge *p, const struct backend_ops *ops, struct b
     return BACKEND_OK;
 }
 
-int purge_load(struct purge *p, const struct backend_ops *ops, struct backend_store *st,
+int purge_load(struct purge *p, struct kv *kv,
                uint64_t *max_id, char *err, size_t errlen)
 {
     *max_id = 0;
-    int rc = load_records(p, ops, st, err, errlen);
+    int rc = load_records(p, kv, err, errlen);
     if (rc != BACKEND_OK)
         return rc;
     uint64_t *ids;
     size_t nids;
-    if ((rc = live_ids(ops, st, &ids, &nids, err, errlen)) != BACKEND_OK)
+    if ((rc = live_ids(kv, &ids, &nids, err, errlen)) != BACKEND_OK)
         return rc;
-    rc = find_orphans(p, ops, st, ids, nids, err, errlen);
+    rc = find_orphans(p, kv, ids, nids, err, errlen);
     free(ids);
     for (const struct purge_job *j = p->head; j; j = j->next)
         if (j->id > *max_id)
@@ -261,7 +261,7 @@ static void job_done(struct purge *p)
     job_free(j);
 }
 
-int purge_step(struct purge *p, const struct backend_ops *ops, struct backend_store *st,
+int purge_step(struct purge *p, struct kv *kv,
                struct purge_progress *pr, char *err, size_t errlen)
 {
     memset(pr, 0, sizeof *pr);
@@ -281,8 +281,8 @@ int purge_step(struct purge *p, const struct backend_ops *ops, struct backend_st
         keys_entity_table_prefix(&p->start, j->id);
     keys_entity_table_prefix(&p->end, j->id);
     keys_prefix_end(&p->end);
-    struct backend_iter *it;
-    int rc = ops->iter_open(st, p->start.data, p->start.len, p->end.data, p->end.len, &it, err,
+    struct kv_iter *it;
+    int rc = kv_iter_open(kv, p->start.data, p->start.len, p->end.data, p->end.len, &it, err,
                             errlen);
     if (rc != BACKEND_OK)
         return rc;
@@ -291,7 +291,7 @@ int purge_step(struct purge *p, const struct backend_ops *ops, struct backend_st
     size_t kl, vl;
     buf_reset(&p->keys);
     while (n < PURGE_CHUNK && p->keys.len < PURGE_CHUNK_BYTES &&
-           (rc = ops->iter_next(it, &k, &kl, &v, &vl)) == 1) {
+           (rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
         if (j->resume.len && kl == j->resume.len && memcmp(k, j->resume.data, kl) == 0)
             continue;           /* deleted already; a backend may still show it */
         p->offs[n] = p->keys.len;
@@ -299,7 +299,7 @@ int purge_step(struct purge *p, const struct backend_ops *ops, struct backend_st
         buf_append(&p->keys, k, kl);
         n++;
     }
-    ops->iter_close(it);
+    kv_iter_close(it);
     if (rc < 0) {
         snprintf(err, errlen, "reading the entities of deleted table %llu failed (%d)",
                  (unsigned long long)j->id, rc);
@@ -320,7 +320,7 @@ int purge_step(struct purge *p, const struct backend_ops *ops, struct backend_st
         p->w[n] = (struct backend_write){BACKEND_PUT, p->rkey.data, p->rkey.len, p->rval.data,
                                          p->rval.len};
     }
-    if ((rc = ops->apply(st, p->w, n + 1, err, errlen)) != BACKEND_OK)
+    if ((rc = kv_apply(kv, p->w, NULL, n + 1, 0, NULL, err, errlen)) != BACKEND_OK)
         return rc;
     pr->removed = n;
     if (last) {

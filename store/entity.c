@@ -1,10 +1,12 @@
 /* entity.c - the entity model: property list, merge, binary value codec and
  * the SPEC 4.12 size estimate (layout in entity.h). */
-#include "protocol/entity.h"
+#include "store/entity.h"
+
+#include "core/coding.h"
 
 #include <string.h>
 
-#include "protocol/edm.h"
+
 
 #define ENTITY_VERSION 1
 

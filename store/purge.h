@@ -1,7 +1,7 @@
 /* purge.h - removing the entities of deleted tables, in the background.
  *
  * Every table instance has its own key prefix, 'e' be64(TABLE_ID), and ids
- * are never reused (protocol/tables.h), so once a table's row is gone its
+ * are never reused (store/tables.h), so once a table's row is gone its
  * entities are unreachable: a re-created table of the same name gets a new
  * id and sees none of them. Delete Table therefore only deletes the row
  * and, in the same atomic apply(), puts a purge record
@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backends/backend.h"
+#include "store/kv.h"
 #include "core/buf.h"
 
 /* Keys deleted by one purge_step() at most (and key bytes, for long keys). */
@@ -51,7 +51,7 @@ void purge_free(struct purge *p);
  * entity ids that have neither a table row nor a record. *max_id receives
  * the largest table id among them (0: none), which no new table may reuse.
  * 0, or a backend status with a message. */
-int purge_load(struct purge *p, const struct backend_ops *ops, struct backend_store *st,
+int purge_load(struct purge *p, struct kv *kv,
                uint64_t *max_id, char *err, size_t errlen);
 
 /* The record that starts the purge of table id: appends its key to key and
@@ -71,7 +71,7 @@ size_t purge_pending(const struct purge *p);
  * apply()). 0 with *pr filled (nothing done when none is pending), or a
  * backend status with a message; then nothing was applied and the same
  * chunk is tried again on the next call. */
-int purge_step(struct purge *p, const struct backend_ops *ops, struct backend_store *st,
+int purge_step(struct purge *p, struct kv *kv,
                struct purge_progress *pr, char *err, size_t errlen);
 
 #endif

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backends/backend.h"
+#include "store/kv.h"
 #include "core/buf.h"
 
 struct table_info {
@@ -27,7 +27,7 @@ struct table_info {
 struct table_cache;
 
 /* Reads every table row of the store into a new cache. NULL on error. */
-struct table_cache *tables_load(const struct backend_ops *ops, struct backend_store *st,
+struct table_cache *tables_load(struct kv *kv,
                                 char *err, size_t errlen);
 void tables_free(struct table_cache *tc);
 
@@ -38,7 +38,7 @@ const struct table_info *tables_find(struct table_cache *tc, const char *account
 /* A fresh id for a new table. */
 uint64_t tables_next_id(struct table_cache *tc);
 /* Makes every later tables_next_id() greater than id (the id of a deleted
- * table whose entities are still being purged, protocol/purge.h). */
+ * table whose entities are still being purged, store/purge.h). */
 void tables_reserve_id(struct table_cache *tc, uint64_t id);
 /* Encodes the row value of t into out (appends). */
 void tables_encode(const struct table_info *t, struct buf *out);

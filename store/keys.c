@@ -7,7 +7,7 @@
  * appear as lead bytes of U+E000..U+FFFF, and 0xF5/0xF6 never appear at
  * all, so a plain byte substitution moves those characters after every
  * 4-byte sequence (lead 0xF0..0xF4) while keeping their relative order. */
-#include "protocol/keys.h"
+#include "store/keys.h"
 
 #include <string.h>
 
@@ -77,7 +77,7 @@ void keys_props(struct buf *b, const char *account)
     buf_puts(b, account);
 }
 
-/* 'd' be64(id): the purge record of a deleted table (protocol/purge.h). */
+/* 'd' be64(id): the purge record of a deleted table (store/purge.h). */
 void keys_purge(struct buf *b, uint64_t table_id)
 {
     buf_put_u8(b, KEY_TAG_PURGE);

@@ -1,0 +1,342 @@
+/* kv.c - the one caller of the backend vtable (see kv.h). */
+#include "store/kv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/coro.h"
+#include "core/errfmt.h"
+#include "core/log.h"
+
+struct kv {
+    const struct backend_ops *ops;
+    struct backend_store *st;
+    int v2;                    /* the vtable is version 2 or newer */
+    void *v1_val;              /* a version-1 get()'s copy, freed at the next */
+    void (*wait_once)(void *arg);
+    void *wait_arg;
+};
+
+struct kv_iter {
+    struct kv *kv;
+    struct backend_iter *it;
+    int failed;                /* a step failed: the cursor only reports it */
+    char err[256];
+};
+
+/* One outstanding call: who waits for it. Lives on the waiter's stack. */
+struct kv_wait {
+    struct coro *co;           /* the coroutine to resume, or NULL */
+    int done;
+};
+
+/* The backend's completion callback: marks the call done and resumes the
+   coroutine that waits for it (from the event loop). After the resume the
+   call and its waiter may be gone: nothing is touched then. */
+static void kv_call_done(struct backend_call *call)
+{
+    struct kv_wait *w = call->arg;
+    w->done = 1;
+    if (w->co)
+        coro_resume(w->co);
+}
+
+/* Prepares call for a backend method. */
+static void kv_call_init(struct backend_call *call, struct kv_wait *w)
+{
+    memset(call, 0, sizeof *call);
+    memset(w, 0, sizeof *w);
+    call->done = kv_call_done;
+    call->arg = w;
+}
+
+/* Returns the final status of a call whose method returned rc, waiting
+   for a deferred completion (yield on a coroutine, else the waiter). */
+static int kv_finish(struct kv *kv, struct backend_call *call, int rc)
+{
+    struct kv_wait *w = call->arg;
+    if (rc != BACKEND_PENDING)
+        return rc;
+    if (!w->done) {
+        w->co = coro_current();
+        if (w->co) {
+            while (!w->done)
+                coro_yield();
+        } else if (kv->wait_once) {
+            while (!w->done)
+                kv->wait_once(kv->wait_arg);
+        } else {
+            /* The call stays outstanding and would complete into a dead
+               frame: a caller that cannot wait must never get here. */
+            log_error("backend call deferred where nothing can wait for it");
+            abort();
+        }
+    }
+    return call->status;
+}
+
+int kv_open(const struct backend_ops *ops, const struct backend_options *opt, struct kv **out,
+            char *err, size_t errlen)
+{
+    struct kv *kv = calloc(1, sizeof *kv);
+    if (!kv) {
+        errfmt_set(err, errlen, "out of memory");
+        return BACKEND_NOMEM;
+    }
+    kv->ops = ops;
+    kv->v2 = ops->version >= 2;
+    struct backend_options o = *opt;
+    if (!kv->v2)
+        o.host = NULL;
+    int rc = ops->open(&o, &kv->st, err, errlen);
+    if (rc != BACKEND_OK) {
+        free(kv);
+        return rc;
+    }
+    *out = kv;
+    return BACKEND_OK;
+}
+
+void kv_close(struct kv *kv)
+{
+    if (!kv)
+        return;
+    kv->ops->close(kv->st);
+    free(kv->v1_val);
+    free(kv);
+}
+
+const struct backend_ops *kv_ops(const struct kv *kv)
+{
+    return kv->ops;
+}
+
+int kv_defers(const struct kv *kv)
+{
+    return kv->v2 && (kv->ops->caps & BACKEND_CAP_DEFERS);
+}
+
+void kv_set_waiter(struct kv *kv, void (*wait_once)(void *arg), void *arg)
+{
+    kv->wait_once = wait_once;
+    kv->wait_arg = arg;
+}
+
+/* The argument checks every backend would repeat. */
+static int kv_check_key(const void *key, size_t key_len, char *err, size_t errlen)
+{
+    if (!key || key_len == 0 || key_len > KV_KEY_MAX) {
+        errfmt_set(err, errlen, "key length %zu is outside 1..%u", key_len, KV_KEY_MAX);
+        return BACKEND_INVALID;
+    }
+    return BACKEND_OK;
+}
+
+int kv_get(struct kv *kv, const void *key, size_t key_len, const void **val, size_t *val_len,
+           char *err, size_t errlen)
+{
+    int rc = kv_check_key(key, key_len, err, errlen);
+    if (rc != BACKEND_OK)
+        return rc;
+    if (kv->v2 && kv->ops->get_v2) {
+        struct backend_call call;
+        struct kv_wait w;
+        kv_call_init(&call, &w);
+        rc = kv_finish(kv, &call, kv->ops->get_v2(kv->st, key, key_len, &call));
+        if (rc == BACKEND_OK) {
+            *val = call.val;
+            *val_len = call.val_len;
+        } else if (rc != BACKEND_NOTFOUND && err && errlen) {
+            snprintf(err, errlen, "%s", call.err);
+        }
+        return rc;
+    }
+    free(kv->v1_val);
+    kv->v1_val = NULL;
+    void *v = NULL;
+    size_t vl = 0;
+    rc = kv->ops->get(kv->st, key, key_len, &v, &vl, err, errlen);
+    if (rc == BACKEND_OK) {
+        kv->v1_val = v;
+        *val = v;
+        *val_len = vl;
+    }
+    return rc;
+}
+
+int kv_iter_open(struct kv *kv, const void *start, size_t start_len, const void *end,
+                 size_t end_len, struct kv_iter **out, char *err, size_t errlen)
+{
+    struct kv_iter *it = calloc(1, sizeof *it);
+    if (!it) {
+        errfmt_set(err, errlen, "out of memory");
+        return BACKEND_NOMEM;
+    }
+    it->kv = kv;
+    int rc = kv->ops->iter_open(kv->st, start, start_len, end, end_len, &it->it, err, errlen);
+    if (rc != BACKEND_OK) {
+        free(it);
+        return rc;
+    }
+    *out = it;
+    return BACKEND_OK;
+}
+
+int kv_iter_seek(struct kv_iter *it, const void *key, size_t key_len)
+{
+    if (it->failed)
+        return BACKEND_IOERR;
+    int rc = it->kv->ops->iter_seek(it->it, key, key_len);
+    if (rc != BACKEND_OK) {
+        it->failed = rc;
+        snprintf(it->err, sizeof it->err, "cursor seek failed (status %d)", rc);
+    }
+    return rc;
+}
+
+int kv_iter_next(struct kv_iter *it, const void **key, size_t *key_len, const void **val,
+                 size_t *val_len)
+{
+    if (it->failed)
+        return it->failed;
+    const struct backend_ops *ops = it->kv->ops;
+    int rc;
+    if (it->kv->v2 && ops->iter_next_v2) {
+        struct backend_call call;
+        struct kv_wait w;
+        kv_call_init(&call, &w);
+        rc = kv_finish(it->kv, &call, ops->iter_next_v2(it->it, &call));
+        if (rc == 1) {
+            *key = call.key;
+            *key_len = call.key_len;
+            *val = call.val;
+            *val_len = call.val_len;
+        } else if (rc < 0) {
+            snprintf(it->err, sizeof it->err, "%s", call.err[0] ? call.err : "cursor step failed");
+        }
+    } else {
+        rc = ops->iter_next(it->it, key, key_len, val, val_len);
+        if (rc < 0)
+            snprintf(it->err, sizeof it->err, "cursor step failed (status %d)", rc);
+    }
+    if (rc < 0)
+        it->failed = rc;
+    return rc;
+}
+
+const char *kv_iter_error(const struct kv_iter *it)
+{
+    return it->err;
+}
+
+void kv_iter_close(struct kv_iter *it)
+{
+    if (!it)
+        return;
+    it->kv->ops->iter_close(it->it);
+    free(it);
+}
+
+/* Whether the key of a version-1 store exists now: 1, 0, or a failure. */
+static int kv_v1_probe(struct kv *kv, const void *key, size_t key_len, uint64_t *version,
+                       char *err, size_t errlen)
+{
+    void *v = NULL;
+    size_t vl = 0;
+    int rc = kv->ops->get(kv->st, key, key_len, &v, &vl, err, errlen);
+    if (rc == BACKEND_NOTFOUND)
+        return 0;
+    if (rc != BACKEND_OK)
+        return rc;
+    if (version)
+        *version = backend_value_version(v, vl);
+    free(v);
+    return 1;
+}
+
+/* Version-1 stores: checks the expectations and counts against the state
+   before the writes (the apply that follows is atomic with it, since a
+   version-1 backend completes at once and tabled runs one thing at a
+   time). */
+static int kv_v1_precheck(struct kv *kv, const struct backend_write *w,
+                          const struct backend_cond *cond, size_t n, int want_counts,
+                          struct kv_result *res, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        enum backend_expect e = cond ? cond[i].expect : BACKEND_EXPECT_ANY;
+        if (e == BACKEND_EXPECT_ANY && !want_counts)
+            continue;
+        /* a key written earlier in the array is judged by the state before
+           the apply, like the backends do: look it up once */
+        int seen = 0;
+        for (size_t j = 0; j < i && want_counts; j++)
+            if (w[j].key_len == w[i].key_len && memcmp(w[j].key, w[i].key, w[i].key_len) == 0)
+                seen = 1;
+        uint64_t ver = 0;
+        int have = kv_v1_probe(kv, w[i].key, w[i].key_len, &ver, err, errlen);
+        if (have < 0)
+            return have;
+        if ((e == BACKEND_EXPECT_ABSENT && have) || (e == BACKEND_EXPECT_PRESENT && !have) ||
+            (e == BACKEND_EXPECT_VERSION && (!have || ver != cond[i].version))) {
+            if (res)
+                res->failed = i;
+            return BACKEND_CONFLICT;
+        }
+        if (want_counts && res && !seen) {
+            if (w[i].op == BACKEND_PUT && !have)
+                res->created++;
+            else if (w[i].op == BACKEND_DELETE && have)
+                res->removed++;
+        }
+    }
+    return BACKEND_OK;
+}
+
+int kv_apply(struct kv *kv, const struct backend_write *w, const struct backend_cond *cond,
+             size_t n, int want_counts, struct kv_result *res, char *err, size_t errlen)
+{
+    struct kv_result local;
+    if (!res)
+        res = &local;
+    memset(res, 0, sizeof *res);
+    for (size_t i = 0; i < n; i++) {
+        int rc = kv_check_key(w[i].key, w[i].key_len, err, errlen);
+        if (rc != BACKEND_OK)
+            return rc;
+        if (w[i].op != BACKEND_PUT && w[i].op != BACKEND_DELETE) {
+            errfmt_set(err, errlen, "write %zu: unknown operation %d", i, (int)w[i].op);
+            return BACKEND_INVALID;
+        }
+        if (w[i].op == BACKEND_PUT && (w[i].val_len > KV_VAL_MAX || (!w[i].val && w[i].val_len))) {
+            errfmt_set(err, errlen, "write %zu: value length %zu over %u", i, w[i].val_len,
+                       KV_VAL_MAX);
+            return BACKEND_INVALID;
+        }
+    }
+    if (kv->v2 && kv->ops->apply_v2) {
+        struct backend_call call;
+        struct kv_wait wt;
+        kv_call_init(&call, &wt);
+        call.want_counts = want_counts;
+        int rc = kv_finish(kv, &call, kv->ops->apply_v2(kv->st, w, cond, n, &call));
+        if (rc == BACKEND_OK) {
+            res->created = call.created;
+            res->removed = call.removed;
+        } else if (rc == BACKEND_CONFLICT) {
+            res->failed = call.failed;
+        } else if (err && errlen) {
+            snprintf(err, errlen, "%s", call.err);
+        }
+        return rc;
+    }
+    int rc = kv_v1_precheck(kv, w, cond, n, want_counts, res, err, errlen);
+    if (rc != BACKEND_OK)
+        return rc;
+    return kv->ops->apply(kv->st, w, n, err, errlen);
+}
+
+int kv_sync(struct kv *kv, char *err, size_t errlen)
+{
+    return kv->ops->sync(kv->st, err, errlen);
+}

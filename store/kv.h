@@ -1,0 +1,85 @@
+/* kv.h - the one caller of the backend vtable.
+ *
+ * Everything above backends/ reaches storage through these functions. They
+ * hide what differs between backends:
+ *   - versions: a version-1 vtable's get() returns a malloc()ed copy (kept
+ *     here and freed at the next call), it has no conditional writes (they
+ *     are checked here, before its apply(), which is atomic because tabled
+ *     is single-threaded and a version-1 backend completes at once) and no
+ *     counts (asked here with a get per write, only when wanted);
+ *   - deferred completion: when a version-2 backend answers
+ *     BACKEND_PENDING, the caller waits here. On a coroutine (core/coro.h)
+ *     it yields, and the backend's completion resumes it: the event loop
+ *     serves others meanwhile. On the main stack (start-up, offline tools)
+ *     it runs the waiter given by kv_set_waiter (one event-loop turn)
+ *     until the completion arrives;
+ *   - argument checks, once for every backend (empty or over-long keys,
+ *     over-long values: BACKEND_INVALID).
+ *
+ * Borrowed results (kv_get's value, kv_iter_next's key and value) stay
+ * valid until the caller's next kv call: copy what must live longer. Other
+ * requests only run while this caller waits inside a kv call, so nothing
+ * else invalidates them in between. */
+#ifndef TABLED_KV_H
+#define TABLED_KV_H
+#include <stddef.h>
+
+#include "backends/backend.h"
+
+/* Limits of struct backend_write (backend.h). */
+#define KV_KEY_MAX (64u * 1024u)
+#define KV_VAL_MAX (8u * 1024u * 1024u)
+
+struct kv;
+struct kv_iter;
+
+/* What kv_apply reports besides its status. */
+struct kv_result {
+    size_t failed;             /* BACKEND_CONFLICT: index of the write */
+    size_t created, removed;   /* with want_counts, on BACKEND_OK */
+};
+
+/* Opens a store of backend ops with opt (opt->host is passed to version-2
+   backends only). On success the kv owns the store until kv_close. */
+int kv_open(const struct backend_ops *ops, const struct backend_options *opt, struct kv **out,
+            char *err, size_t errlen);
+/* Closes the store (a sync first, as backend close does). */
+void kv_close(struct kv *kv);
+const struct backend_ops *kv_ops(const struct kv *kv);
+
+/* 1 when calls may complete later (BACKEND_CAP_DEFERS): callers then run
+   on coroutines, or have a waiter. */
+int kv_defers(const struct kv *kv);
+/* How to wait on the main stack: wait_once(arg) runs one event-loop turn.
+   NULL: no waiting there (a deferred call off a coroutine is then a bug,
+   reported and answered BACKEND_IOERR). */
+void kv_set_waiter(struct kv *kv, void (*wait_once)(void *arg), void *arg);
+
+/* Point lookup: BACKEND_OK with a borrowed *val, BACKEND_NOTFOUND, or a
+   failure (detail in err). */
+int kv_get(struct kv *kv, const void *key, size_t key_len, const void **val, size_t *val_len,
+           char *err, size_t errlen);
+
+/* A cursor over start <= key < end (see backend.h iter_open). */
+int kv_iter_open(struct kv *kv, const void *start, size_t start_len, const void *end,
+                 size_t end_len, struct kv_iter **out, char *err, size_t errlen);
+/* Repositions at the first key >= key. 0 or a failure. */
+int kv_iter_seek(struct kv_iter *it, const void *key, size_t key_len);
+/* 1 with borrowed key and value, 0 at the end, or a failure (detail in
+   kv_iter_error). */
+int kv_iter_next(struct kv_iter *it, const void **key, size_t *key_len, const void **val,
+                 size_t *val_len);
+const char *kv_iter_error(const struct kv_iter *it);
+void kv_iter_close(struct kv_iter *it);
+
+/* Applies n writes atomically, each with its expectation (cond NULL: none).
+   BACKEND_OK, BACKEND_CONFLICT (res->failed), or a failure. With
+   want_counts, res->created/removed count the puts of new keys and the
+   deletes of existing ones. res may be NULL when neither is needed. */
+int kv_apply(struct kv *kv, const struct backend_write *w, const struct backend_cond *cond,
+             size_t n, int want_counts, struct kv_result *res, char *err, size_t errlen);
+
+/* Group commit (backend sync). */
+int kv_sync(struct kv *kv, char *err, size_t errlen);
+
+#endif

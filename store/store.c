@@ -1,0 +1,323 @@
+/* store.c - the store layer (see store.h). */
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/timefmt.h"
+#include "store/keys.h"
+#include "store/tables.h"
+
+/* Milliseconds between probes of a store whose writes failed. */
+#define STORE_PROBE_MS 1000
+
+struct store {
+    struct kv *kv;
+    enum durability durability;
+    int dirty;                 /* writes applied since the last sync */
+    int64_t last_timestamp;    /* strictly increasing commit Timestamps */
+    struct metrics *metrics;
+    void (*wake)(void *arg);
+    void *wake_arg;
+    int failed;                /* the last write or sync failed */
+    uint64_t failed_us;        /* since when (monotonic) */
+    uint64_t probe_us;         /* next probe */
+};
+
+struct store *store_new(struct kv *kv, enum durability durability)
+{
+    struct store *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->kv = kv;
+    s->durability = durability;
+    return s;
+}
+
+void store_free(struct store *s)
+{
+    free(s);
+}
+
+struct kv *store_kv(struct store *s)
+{
+    return s->kv;
+}
+
+void store_set_wake(struct store *s, void (*wake)(void *arg), void *arg)
+{
+    s->wake = wake;
+    s->wake_arg = arg;
+}
+
+/* Asks the server for a background step soon. */
+static void store_wake(struct store *s)
+{
+    if (s->wake)
+        s->wake(s->wake_arg);
+}
+
+int64_t store_next_timestamp(struct store *s)
+{
+    int64_t now = timefmt_now_ticks();
+    if (now <= s->last_timestamp)
+        now = s->last_timestamp + 1;
+    s->last_timestamp = now;
+    return now;
+}
+
+/* A write or sync failed: out of space or an I/O error puts the store in
+ * the failed state (logged once) until a write works again. */
+static void store_failure(struct store *s, int rc, const char *err)
+{
+    if (rc != BACKEND_FULL && rc != BACKEND_IOERR)
+        return;
+    s->probe_us = clock_mono_us() + STORE_PROBE_MS * 1000u;
+    if (s->failed)
+        return;
+    s->failed = 1;
+    s->failed_us = clock_mono_us();
+    log_error("the store refuses writes (%s): writes answer 500 and are retried every %d s",
+              rc == BACKEND_FULL ? "out of space" : err, STORE_PROBE_MS / 1000);
+    metrics_store_state(s->metrics, 1, err && *err ? err : "write failed");
+    store_wake(s);
+}
+
+/* Writes work again after a failure. */
+static void store_recovered(struct store *s)
+{
+    s->failed = 0;
+    log_warn("the store takes writes again (after %.1f s)",
+             (double)(clock_mono_us() - s->failed_us) / 1e6);
+    metrics_store_state(s->metrics, 0, NULL);
+    store_wake(s);
+}
+
+void store_note(struct store *s, int rc, const char *err)
+{
+    if (rc != BACKEND_OK)
+        store_failure(s, rc, err);
+    else if (s->failed)
+        store_recovered(s);
+}
+
+int store_failed(const struct store *s)
+{
+    return s->failed;
+}
+
+int store_probe(struct store *s, int *wait_ms)
+{
+    uint64_t now = clock_mono_us();
+    *wait_ms = STORE_PROBE_MS;
+    if (!s->failed)
+        return 1;
+    if (now < s->probe_us) {
+        *wait_ms = (int)((s->probe_us - now + 999) / 1000);
+        return 0;
+    }
+    char err[256] = "";
+    struct backend_write none = {BACKEND_PUT, "", 0, NULL, 0};  /* never read */
+    if (kv_apply(s->kv, &none, NULL, 0, 0, NULL, err, sizeof err) != BACKEND_OK) {
+        s->probe_us = now + STORE_PROBE_MS * 1000u;
+        return 0;
+    }
+    return 1;
+}
+
+int store_dirty(const struct store *s)
+{
+    return s->dirty;
+}
+
+int store_sync(struct store *s)
+{
+    char err[256] = "";
+    s->dirty = 0;
+    uint64_t t0 = s->metrics ? clock_mono_us() : 0;
+    int rc = kv_sync(s->kv, err, sizeof err);
+    if (s->metrics)
+        metrics_backend_sync(s->metrics, clock_mono_us() - t0);
+    if (rc != BACKEND_OK) {
+        log_error("backend sync failed: %s", err);
+        store_failure(s, rc, err);
+    }
+    return rc;
+}
+
+int store_entity_get(struct store *s, struct arena *a, const char *key, size_t key_len,
+                     struct entity *e)
+{
+    const void *val;
+    size_t vl;
+    char err[256] = "";
+    int rc = kv_get(s->kv, key, key_len, &val, &vl, err, sizeof err);
+    if (rc == BACKEND_NOTFOUND)
+        return 0;
+    if (rc != BACKEND_OK) {
+        log_error("backend get failed: %s", err);
+        return -1;
+    }
+    /* the value is borrowed: the entity's strings point into a copy */
+    char *copy = arena_alloc(a, vl ? vl : 1);
+    memcpy(copy, val, vl);
+    if (entity_decode(a, copy, vl, e) != 0) {
+        log_error("corrupt entity value in the store");
+        return -1;
+    }
+    return 1;
+}
+
+enum store_verdict store_judge(enum store_intent intent, const struct store_precond *pc,
+                               int found, int64_t cur_ticks, struct backend_cond *cond)
+{
+    cond->expect = BACKEND_EXPECT_ANY;
+    cond->version = 0;
+    if (intent == STORE_INSERT) {
+        cond->expect = BACKEND_EXPECT_ABSENT;
+        return found ? STORE_EXISTS : STORE_GO;
+    }
+    if (!found) {
+        if (pc->present)
+            return STORE_NOT_FOUND;
+        /* an upsert that creates: nobody else may have created it since */
+        if (intent != STORE_UPSERT)
+            cond->expect = BACKEND_EXPECT_ABSENT;
+        return STORE_GO;
+    }
+    if (pc->present && !pc->any && (pc->never || pc->ticks != cur_ticks))
+        return STORE_MISMATCH;
+    if (intent == STORE_MERGE || intent == STORE_UPSERT_MERGE) {
+        /* the result is built from what was read: it must still be so */
+        cond->expect = BACKEND_EXPECT_VERSION;
+        cond->version = (uint64_t)cur_ticks;
+    } else if (pc->present && !pc->any) {
+        cond->expect = BACKEND_EXPECT_VERSION;
+        cond->version = (uint64_t)pc->ticks;
+    } else if (pc->present) {
+        cond->expect = BACKEND_EXPECT_PRESENT;
+    }
+    return STORE_GO;
+}
+
+int store_apply(struct store *s, int account, const struct backend_write *w,
+                const struct backend_cond *cond, size_t n, size_t *failed)
+{
+    char err[256] = "";
+    struct metrics *m = s->metrics;
+    int count = account >= 0 && m && m->entities_known;
+    struct kv_result res;
+    uint64_t t0 = m ? clock_mono_us() : 0;
+    int rc = kv_apply(s->kv, w, cond, n, count, &res, err, sizeof err);
+    if (m)
+        metrics_backend_apply(m, clock_mono_us() - t0);
+    if (rc == BACKEND_CONFLICT) {
+        if (failed)
+            *failed = res.failed;
+        return rc;
+    }
+    if (rc != BACKEND_OK) {
+        log_error("backend apply failed: %s", err);
+        store_failure(s, rc, err);
+        return rc;
+    }
+    if (count)
+        metrics_entities_add(m, (unsigned)account, (int64_t)res.created - (int64_t)res.removed);
+    if (s->failed)
+        store_recovered(s);
+    if (s->durability == DURABILITY_BATCH)
+        s->dirty = 1;
+    return 0;
+}
+
+/* Counts the entities of every table of every configured account (the
+ * starting point of the tabled_entities gauges). */
+static int store_count_entities(struct store *s, const struct config *cfg, char *err,
+                                size_t errlen)
+{
+    const char ts[1] = {KEY_TAG_TABLE}, te[1] = {KEY_TAG_TABLE + 1};
+    struct kv_iter *it;
+    int rc = kv_iter_open(s->kv, ts, 1, te, 1, &it, err, errlen);
+    if (rc != BACKEND_OK)
+        return rc;
+    /* Table rows first (ids and accounts), then one scan per table. */
+    struct buf ids;
+    buf_init(&ids);
+    const void *k, *v;
+    size_t kl, vl;
+    while ((rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+        const char *kp = k;
+        const char *nul = kl > 1 ? memchr(kp + 1, '\0', kl - 1) : NULL;
+        uint64_t id;
+        const char *name;
+        size_t nl, al;
+        const unsigned char *acl;
+        if (!nul || tables_decode(v, vl, &id, &name, &nl, &acl, &al) != 0)
+            continue;
+        char acct[64];
+        size_t an = (size_t)(nul - kp - 1);
+        if (an >= sizeof acct)
+            continue;
+        memcpy(acct, kp + 1, an);
+        acct[an] = '\0';
+        const struct account_cfg *a = config_find_account(cfg, acct);
+        if (!a)
+            continue;
+        uint32_t ai = (uint32_t)(a - cfg->accounts);
+        buf_append(&ids, &id, sizeof id);
+        buf_append(&ids, &ai, sizeof ai);
+    }
+    if (rc < 0)
+        snprintf(err, errlen, "%s", kv_iter_error(it));
+    kv_iter_close(it);
+    struct buf start, end;
+    buf_init(&start);
+    buf_init(&end);
+    for (size_t off = 0; rc == 0 && off < ids.len; off += sizeof(uint64_t) + sizeof(uint32_t)) {
+        uint64_t id;
+        uint32_t ai;
+        memcpy(&id, ids.data + off, sizeof id);
+        memcpy(&ai, ids.data + off + sizeof id, sizeof ai);
+        buf_reset(&start);
+        buf_reset(&end);
+        keys_entity_table_prefix(&start, id);
+        keys_entity_table_prefix(&end, id);
+        keys_prefix_end(&end);
+        rc = kv_iter_open(s->kv, start.data, start.len, end.data, end.len, &it, err, errlen);
+        if (rc != BACKEND_OK)
+            break;
+        int64_t n = 0;
+        while ((rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1)
+            n++;
+        if (rc < 0)
+            snprintf(err, errlen, "%s", kv_iter_error(it));
+        kv_iter_close(it);
+        metrics_entities_add(s->metrics, ai, n);
+    }
+    buf_free(&start);
+    buf_free(&end);
+    buf_free(&ids);
+    return rc < 0 ? rc : BACKEND_OK;
+}
+
+int store_set_metrics(struct store *s, struct metrics *m, const struct config *cfg, char *err,
+                      size_t errlen)
+{
+    s->metrics = m;
+    if (!m)
+        return 0;
+    memset(m->entities, 0, sizeof m->entities);
+    err[0] = '\0';
+    int rc = store_count_entities(s, cfg, err, errlen);
+    if (rc != BACKEND_OK) {
+        if (!*err)
+            snprintf(err, errlen, "reading the store failed (%d)", rc);
+        return rc;
+    }
+    m->entities_known = 1;
+    return 0;
+}

@@ -1,0 +1,112 @@
+/* store.h - the store layer: entities and writes on top of kv.h.
+ *
+ * protocol/ decides what a request means; this layer carries it out on
+ * storage and keeps the rules that hold for every write:
+ *   - Timestamps: one per commit, strictly increasing in this process
+ *     (entities written together share it, SPEC 4.10); the ETag is made of
+ *     it, and it is the stored value's version (backend.h).
+ *   - ETag preconditions: store_judge() turns If-Match and the entity's
+ *     current state into an answer (go on, 404, 409, 412) and into the
+ *     expectation the backend checks atomically with the write, so that a
+ *     write that raced another (a deferred backend, or several front ends
+ *     on one engine) is refused (BACKEND_CONFLICT) instead of lost; the
+ *     caller then prepares it again.
+ *   - Entity counts for metrics: the backend counts new and removed keys
+ *     inside the apply that makes them (want_counts), never a hidden get.
+ *   - Failures: a write or sync that fails for lack of space or an I/O
+ *     error puts the store in the failed state (logged once, on /healthz,
+ *     metric tabled_store_writable) until a write works again; store_probe
+ *     tries an empty apply about once a second meanwhile.
+ *   - Group commit: writes mark the store dirty; store_sync makes them
+ *     durable. */
+#ifndef TABLED_STORE_H
+#define TABLED_STORE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "core/arena.h"
+#include "core/config.h"
+#include "store/entity.h"
+#include "store/kv.h"
+
+struct store;
+struct metrics;
+
+/* A store on kv (not owned: the caller closes it after store_free). */
+struct store *store_new(struct kv *kv, enum durability durability);
+void store_free(struct store *s);
+struct kv *store_kv(struct store *s);
+
+/* Metrics to keep (NULL: none). With m, every account's entities are
+   counted once now (a scan) and kept current from then on. 0, or a
+   backend status with a message. */
+int store_set_metrics(struct store *s, struct metrics *m, const struct config *cfg, char *err,
+                      size_t errlen);
+/* Called when the store fails or recovers (the server's background step
+   then probes it, and resumes purges). */
+void store_set_wake(struct store *s, void (*wake)(void *arg), void *arg);
+
+/* The Timestamp of the next commit: now in ticks, above every earlier. */
+int64_t store_next_timestamp(struct store *s);
+
+/* Reads the entity at key (an entity key of store/keys.h): 1 found (e
+   decoded, its strings in a), 0 absent, -1 failure (logged). */
+int store_entity_get(struct store *s, struct arena *a, const char *key, size_t key_len,
+                     struct entity *e);
+
+/* If-Match of a write, as parsed by protocol/. */
+struct store_precond {
+    int present;               /* the header was sent (or implied) */
+    int any;                   /* "*" */
+    int never;                 /* a value that can never match */
+    int64_t ticks;             /* the ETag's Timestamp otherwise */
+};
+
+/* What a write does to its entity. */
+enum store_intent {
+    STORE_INSERT,              /* must not exist */
+    STORE_REPLACE,             /* Update; without If-Match: insert or replace */
+    STORE_MERGE,               /* Merge; without If-Match: insert or merge */
+    STORE_UPSERT,              /* Insert Or Replace */
+    STORE_UPSERT_MERGE,        /* Insert Or Merge */
+    STORE_DELETE,
+};
+
+/* The answer of store_judge. */
+enum store_verdict {
+    STORE_GO = 0,              /* write it (with the expectation given) */
+    STORE_EXISTS,              /* an insert of an existing entity: 409 */
+    STORE_NOT_FOUND,           /* a condition on an absent entity: 404 */
+    STORE_MISMATCH,            /* If-Match names another version: 412 */
+};
+
+/* Judges a write of intent under pc against the entity's current state
+   (found, and its Timestamp cur_ticks), and sets the expectation that the
+   backend checks with the write (cond). */
+enum store_verdict store_judge(enum store_intent intent, const struct store_precond *pc,
+                               int found, int64_t cur_ticks, struct backend_cond *cond);
+
+/* Applies n writes atomically with their expectations (cond may be NULL).
+   account >= 0: the writes are entity writes of that account, counted for
+   its gauge. Returns 0, BACKEND_CONFLICT (*failed set, when not NULL), or
+   a failure status (logged, failure state kept). */
+int store_apply(struct store *s, int account, const struct backend_write *w,
+                const struct backend_cond *cond, size_t n, size_t *failed);
+
+/* Group commit: 1 when writes were applied since the last store_sync. */
+int store_dirty(const struct store *s);
+/* Makes them durable. 0 or a backend status (logged). */
+int store_sync(struct store *s);
+
+/* 1 while writes fail. */
+int store_failed(const struct store *s);
+/* While failed: tries an empty apply when the probe is due. Returns 1 when
+   the backend answered it (the caller may then confirm with a real write),
+   0 when still failing, and sets *wait_ms to the time until the next
+   probe. */
+int store_probe(struct store *s, int *wait_ms);
+/* A write outside store_apply (a purge step) succeeded or failed. */
+void store_note(struct store *s, int rc, const char *err);
+
+#endif
