@@ -50,6 +50,8 @@ struct service_job {
 
 static unsigned account_index(const struct req_ctx *c);
 static void service_store_wake(void *arg);
+static void service_refuse(struct service *svc, struct request *req, struct response *resp,
+                           enum terr terr);
 
 struct service *service_new(const struct config *cfg, struct store *store, char *err,
                             size_t errlen)
@@ -620,7 +622,7 @@ int service_handle(struct service *svc, struct request *req, struct response *re
     struct coro *co = j ? coro_new(service_job_run, service_job_fin, j) : NULL;
     if (!co) {
         free(j);
-        service_error(svc, req, resp, TERR_ServerBusy);
+        service_refuse(svc, req, resp, TERR_ServerBusy);   /* out of memory */
         return 1;
     }
     int finished_now = 0;
@@ -638,7 +640,13 @@ int service_handle(struct service *svc, struct request *req, struct response *re
 void service_error(struct service *svc, struct request *req, struct response *resp,
                    enum http_fail why)
 {
-    enum terr terr = terr_from_http_fail(why);
+    service_refuse(svc, req, resp, terr_from_http_fail(why));
+}
+
+/* Answers req with Table error terr before any operation ran. */
+static void service_refuse(struct service *svc, struct request *req, struct response *resp,
+                           enum terr terr)
+{
     struct req_ctx c;
     ctx_init(&c, svc, req, resp);
     reply_error(&c, (enum terr)terr);

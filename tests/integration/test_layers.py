@@ -106,12 +106,14 @@ def objects():
                 rel = os.path.relpath(os.path.join(dirpath, f), BUILD)
                 d, base = os.path.split(rel)
                 base = base[:-2]
-                # automake names per-target objects "target-source.o"
-                cands = [base] + ([base.split("-", 1)[1]] if "-" in base else [])
-                for c in cands:
-                    if os.path.exists(os.path.join(SRC, d, c + ".c")):
-                        yield m, rel, os.path.join(d, c)
-                        break
+                # automake names per-target objects "target-source.o": they
+                # belong to test and fuzz programs built with their own
+                # flags (and may be older than the tree), not to the
+                # libraries tabled is linked from, so they are not judged
+                if "-" in base:
+                    continue
+                if os.path.exists(os.path.join(SRC, d, base + ".c")):
+                    yield m, rel, os.path.join(d, base)
 
 
 def symbols(obj):
