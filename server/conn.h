@@ -22,6 +22,7 @@ struct server {
     const struct config *cfg;
     struct req_handler handler; /* answers every request (server/handler.h) */
     struct event_base *base;
+    int own_base;              /* made by server_new (else the caller's) */
     struct evconnlistener *listener;      /* HTTP */
     struct evconnlistener *tls_listener;  /* HTTPS, or NULL */
     struct evconnlistener *admin_listener;/* admin endpoints, or NULL */

@@ -288,8 +288,8 @@ static struct event *must_event(struct event_base *base, evutil_socket_t fd, sho
     return ev;
 }
 
-struct server *server_new(const struct config *cfg, const struct req_handler *handler, char *err,
-                          size_t errlen)
+struct server *server_new(const struct config *cfg, struct event_base *base,
+                          const struct req_handler *handler, char *err, size_t errlen)
 {
     struct server *srv = calloc(1, sizeof *srv);
     if (!srv)
@@ -299,7 +299,8 @@ struct server *server_new(const struct config *cfg, const struct req_handler *ha
     srv->admin_port = -1;
     buf_init(&srv->head);
     conn_init_settings(srv);
-    srv->base = event_base_new();
+    srv->base = base ? base : event_base_new();
+    srv->own_base = !base;
     if (!srv->base) {
         snprintf(err, errlen, "cannot create the event loop");
         server_free(srv);
@@ -410,7 +411,7 @@ void server_free(struct server *srv)
             event_free(evs[i]);
     if (srv->tls_ctx)
         tls_ctx_free(srv->tls_ctx);
-    if (srv->base)
+    if (srv->base && srv->own_base)
         event_base_free(srv->base);
     buf_free(&srv->head);
     free(srv);

@@ -15,11 +15,13 @@
 
 struct server;
 
-/* Creates the loop and binds the listeners; requests go to *handler (the
- * struct is copied). NULL with a message in err (address in use, bad
- * certificate, ...). */
-struct server *server_new(const struct config *cfg, const struct req_handler *handler, char *err,
-                          size_t errlen);
+/* Binds the listeners on base (the caller's loop, which must outlive the
+ * server; NULL: the server makes and frees its own); requests go to
+ * *handler (the struct is copied). NULL with a message in err (address in
+ * use, bad certificate, ...). */
+struct event_base;
+struct server *server_new(const struct config *cfg, struct event_base *base,
+                          const struct req_handler *handler, char *err, size_t errlen);
 /* The bound HTTP port (the kernel's choice when cfg->port is 0). */
 int server_port(const struct server *srv);
 /* The bound HTTPS port, or 0 when TLS is off. */
@@ -44,7 +46,6 @@ void server_free(struct server *srv);
 
 /* The server's event loop, for timers of other modules (server/background.c);
  * valid until server_free(). */
-struct event_base;
 struct event_base *server_base(struct server *srv);
 
 #endif

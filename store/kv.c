@@ -255,10 +255,11 @@ static int kv_v1_probe(struct kv *kv, const void *key, size_t key_len, uint64_t 
     return 1;
 }
 
-/* Version-1 stores: checks the expectations and counts against the state
-   before the writes (the apply that follows is atomic with it, since a
-   version-1 backend completes at once and tabled runs one thing at a
-   time). */
+/* Version-1 stores: checks the expectations against the store before the
+   writes, and counts as backend.h says (each write sees the earlier ones
+   of the array, so created - removed is the change in keys). The apply
+   that follows is atomic with it: a version-1 backend completes at once
+   and tabled runs one thing at a time. */
 static int kv_v1_precheck(struct kv *kv, const struct backend_write *w,
                           const struct backend_cond *cond, size_t n, int want_counts,
                           struct kv_result *res, char *err, size_t errlen)
@@ -267,28 +268,27 @@ static int kv_v1_precheck(struct kv *kv, const struct backend_write *w,
         enum backend_expect e = cond ? cond[i].expect : BACKEND_EXPECT_ANY;
         if (e == BACKEND_EXPECT_ANY && !want_counts)
             continue;
-        /* a key written earlier in the array is judged by the state before
-           the apply, like the backends do: look it up once */
-        int seen = 0;
-        for (size_t j = 0; j < i && want_counts; j++)
-            if (w[j].key_len == w[i].key_len && memcmp(w[j].key, w[i].key, w[i].key_len) == 0)
-                seen = 1;
         uint64_t ver = 0;
         int have = kv_v1_probe(kv, w[i].key, w[i].key_len, &ver, err, errlen);
         if (have < 0)
             return have;
         if ((e == BACKEND_EXPECT_ABSENT && have) || (e == BACKEND_EXPECT_PRESENT && !have) ||
             (e == BACKEND_EXPECT_VERSION && (!have || ver != cond[i].version))) {
-            if (res)
-                res->failed = i;
+            res->failed = i;
             return BACKEND_CONFLICT;
         }
-        if (want_counts && res && !seen) {
-            if (w[i].op == BACKEND_PUT && !have)
-                res->created++;
-            else if (w[i].op == BACKEND_DELETE && have)
-                res->removed++;
-        }
+        if (!want_counts)
+            continue;
+        /* the latest earlier write of the same key decides its state */
+        for (size_t j = i; j-- > 0;)
+            if (w[j].key_len == w[i].key_len && memcmp(w[j].key, w[i].key, w[i].key_len) == 0) {
+                have = w[j].op == BACKEND_PUT;
+                break;
+            }
+        if (w[i].op == BACKEND_PUT && !have)
+            res->created++;
+        else if (w[i].op == BACKEND_DELETE && have)
+            res->removed++;
     }
     return BACKEND_OK;
 }

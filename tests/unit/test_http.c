@@ -585,7 +585,7 @@ static void test_tls(void)
     char e2[512];
     struct echo *echo = echo_new();
     struct req_handler handler = echo_handler(echo);
-    struct server *srv = server_new(&cfg, &handler, e2, sizeof e2);
+    struct server *srv = server_new(&cfg, NULL, &handler, e2, sizeof e2);
     echo_free(echo);
     TEST_CHECK(!srv && strstr(e2, "certificate"), "tls: server_new refuses a bad certificate");
     server_free(srv);

@@ -49,7 +49,7 @@ int start_server(struct config *cfg, struct child *ch)
         struct echo *echo = echo_new();
         struct req_handler handler = echo_handler(echo);
         struct metrics *m = metrics_new(cfg);
-        struct server *srv = server_new(cfg, &handler, err, sizeof err);
+        struct server *srv = server_new(cfg, NULL, &handler, err, sizeof err);
         int ports[2] = {-1, -1};
         if (srv) {
             ports[0] = server_port(srv);
