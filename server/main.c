@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <event2/event.h>
 #include <openssl/crypto.h>
 
 #include "backends/backend.h"
@@ -344,9 +345,17 @@ int main(int argc, char **argv)
         .params = bparams,
         .log = backend_log,
     };
+    /* The event loop comes first: a backend that completes its calls
+     * later waits on it from the start (the catalogue is read now). */
+    struct event_base *base = event_base_new();
+    if (!base) {
+        log_error("cannot create the event loop");
+        return 1;
+    }
     struct kv *kv = NULL;
     if (kv_open(ops, &bopt, &kv, err, sizeof err) != 0) {
         log_error("cannot open the %s backend (data %s): %s", ops->name, cfg.data_dir, err);
+        event_base_free(base);
         return 1;
     }
     struct store *store = store_new(kv, cfg.durability);
@@ -355,6 +364,7 @@ int main(int argc, char **argv)
         log_error("cannot start the table service: %s", store ? err : "out of memory");
         store_free(store);
         kv_close(kv);
+        event_base_free(base);
         return 1;
     }
     /* Throttling, fault rules (also when only the admin listener may add
@@ -369,6 +379,7 @@ int main(int argc, char **argv)
             service_free(svc);
             store_free(store);
             kv_close(kv);
+            event_base_free(base);
             return 2;
         }
     }
@@ -397,7 +408,7 @@ int main(int argc, char **argv)
     struct server *srv = NULL;
     if (service_attach(svc, throttle, faults, metrics, err, sizeof err) != 0)
         log_error("cannot count the stored entities: %s", err);
-    else if (!(srv = server_new(&cfg,
+    else if (!(srv = server_new(&cfg, base,
                                 &(struct req_handler){.arg = svc, .handle = svc_handle,
                                                       .fail = svc_fail, .dirty = svc_dirty,
                                                       .sync = svc_sync},
@@ -412,6 +423,7 @@ int main(int argc, char **argv)
         metrics_free(metrics);
         fault_set_free(faults);
         throttle_free(throttle);
+        event_base_free(base);
         return 1;
     }
     server_attach(srv, admin, metrics, throttle);
@@ -433,6 +445,7 @@ int main(int argc, char **argv)
     service_free(svc);
     store_free(store);
     kv_close(kv);
+    event_base_free(base);
     coro_pool_drain();
     admin_free(admin);
     advisor_free(advisor);
