@@ -108,7 +108,7 @@ static size_t lower_bound(const char *k, size_t kl)
  * mismatches (0 on success), reporting the first few. */
 static int run(const struct backend_ops *ops, const char *dir, long nops)
 {
-    struct backend_options opt = {dir, BACKEND_DURABLE_NONE, NULL, NULL};
+    struct backend_options opt = {.data_dir = dir, .durability = BACKEND_DURABLE_NONE};
     struct backend_store *st;
     char err[256];
     if (ops->open(&opt, &st, err, sizeof err) != BACKEND_OK) {
