@@ -71,7 +71,7 @@
 
 #include "backends/backend.h"
 #include "backends/bfs.h"
-#include "backends/common.h"
+#include "backends/checks.h"
 #include "backends/crc32c.h"
 #include "backends/ffindex.h"
 #include "core/errfmt.h"

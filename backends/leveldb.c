@@ -75,7 +75,7 @@
 
 #include "backends/backend.h"
 #include "backends/bfs.h"
-#include "backends/common.h"
+#include "backends/checks.h"
 #include "core/clock.h"
 #include "core/errfmt.h"
 

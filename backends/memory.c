@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
-#include "backends/common.h"
+#include "backends/checks.h"
 
 #define MEM_MAX_HEIGHT 16               /* 4^16 entries before it degrades */
 #define MEM_STACK_WRITES 16             /* apply() batches up to this size
@@ -98,7 +98,7 @@ static int mem_cmp(const void *a, size_t alen, const void *b, size_t blen)
 
 /* Random node height: each extra level with probability 1/4. (xorshift64
  * written out, not core/rand.h: the example plug-in compiles this file
- * with nothing but backend.h and the header-only backends/common.h.) */
+ * with nothing but backend.h and the header-only backends/checks.h.) */
 static int mem_random_height(struct backend_store *st)
 {
     uint64_t x = st->rng;

@@ -76,7 +76,7 @@ def plugin_check(tap, dest, dirs, tmp):
     p = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror"] + cflags +
                        ["counting.c", "memory.c", "-o", so], cwd=src, capture_output=True,
                        timeout=120)
-    tap.ok(p.returncode == 0, "example plug-in builds against the installed header only",
+    tap.ok(p.returncode == 0, "example plug-in builds against the installed headers only",
            p.stderr.decode()[-2000:])
     if p.returncode:
         return

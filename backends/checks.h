@@ -1,16 +1,18 @@
-/* common.h - the argument checks and the expectation check that every
- * built-in backend makes, written once (issue 15 item 6).
+/* checks.h - the argument checks and the expectation check that every
+ * built-in backend makes, written once (issue 15 item 6), for plug-ins
+ * too: it is installed beside backend.h
+ * ($(includedir)/tabled/backends/checks.h).
  *
  * Header-only (static inline): backends/memory.c includes it and is
- * compiled into plug-ins too (backends/examples/counting.c's build line
- * lists memory.c alone), so there is no object file to link. It needs
- * nothing but backend.h and the C library.
+ * compiled into plug-ins (backends/examples/counting.c's build line lists
+ * memory.c alone, against the installed headers), so there is no object
+ * file to link. It needs nothing but backend.h and the C library.
  *
  * Each check returns NULL when the arguments are good, else a short reason
  * ("apply: empty, missing or oversized key") that the backend prefixes
  * with its name in the err buffer and answers with BACKEND_INVALID. */
-#ifndef TABLED_BACKEND_COMMON_H
-#define TABLED_BACKEND_COMMON_H
+#ifndef TABLED_BACKEND_CHECKS_H
+#define TABLED_BACKEND_CHECKS_H
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
