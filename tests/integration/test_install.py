@@ -3,12 +3,12 @@
 
   - make install DESTDIR=tmp: exactly the expected files (binary, the
     azurite-table link, both man pages, the example configuration, the
-    systemd unit, the plug-in header, tabled-backend.pc); the unit names the
+    systemd unit, the plug-in headers, tabled-backend.pc); the unit names the
     installed binary and configuration; make uninstall removes them all.
   - the example plug-in (backends/examples/counting.c with the memory
     backend it wraps), copied away from the tree and built with
     cc -shared $(pkg-config --cflags tabled-backend) against the installed
-    header only, is loaded by the installed tabled and serves a request.
+    headers only, is loaded by the installed tabled and serves a request.
   - man -l renders tabled(1) and tabled.conf(5) without warnings.
   - every flag of tabled --help and azurite-table --help appears in
     tabled(1), so the two cannot drift apart.
@@ -116,6 +116,7 @@ def main():
                 dirs["man1dir"] + "/azurite-table.1",
                 dirs["tabledconfdir"] + "/tabled.conf",
                 dirs["tabledincludedir"] + "/backends/backend.h",
+                dirs["tabledincludedir"] + "/backends/checks.h",
                 dirs["pkgconfigdir"] + "/tabled-backend.pc"}
         if dirs.get("systemdsystemunitdir"):
             want.add(dirs["systemdsystemunitdir"] + "/tabled.service")
