@@ -509,7 +509,8 @@ static int mem_apply_v2(struct backend_store *st, const struct backend_write *w,
 static int mem_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
                      size_t errlen)
 {
-    struct backend_call call = {0};
+    struct backend_call call;
+    call.want_counts = 0;                   /* the rest is set by apply_v2 */
     int rc = mem_apply_v2(st, w, NULL, n, &call);
     if (rc != BACKEND_OK && err && errlen)
         snprintf(err, errlen, "%s", call.err);
