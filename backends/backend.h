@@ -18,8 +18,9 @@
  * other structs passed by pointer are only ever appended; each says the
  * version it appeared in. A backend sets .version to the version it was
  * written for; the server accepts every version from 1 up to
- * TABLED_BACKEND_VERSION and reads no field newer than the vtable's
- * version (a version-1 plug-in built years ago keeps working). A field of
+ * TABLED_BACKEND_VERSION_MAX and reads no field newer than the vtable's
+ * version (a version-1 plug-in built years ago keeps working: its struct
+ * may end before the first version-2 field). A field of
  * a newer version may also be NULL: the server then uses the older method.
  * A plug-in that wants to stay at an older version builds with
  * -DTABLED_BACKEND_VERSION=N (the struct layout is the same; only the
@@ -139,7 +140,9 @@ enum backend_expect {
                                    (backend_value_version) equals .version */
 };
 
-/* Version 2: the expectation of one write (same index as the write). */
+/* Version 2: the expectation of one write (same index as the write).
+   Every expectation of a call refers to the store as it was before the
+   call, even when earlier writes of the same array touch the key. */
 struct backend_cond {
     enum backend_expect expect;
     uint64_t version;           /* for BACKEND_EXPECT_VERSION */
@@ -184,7 +187,11 @@ struct backend_call {
        expectation failed. */
     size_t failed;
     /* apply_v2 with want_counts, on BACKEND_OK: puts whose key did not
-       exist before, deletes whose key did exist. */
+       exist before, deletes whose key did exist. Each write sees the
+       earlier writes of the same array (put k, delete k, put k of an
+       absent key: created 2, removed 1), so created - removed is the
+       change in the number of keys. (Expectations, in contrast, all see
+       the store before the call.) */
     size_t created, removed;
     /* Detail of a failure status, NUL-terminated. */
     char err[256];
@@ -331,7 +338,8 @@ struct backend_ops {
     int (*apply)(struct backend_store *st, const struct backend_write *w, size_t n,
                  char *err, size_t errlen);
 
-    /* Group commit: makes every earlier apply() durable. Called by the
+    /* Group commit: makes every earlier apply() durable (of a deferring
+       backend: every apply_v2 that has completed). Called by the
        server once per event-loop turn in BACKEND_DURABLE_BATCH mode, before
        the replies of that turn's writes are sent. A no-op for stores
        without durable storage. On failure the writes since the last

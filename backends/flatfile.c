@@ -48,7 +48,15 @@
  * at start-up) or the complete new one: nothing is lost.
  *
  * Memory: the index holds keys and locations only (about 40 bytes plus the
- * key per entry); values are read with pread() from the page cache. */
+ * key per entry); values are read with pread() from the page cache.
+ *
+ * Interface version 2, completing every call at once (caps 0): get_v2
+ * reads the value into a buffer of the store and lends it (until the next
+ * get or close), iter_next_v2 lends the cursor's buffer. apply_v2 checks
+ * the expectations against the index (and reads the 8 version bytes of a
+ * value when one is asked for) before it encodes the record: one process
+ * holds the store (LOCK) and runs one call at a time, so nothing comes
+ * between the check and the write. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -63,6 +71,7 @@
 
 #include "backends/backend.h"
 #include "backends/bfs.h"
+#include "backends/checks.h"
 #include "backends/crc32c.h"
 #include "backends/ffindex.h"
 #include "core/errfmt.h"
@@ -79,8 +88,8 @@
 #define FF_PAYLOAD_HDR 12u          /* epoch, count */
 #define FF_OP_PUT 1u
 #define FF_OP_DELETE 2u
-#define FF_MAX_KEY (64u * 1024)
-#define FF_MAX_VAL (8u * 1024 * 1024)
+#define FF_MAX_KEY BACKEND_KEY_MAX
+#define FF_MAX_VAL BACKEND_VAL_MAX
 #define FF_MAX_PAYLOAD (1u << 31)   /* one apply() at most 2 GiB */
 #define FF_REC_KEEP (16u << 20)     /* encode buffers above this are freed */
 #define FF_RECOVER_UNMAP (64u << 20) /* start-up drops read pages this often */
@@ -111,6 +120,8 @@ struct backend_store {
     struct ffidx_node **nodes;      /* scratch: nodes of one record */
     size_t *voff;                   /* scratch: their value offsets in it */
     size_t scratch_cap;             /* entries both arrays hold */
+    uint8_t *getbuf;                /* get_v2's lent value */
+    size_t getcap;
     uint64_t compact_min, compact_step, compact_pct;
     void (*log)(enum backend_log_level, const char *);
 };
@@ -505,6 +516,7 @@ static void ff_free_store(struct backend_store *st)
     if (st->dirfd >= 0)
         close(st->dirfd);
     free(st->rec);
+    free(st->getbuf);
     free(st->nodes);
     free(st->voff);
     free(st->dir);
@@ -606,45 +618,71 @@ static void ff_close(struct backend_store *st)
 
 /* ---- reads ---- */
 
-static int ff_key_ok(const void *key, size_t klen)
+/* Point lookup (version 2): reads the value into the store's buffer and
+ * lends it until the next get or close. */
+static int ff_get_v2(struct backend_store *st, const void *key, size_t klen,
+                     struct backend_call *call)
 {
-    return key && klen > 0 && klen <= FF_MAX_KEY;
+    backend_call_reset(call);
+    if (!st || !backend_key_ok(key, klen)) {
+        ff_err(call->err, sizeof call->err, "get: empty, missing or oversized key");
+        return backend_call_end(call, BACKEND_INVALID);
+    }
+    if (st->getcap > FF_REC_KEEP) {    /* the last value lent was huge: give it back */
+        free(st->getbuf);
+        st->getbuf = NULL;
+        st->getcap = 0;
+    }
+    struct ffidx_node *n = ffidx_find(&st->ix, key, klen);
+    if (!n)
+        return backend_call_end(call, BACKEND_NOTFOUND);   /* an answer: no detail */
+    if (ff_reserve(&st->getbuf, &st->getcap, (size_t)n->vlen + 1) != 0) {
+        ff_err(call->err, sizeof call->err, "get: out of memory");
+        return backend_call_end(call, BACKEND_NOMEM);
+    }
+    int r = ff_read_value(st, n, st->getbuf);
+    if (r < 0) {
+        ff_err(call->err, sizeof call->err, "get: reading %s/%s: %s", st->dir, FF_LOG_NAME,
+               strerror(-r));
+        return backend_call_end(call, BACKEND_IOERR);
+    }
+    call->val = st->getbuf;
+    call->val_len = n->vlen;
+    return backend_call_end(call, BACKEND_OK);
 }
 
+/* Point lookup (version 1): a malloc()ed copy of what get_v2 lends. */
 static int ff_get(struct backend_store *st, const void *key, size_t klen, void **val,
                   size_t *vlen, char *err, size_t errlen)
 {
-    if (!st || !val || !vlen || !ff_key_ok(key, klen)) {
-        ff_err(err, errlen, "get: empty, missing or oversized key");
+    struct backend_call call;
+    if (!val || !vlen) {
+        ff_err(err, errlen, "get: no output pointer");
         return BACKEND_INVALID;
     }
-    struct ffidx_node *n = ffidx_find(&st->ix, key, klen);
-    if (!n) {
-        return BACKEND_NOTFOUND;   /* an answer, not a failure: no detail */
+    int rc = ff_get_v2(st, key, klen, &call);
+    if (rc == BACKEND_OK) {
+        void *copy = malloc(call.val_len ? call.val_len : 1);
+        if (!copy) {
+            ff_err(err, errlen, "get: out of memory");
+            return BACKEND_NOMEM;
+        }
+        memcpy(copy, call.val, call.val_len);
+        *val = copy;
+        *vlen = call.val_len;
+    } else if (rc != BACKEND_NOTFOUND && err && errlen) {
+        snprintf(err, errlen, "%s", call.err);
     }
-    void *copy = malloc(n->vlen ? n->vlen : 1);
-    if (!copy) {
-        ff_err(err, errlen, "get: out of memory");
-        return BACKEND_NOMEM;
-    }
-    int r = ff_read_value(st, n, copy);
-    if (r < 0) {
-        free(copy);
-        ff_err(err, errlen, "get: reading %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
-        return BACKEND_IOERR;
-    }
-    *val = copy;
-    *vlen = n->vlen;
-    return BACKEND_OK;
+    return rc;
 }
 
 static int ff_iter_open(struct backend_store *st, const void *start, size_t start_len,
                         const void *end, size_t end_len, struct backend_iter **out, char *err,
                         size_t errlen)
 {
-    if (!st || !out || (start_len && !start) || start_len > FF_MAX_KEY ||
-        (end && end_len > FF_MAX_KEY)) {
-        ff_err(err, errlen, "iter_open: bad bounds");
+    const char *why = backend_check_bounds(start, start_len, end, end_len);
+    if (!st || !out || why) {
+        ff_err(err, errlen, "%s", why ? why : "iter_open: no store or no output pointer");
         return BACKEND_INVALID;
     }
     size_t keep = end ? end_len : 0;
@@ -665,7 +703,7 @@ static int ff_iter_open(struct backend_store *st, const void *start, size_t star
 
 static int ff_iter_seek(struct backend_iter *it, const void *key, size_t klen)
 {
-    if (!it || (klen && !key) || klen > FF_MAX_KEY)
+    if (!it || !backend_seek_ok(key, klen))
         return BACKEND_INVALID;
     if (it->cur.attached)
         ffidx_cursor_seek(&it->st->ix, &it->cur, key, klen);
@@ -703,6 +741,19 @@ static int ff_iter_next(struct backend_iter *it, const void **key, size_t *klen,
     if (vlen)
         *vlen = n->vlen;
     return 1;
+}
+
+/* iter_next with the entry lent through the call (version 2): the
+ * cursor's buffer, valid until its next step. */
+static int ff_iter_next_v2(struct backend_iter *it, struct backend_call *call)
+{
+    backend_call_reset(call);
+    int rc = ff_iter_next(it, &call->key, &call->key_len, &call->val, &call->val_len);
+    if (rc < 0)
+        ff_err(call->err, sizeof call->err, "iter_next: %s",
+               rc == BACKEND_INVALID ? "no cursor"
+               : rc == BACKEND_NOMEM ? "out of memory" : "reading the log failed");
+    return backend_call_end(call, rc);
 }
 
 static void ff_iter_close(struct backend_iter *it)
@@ -857,18 +908,6 @@ static void ff_compact_step(struct backend_store *st)
 
 /* ---- writes ---- */
 
-/* Checks one write against the interface limits; NULL or the reason. */
-static const char *ff_write_check(const struct backend_write *w)
-{
-    if (w->op != BACKEND_PUT && w->op != BACKEND_DELETE)
-        return "apply: unknown write op";
-    if (!ff_key_ok(w->key, w->key_len))
-        return "apply: empty, missing or oversized key";
-    if (w->op == BACKEND_PUT && (w->val_len > FF_MAX_VAL || (w->val_len && !w->val)))
-        return "apply: missing or oversized value";
-    return NULL;
-}
-
 /* Encodes the writes as one record into st->rec, creating the index nodes
  * of the puts (st->nodes[i], NULL for deletes) and noting where each value
  * lies in the record (st->voff[i]). Returns the record size, or 0 when out
@@ -920,37 +959,66 @@ static void ff_drop_nodes(struct backend_store *st, size_t n)
         free(st->nodes[i]);
 }
 
-static int ff_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
-                    size_t errlen)
+/* The expectation check's look-up (backend_probe_fn): the index, and the
+ * version bytes of the value when asked for. */
+static int ff_probe(void *ctx, const void *key, size_t klen, int want_version, uint64_t *version,
+                    char *err, size_t errlen)
 {
-    if (!st || (n && !w)) {
-        ff_err(err, errlen, "apply: no store or no writes");
-        return BACKEND_INVALID;
+    struct backend_store *st = ctx;
+    struct ffidx_node *n = ffidx_find(&st->ix, key, klen);
+    if (!n)
+        return 0;
+    if (want_version) {
+        uint8_t head[9];
+        *version = 0;
+        if (n->vlen >= sizeof head) {
+            int r = bfs_pread_all(st->fd, head, sizeof head, n->loc[st->parity]);
+            if (r < 0) {
+                ff_err(err, errlen, "apply: reading %s/%s: %s", st->dir, FF_LOG_NAME,
+                       strerror(-r));
+                return BACKEND_IOERR;
+            }
+            *version = backend_value_version(head, sizeof head);
+        }
+    }
+    return 1;
+}
+
+/* Appends the writes as one record (version 2), after the argument and
+ * expectation checks, then updates the index and counts what each write
+ * found there. */
+static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
+                       const struct backend_cond *cond, size_t n, struct backend_call *call)
+{
+    backend_call_reset(call);
+    char *err = call->err;
+    size_t errlen = sizeof call->err;
+    const char *why = st ? backend_check_writes(w, cond, n) : "apply: no store";
+    if (why) {
+        ff_err(err, errlen, "%s", why);
+        return backend_call_end(call, BACKEND_INVALID);
     }
     uint64_t total = FF_PAYLOAD_HDR;
-    for (size_t i = 0; i < n; i++) {
-        const char *why = ff_write_check(&w[i]);
-        if (why) {
-            ff_err(err, errlen, "%s", why);
-            return BACKEND_INVALID;
-        }
+    for (size_t i = 0; i < n; i++)
         total += FFIDX_ENTRY_OVERHEAD + w[i].key_len + (w[i].op == BACKEND_PUT ? w[i].val_len : 0);
-    }
     if (total > FF_MAX_PAYLOAD) {
         ff_err(err, errlen, "apply: one batch may hold at most 2 GiB");
-        return BACKEND_INVALID;
+        return backend_call_end(call, BACKEND_INVALID);
     }
     if (st->failed) {  /* n == 0 too: the server's probe sees the state */
         ff_err(err, errlen, "apply: an earlier fsync of %s failed; writes are refused until "
                "the store is reopened", st->dir);
-        return BACKEND_IOERR;
+        return backend_call_end(call, BACKEND_IOERR);
     }
     if (n == 0)
-        return BACKEND_OK;
+        return backend_call_end(call, BACKEND_OK);
+    int rc = backend_check_conds(w, cond, n, ff_probe, st, &call->failed, err, errlen);
+    if (rc != BACKEND_OK)
+        return backend_call_end(call, rc);
     size_t size = ff_encode(st, w, n);
     if (!size) {
         ff_err(err, errlen, "apply: out of memory");
-        return BACKEND_NOMEM;
+        return backend_call_end(call, BACKEND_NOMEM);
     }
 
     int r = bfs_pwrite_all(st->fd, st->rec, size, st->end);
@@ -963,7 +1031,7 @@ static int ff_apply(struct backend_store *st, const struct backend_write *w, siz
         }
         ff_drop_nodes(st, n);
         ff_err(err, errlen, "apply: writing %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
-        return bfs_status(r);
+        return backend_call_end(call, bfs_status(r));
     }
     if (st->durability == BACKEND_DURABLE_SYNC) {
         r = ff_datasync(st->fd);
@@ -973,7 +1041,7 @@ static int ff_apply(struct backend_store *st, const struct backend_write *w, siz
             ff_log(st, BACKEND_LOG_ERROR, "fdatasync failed (%s): refusing writes until the "
                    "store is reopened", strerror(-r));
             ff_err(err, errlen, "apply: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
-            return BACKEND_IOERR;
+            return backend_call_end(call, BACKEND_IOERR);
         }
         st->epoch++;
     } else {
@@ -1000,8 +1068,10 @@ static int ff_apply(struct backend_store *st, const struct backend_write *w, siz
                 x->cgen = st->cgen;
             }
             old = ffidx_put(&st->ix, x);
+            call->created += old == NULL;
         } else {
             old = ffidx_remove(&st->ix, w[i].key, w[i].key_len);
+            call->removed += old != NULL;
         }
         free(old);
     }
@@ -1018,7 +1088,21 @@ static int ff_apply(struct backend_store *st, const struct backend_write *w, siz
         ff_compact_step(st);
     else
         ff_compact_maybe_start(st);
-    return BACKEND_OK;
+    if (!call->want_counts)
+        call->created = call->removed = 0;
+    return backend_call_end(call, BACKEND_OK);
+}
+
+/* apply() of version 1: apply_v2 without expectations. */
+static int ff_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
+                    size_t errlen)
+{
+    struct backend_call call;
+    call.want_counts = 0;                   /* the rest is set by apply_v2 */
+    int rc = ff_apply_v2(st, w, NULL, n, &call);
+    if (rc != BACKEND_OK && err && errlen)
+        snprintf(err, errlen, "%s", call.err);
+    return rc;
 }
 
 /* Group commit: one fdatasync for every record written since the last. */
@@ -1048,7 +1132,7 @@ static int ff_sync(struct backend_store *st, char *err, size_t errlen)
 }
 
 const struct backend_ops backend_flatfile_ops = {
-    .version = TABLED_BACKEND_VERSION,
+    .version = 2,
     .name = "flatfile",
     .open = ff_open,
     .close = ff_close,
@@ -1059,4 +1143,8 @@ const struct backend_ops backend_flatfile_ops = {
     .iter_close = ff_iter_close,
     .apply = ff_apply,
     .sync = ff_sync,
+    .caps = 0,
+    .get_v2 = ff_get_v2,
+    .iter_next_v2 = ff_iter_next_v2,
+    .apply_v2 = ff_apply_v2,
 };

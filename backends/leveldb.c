@@ -42,6 +42,15 @@
  * fail too) is retried by the next call, then after backoffs of 100 ms
  * doubling to 32 s, and every call returns an error until one succeeds.
  *
+ * Interface version 2, completing every call at once (caps 0). get_v2
+ * lends the buffer leveldb_get() returned, kept by the store until the
+ * next get or close (LevelDB's C API has no pinned read, so this is the
+ * one copy a read makes); the version-1 get hands that same buffer over
+ * instead. apply_v2 checks the expectations with leveldb_get() of each
+ * conditioned key before writing the batch: one process holds the
+ * database (LevelDB's LOCK) and runs one call at a time, so nothing comes
+ * between the check and the write.
+ *
  * Options (backend_options.params, "name=value"):
  *   cache-size         block cache, default 32M (0 = LevelDB's own 8 MiB)
  *   write-buffer-size  memtable size, default 64M (bigger: fewer flushes,
@@ -66,11 +75,11 @@
 
 #include "backends/backend.h"
 #include "backends/bfs.h"
+#include "backends/checks.h"
 #include "core/clock.h"
 #include "core/errfmt.h"
 
-#define LDB_MAX_KEY (64u * 1024)
-#define LDB_MAX_VAL (8u * 1024 * 1024)
+#define LDB_STACK_WRITES 16             /* counting needs no allocation up to this */
 /* The file a reopen writes first to see that the disk takes writes. */
 #define LDB_PROBE_NAME "tabled-space-probe"
 #define LDB_PROBE_BYTES 4096
@@ -93,6 +102,7 @@ struct backend_store {
     unsigned backoff_ms;            /* after a failed reopen; 0 after a good one */
     int full_logged;                /* "still full" said for this failure */
     int iters;                      /* open cursors (a reopen must wait) */
+    char *getval;                   /* get_v2's lent value (LevelDB's malloc) */
     void (*log)(enum backend_log_level, const char *);
 };
 
@@ -193,6 +203,7 @@ static int ldb_settings(struct backend_store *st, const char *const *pa, char *e
 /* Releases everything of a store (the database must be closed). */
 static void ldb_free_store(struct backend_store *st)
 {
+    free(st->getval);
     if (st->batch)
         leveldb_writebatch_destroy(st->batch);
     if (st->empty)
@@ -488,11 +499,6 @@ static void ldb_close(struct backend_store *st)
     ldb_free_store(st);
 }
 
-static int ldb_key_ok(const void *key, size_t klen)
-{
-    return key && klen > 0 && klen <= LDB_MAX_KEY;
-}
-
 /* The database, or NULL with a message when a reopen failed. */
 static leveldb_t *ldb_db(struct backend_store *st, char *err, size_t errlen)
 {
@@ -501,47 +507,84 @@ static leveldb_t *ldb_db(struct backend_store *st, char *err, size_t errlen)
     return st->db;
 }
 
-static int ldb_get(struct backend_store *st, const void *key, size_t klen, void **val,
-                   size_t *vlen, char *err, size_t errlen)
+/* leveldb_get(): BACKEND_OK with *v (LevelDB's malloc()ed copy, never
+ * NULL, which the caller frees) and *n, BACKEND_NOTFOUND, or a failure
+ * with a message. */
+static int ldb_read(struct backend_store *st, const void *key, size_t klen, char **v, size_t *n,
+                    char *err, size_t errlen)
 {
-    if (!st || !val || !vlen || !ldb_key_ok(key, klen)) {
-        ldb_err(err, errlen, "get: empty, missing or oversized key");
-        return BACKEND_INVALID;
-    }
     leveldb_t *db = ldb_db(st, err, errlen);
     if (!db)
         return BACKEND_IOERR;
     char *lerr = NULL;
-    size_t n = 0;
-    char *v = leveldb_get(db, st->ropt, key, klen, &n, &lerr);
+    *n = 0;
+    *v = leveldb_get(db, st->ropt, key, klen, n, &lerr);
     if (lerr) {
         ldb_err(err, errlen, "get: %s", lerr);
         leveldb_free(lerr);
         return BACKEND_IOERR;
     }
-    if (!v) {
-        return BACKEND_NOTFOUND;   /* an answer, not a failure: no detail */
+    if (!*v)
+        return BACKEND_NOTFOUND;
+    return BACKEND_OK;
+}
+
+/* Point lookup (version 2): lends the value LevelDB returned; the store
+ * keeps it until the next get or close. */
+static int ldb_get_v2(struct backend_store *st, const void *key, size_t klen,
+                      struct backend_call *call)
+{
+    backend_call_reset(call);
+    if (!st || !backend_key_ok(key, klen)) {
+        ldb_err(call->err, sizeof call->err, "get: empty, missing or oversized key");
+        return backend_call_end(call, BACKEND_INVALID);
     }
-    if (n == 0) {                   /* promise a non-NULL pointer we own */
-        leveldb_free(v);
-        v = malloc(1);
-        if (!v) {
+    free(st->getval);
+    st->getval = NULL;
+    size_t n;
+    int rc = ldb_read(st, key, klen, &st->getval, &n, call->err, sizeof call->err);
+    if (rc != BACKEND_OK)
+        return backend_call_end(call, rc);     /* NOTFOUND: an answer, no detail */
+    call->val = n ? st->getval : "";           /* a non-NULL pointer for length 0 */
+    call->val_len = n;
+    return backend_call_end(call, BACKEND_OK);
+}
+
+/* Point lookup (version 1): hands over the buffer get_v2 would lend
+ * (malloc()ed by LevelDB, so free() works). */
+static int ldb_get(struct backend_store *st, const void *key, size_t klen, void **val,
+                   size_t *vlen, char *err, size_t errlen)
+{
+    struct backend_call call;
+    if (!val || !vlen) {
+        ldb_err(err, errlen, "get: no output pointer");
+        return BACKEND_INVALID;
+    }
+    int rc = ldb_get_v2(st, key, klen, &call);
+    if (rc == BACKEND_OK && !st->getval) {     /* zero length: a pointer we own */
+        st->getval = malloc(1);
+        if (!st->getval) {
             ldb_err(err, errlen, "get: out of memory");
             return BACKEND_NOMEM;
         }
     }
-    *val = v;                       /* malloc()ed by LevelDB: free() works */
-    *vlen = n;
-    return BACKEND_OK;
+    if (rc == BACKEND_OK) {
+        *val = st->getval;
+        *vlen = call.val_len;
+        st->getval = NULL;
+    } else if (rc != BACKEND_NOTFOUND && err && errlen) {
+        snprintf(err, errlen, "%s", call.err);
+    }
+    return rc;
 }
 
 static int ldb_iter_open(struct backend_store *st, const void *start, size_t start_len,
                          const void *end, size_t end_len, struct backend_iter **out, char *err,
                          size_t errlen)
 {
-    if (!st || !out || (start_len && !start) || start_len > LDB_MAX_KEY ||
-        (end && end_len > LDB_MAX_KEY)) {
-        ldb_err(err, errlen, "iter_open: bad bounds");
+    const char *why = backend_check_bounds(start, start_len, end, end_len);
+    if (!st || !out || why) {
+        ldb_err(err, errlen, "%s", why ? why : "iter_open: no store or no output pointer");
         return BACKEND_INVALID;
     }
     leveldb_t *db = ldb_db(st, err, errlen);
@@ -570,7 +613,7 @@ static int ldb_iter_open(struct backend_store *st, const void *start, size_t sta
 
 static int ldb_iter_seek(struct backend_iter *it, const void *key, size_t klen)
 {
-    if (!it || (klen && !key) || klen > LDB_MAX_KEY)
+    if (!it || !backend_seek_ok(key, klen))
         return BACKEND_INVALID;
     if (klen)
         leveldb_iter_seek(it->it, key, klen);
@@ -618,6 +661,18 @@ static int ldb_iter_next(struct backend_iter *it, const void **key, size_t *klen
     return 1;
 }
 
+/* iter_next with the entry lent through the call (version 2); the
+ * pointers are the LevelDB iterator's, valid until the next step. */
+static int ldb_iter_next_v2(struct backend_iter *it, struct backend_call *call)
+{
+    backend_call_reset(call);
+    int rc = ldb_iter_next(it, &call->key, &call->key_len, &call->val, &call->val_len);
+    if (rc < 0)
+        ldb_err(call->err, sizeof call->err, "iter_next: %s",
+                rc == BACKEND_INVALID ? "no cursor" : "the iterator failed (see the log)");
+    return backend_call_end(call, rc);
+}
+
 static void ldb_iter_close(struct backend_iter *it)
 {
     if (!it)
@@ -627,39 +682,101 @@ static void ldb_iter_close(struct backend_iter *it)
     free(it);
 }
 
-/* Checks one write against the interface limits; NULL or the reason. */
-static const char *ldb_write_check(const struct backend_write *w)
+/* The expectation check's look-up (backend_probe_fn). */
+static int ldb_probe(void *ctx, const void *key, size_t klen, int want_version, uint64_t *version,
+                     char *err, size_t errlen)
 {
-    if (w->op != BACKEND_PUT && w->op != BACKEND_DELETE)
-        return "apply: unknown write op";
-    if (!ldb_key_ok(w->key, w->key_len))
-        return "apply: empty, missing or oversized key";
-    if (w->op == BACKEND_PUT && (w->val_len > LDB_MAX_VAL || (w->val_len && !w->val)))
-        return "apply: missing or oversized value";
-    return NULL;
+    char *v;
+    size_t n;
+    int rc = ldb_read(ctx, key, klen, &v, &n, err, errlen);
+    if (rc == BACKEND_NOTFOUND)
+        return 0;
+    if (rc != BACKEND_OK)
+        return rc;
+    if (want_version)
+        *version = backend_value_version(v, n);
+    leveldb_free(v);
+    return 1;
 }
 
-static int ldb_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
-                     size_t errlen)
+/* One write of ldb_count's sort: the key and its place in the array. */
+struct ldb_cnt {
+    const void *key;
+    size_t key_len, i;
+};
+
+/* Orders writes by key, then by their place in the array. */
+static int ldb_cnt_cmp(const void *a, const void *b)
 {
-    if (!st || (n && !w)) {
-        ldb_err(err, errlen, "apply: no store or no writes");
-        return BACKEND_INVALID;
+    const struct ldb_cnt *x = a, *y = b;
+    int c = ldb_cmp(x->key, x->key_len, y->key, y->key_len);
+    if (c)
+        return c;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* want_counts: how many puts find their key absent and how many deletes
+ * find it present, each write seeing the earlier ones of the array (so
+ * created - removed is the change in the number of keys). The writes are
+ * sorted by key so that each distinct key is looked up once. */
+static int ldb_count(struct backend_store *st, const struct backend_write *w, size_t n,
+                     struct backend_call *call)
+{
+    struct ldb_cnt stack[LDB_STACK_WRITES], *s = stack;
+    if (n > LDB_STACK_WRITES && !(s = malloc(n * sizeof(*s)))) {
+        ldb_err(call->err, sizeof call->err, "apply: out of memory");
+        return BACKEND_NOMEM;
     }
-    for (size_t i = 0; i < n; i++) {
-        const char *why = ldb_write_check(&w[i]);
-        if (why) {
-            ldb_err(err, errlen, "%s", why);
-            return BACKEND_INVALID;
+    for (size_t i = 0; i < n; i++)
+        s[i] = (struct ldb_cnt){w[i].key, w[i].key_len, i};
+    qsort(s, n, sizeof(*s), ldb_cnt_cmp);
+    int rc = BACKEND_OK, exists = 0;
+    for (size_t j = 0; j < n && rc == BACKEND_OK; j++) {
+        if (j == 0 || ldb_cmp(s[j].key, s[j].key_len, s[j - 1].key, s[j - 1].key_len) != 0) {
+            uint64_t unused;
+            rc = exists = ldb_probe(st, s[j].key, s[j].key_len, 0, &unused, call->err,
+                                    sizeof call->err);
+            if (rc > 0)
+                rc = BACKEND_OK;
         }
+        if (w[s[j].i].op == BACKEND_PUT) {
+            call->created += !exists;
+            exists = 1;
+        } else {
+            call->removed += exists;
+            exists = 0;
+        }
+    }
+    if (s != stack)
+        free(s);
+    return rc;
+}
+
+/* Applies the writes as one WriteBatch (version 2), after the argument
+ * and expectation checks. */
+static int ldb_apply_v2(struct backend_store *st, const struct backend_write *w,
+                        const struct backend_cond *cond, size_t n, struct backend_call *call)
+{
+    backend_call_reset(call);
+    char *err = call->err;
+    size_t errlen = sizeof call->err;
+    const char *why = st ? backend_check_writes(w, cond, n) : "apply: no store";
+    if (why) {
+        ldb_err(err, errlen, "%s", why);
+        return backend_call_end(call, BACKEND_INVALID);
     }
     if (st->broken || !st->db) {  /* n == 0 too: the server's probe */
         int rc = ldb_reopen(st, err, errlen);
         if (rc != BACKEND_OK)
-            return rc;
+            return backend_call_end(call, rc);
     }
     if (n == 0)
-        return BACKEND_OK;
+        return backend_call_end(call, BACKEND_OK);
+    int rc = backend_check_conds(w, cond, n, ldb_probe, st, &call->failed, err, errlen);
+    if (rc == BACKEND_OK && call->want_counts)
+        rc = ldb_count(st, w, n, call);
+    if (rc != BACKEND_OK)
+        return backend_call_end(call, rc);
     leveldb_writebatch_clear(st->batch);
     for (size_t i = 0; i < n; i++) {
         if (w[i].op == BACKEND_PUT)
@@ -672,25 +789,37 @@ static int ldb_apply(struct backend_store *st, const struct backend_write *w, si
     char *lerr = NULL;
     leveldb_write(st->db, sync ? st->wsync : st->wnosync, st->batch, &lerr);
     if (lerr) {
-        int rc = ldb_status(lerr);
+        rc = ldb_status(lerr);
         ldb_err(err, errlen, "apply: %s", lerr);
         ldb_log(st, BACKEND_LOG_ERROR, "write failed (%s); reopening before the next write",
                 lerr);
         leveldb_free(lerr);
         st->broken = 1;
-        return rc;
+        return backend_call_end(call, rc);
     }
     if (sync) {
         int r = ldb_after_sync(st);
         if (r < 0) {
             st->broken = 1;
             ldb_err(err, errlen, "apply: syncing older logs: %s", strerror(-r));
-            return BACKEND_IOERR;
+            return backend_call_end(call, BACKEND_IOERR);
         }
     } else {
         st->dirty = 1;
     }
-    return BACKEND_OK;
+    return backend_call_end(call, BACKEND_OK);
+}
+
+/* apply() of version 1: apply_v2 without expectations. */
+static int ldb_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
+                     size_t errlen)
+{
+    struct backend_call call;
+    call.want_counts = 0;                   /* the rest is set by apply_v2 */
+    int rc = ldb_apply_v2(st, w, NULL, n, &call);
+    if (rc != BACKEND_OK && err && errlen)
+        snprintf(err, errlen, "%s", call.err);
+    return rc;
 }
 
 /* Group commit: one synced (empty) write makes every earlier one durable. */
@@ -724,7 +853,7 @@ static int ldb_sync(struct backend_store *st, char *err, size_t errlen)
 }
 
 const struct backend_ops backend_leveldb_ops = {
-    .version = TABLED_BACKEND_VERSION,
+    .version = 2,
     .name = "leveldb",
     .open = ldb_open,
     .close = ldb_close,
@@ -735,4 +864,8 @@ const struct backend_ops backend_leveldb_ops = {
     .iter_close = ldb_iter_close,
     .apply = ldb_apply,
     .sync = ldb_sync,
+    .caps = 0,
+    .get_v2 = ldb_get_v2,
+    .iter_next_v2 = ldb_iter_next_v2,
+    .apply_v2 = ldb_apply_v2,
 };

@@ -7,8 +7,14 @@
  * average and the overhead per entry is about 27 bytes plus malloc's own.
  * get/put/delete are O(log n); iteration walks level 0 in order.
  *
- * apply() is atomic: it validates every write and allocates every new node
- * first, and only then mutates the list, which cannot fail.
+ * apply() is atomic: it validates every write, checks the expectations
+ * (version 2) and allocates every new node first, and only then mutates
+ * the list, which cannot fail.
+ *
+ * Interface version 2, completing every call at once (caps 0): get_v2
+ * lends a pointer into the entry's node, iter_next_v2 into the node the
+ * cursor passed. The version-1 methods stay (backends/examples/counting.c
+ * wraps them): get copies the value out with malloc(), as version 1 says.
  *
  * Cursors and writes (the guarantee backend.h documents for iter_open):
  * the store keeps a list of its open cursors, and when apply() unlinks the node a
@@ -28,10 +34,9 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/checks.h"
 
 #define MEM_MAX_HEIGHT 16               /* 4^16 entries before it degrades */
-#define MEM_MAX_KEY (64u * 1024)
-#define MEM_MAX_VAL (8u * 1024 * 1024)
 #define MEM_STACK_WRITES 16             /* apply() batches up to this size
                                            need no scratch allocation */
 
@@ -93,7 +98,7 @@ static int mem_cmp(const void *a, size_t alen, const void *b, size_t blen)
 
 /* Random node height: each extra level with probability 1/4. (xorshift64
  * written out, not core/rand.h: the example plug-in compiles this file
- * against the installed backend.h alone.) */
+ * with nothing but backend.h and the header-only backends/checks.h.) */
 static int mem_random_height(struct backend_store *st)
 {
     uint64_t x = st->rng;
@@ -265,34 +270,57 @@ static void mem_close(struct backend_store *st)
     free(st);
 }
 
-/* Checks a key against the interface limits. */
-static int mem_key_ok(const void *key, size_t key_len)
+/* The node holding exactly key, or NULL. */
+static struct mem_node *mem_find(struct backend_store *st, const void *key, size_t key_len)
 {
-    return key && key_len > 0 && key_len <= MEM_MAX_KEY;
+    struct mem_node *n = mem_find_ge(st, key, key_len, NULL);
+    if (!n || mem_cmp(mem_key(n), n->key_len, key, key_len) != 0)
+        return NULL;
+    return n;
 }
 
-/* Point lookup; returns a malloc()ed copy of the value. */
+/* Point lookup (version 2): lends a pointer to the value inside its node,
+ * valid until the next apply() or close(). */
+static int mem_get_v2(struct backend_store *st, const void *key, size_t key_len,
+                      struct backend_call *call)
+{
+    backend_call_reset(call);
+    if (!st || !backend_key_ok(key, key_len)) {
+        mem_err(call->err, sizeof call->err, "get: empty, missing or oversized key");
+        return backend_call_end(call, BACKEND_INVALID);
+    }
+    struct mem_node *n = mem_find(st, key, key_len);
+    if (!n)
+        return backend_call_end(call, BACKEND_NOTFOUND);   /* an answer: no detail */
+    call->val = mem_val(n);
+    call->val_len = n->val_len;
+    return backend_call_end(call, BACKEND_OK);
+}
+
+/* Point lookup (version 1): a malloc()ed copy of what get_v2 lends. */
 static int mem_get(struct backend_store *st, const void *key, size_t key_len, void **val,
                    size_t *val_len, char *err, size_t errlen)
 {
-    if (!st || !val || !val_len || !mem_key_ok(key, key_len)) {
-        mem_err(err, errlen, "get: empty, missing or oversized key");
+    struct backend_call call;
+    if (!val || !val_len) {
+        mem_err(err, errlen, "get: no output pointer");
         return BACKEND_INVALID;
     }
-    struct mem_node *n = mem_find_ge(st, key, key_len, NULL);
-    if (!n || mem_cmp(mem_key(n), n->key_len, key, key_len) != 0) {
-        return BACKEND_NOTFOUND;   /* an answer, not a failure: no detail */
+    int rc = mem_get_v2(st, key, key_len, &call);
+    if (rc == BACKEND_OK) {
+        void *copy = malloc(call.val_len ? call.val_len : 1);
+        if (!copy) {
+            mem_err(err, errlen, "get: out of memory");
+            return BACKEND_NOMEM;
+        }
+        if (call.val_len)
+            memcpy(copy, call.val, call.val_len);
+        *val = copy;
+        *val_len = call.val_len;
+    } else if (rc != BACKEND_NOTFOUND && err && errlen) {
+        snprintf(err, errlen, "%s", call.err);
     }
-    void *copy = malloc(n->val_len ? n->val_len : 1);
-    if (!copy) {
-        mem_err(err, errlen, "get: out of memory");
-        return BACKEND_NOMEM;
-    }
-    if (n->val_len)
-        memcpy(copy, mem_val(n), n->val_len);
-    *val = copy;
-    *val_len = n->val_len;
-    return BACKEND_OK;
+    return rc;
 }
 
 /* Opens a cursor over [start, end); it keeps a copy of end. */
@@ -300,9 +328,9 @@ static int mem_iter_open(struct backend_store *st, const void *start, size_t sta
                          const void *end, size_t end_len, struct backend_iter **out, char *err,
                          size_t errlen)
 {
-    if (!st || !out || (start_len && !start) || start_len > MEM_MAX_KEY ||
-        (end && end_len > MEM_MAX_KEY)) {
-        mem_err(err, errlen, "iter_open: bad bounds");
+    const char *why = backend_check_bounds(start, start_len, end, end_len);
+    if (!st || !out || why) {
+        mem_err(err, errlen, why ? why : "iter_open: no store or no output pointer");
         return BACKEND_INVALID;
     }
     size_t keep = end ? end_len : 0;
@@ -330,7 +358,7 @@ static int mem_iter_open(struct backend_store *st, const void *start, size_t sta
  * applied: seeking below it returns keys below it. */
 static int mem_iter_seek(struct backend_iter *it, const void *key, size_t key_len)
 {
-    if (!it || (key_len && !key) || key_len > MEM_MAX_KEY)
+    if (!it || !backend_seek_ok(key, key_len))
         return BACKEND_INVALID;
     if (!it->st)
         return BACKEND_OK;
@@ -363,6 +391,16 @@ static int mem_iter_next(struct backend_iter *it, const void **key, size_t *key_
     return 1;
 }
 
+/* iter_next with the entry lent through the call (version 2). */
+static int mem_iter_next_v2(struct backend_iter *it, struct backend_call *call)
+{
+    backend_call_reset(call);
+    int rc = mem_iter_next(it, &call->key, &call->key_len, &call->val, &call->val_len);
+    if (rc < 0)
+        mem_err(call->err, sizeof call->err, "iter_next: no cursor");
+    return backend_call_end(call, rc);
+}
+
 /* Unregisters and frees a cursor. */
 static void mem_iter_close(struct backend_iter *it)
 {
@@ -379,44 +417,44 @@ static void mem_iter_close(struct backend_iter *it)
     free(it);
 }
 
-/* Checks one write against the interface limits; NULL when fine, else the
- * reason. */
-static const char *mem_write_check(const struct backend_write *w)
+/* The expectation check's look-up (backend_probe_fn). */
+static int mem_probe(void *ctx, const void *key, size_t key_len, int want_version,
+                     uint64_t *version, char *err, size_t errlen)
 {
-    if (w->op != BACKEND_PUT && w->op != BACKEND_DELETE)
-        return "apply: unknown write op";
-    if (!mem_key_ok(w->key, w->key_len))
-        return "apply: empty, missing or oversized key";
-    if (w->op == BACKEND_PUT && (w->val_len > MEM_MAX_VAL || (w->val_len && !w->val)))
-        return "apply: missing or oversized value";
-    return NULL;
+    (void)err;
+    (void)errlen;
+    struct mem_node *n = mem_find(ctx, key, key_len);
+    if (n && want_version)
+        *version = backend_value_version(mem_val(n), n->val_len);
+    return n != NULL;
 }
 
-/* Applies the writes atomically: phase 1 validates and allocates every new
- * node (any failure frees them and changes nothing), phase 2 links them in
- * array order, so a later write to the same key replaces an earlier one. */
-static int mem_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
-                     size_t errlen)
+/* Applies the writes atomically (version 2): the arguments and the
+ * expectations are checked and every new node is allocated first (any
+ * failure frees them and changes nothing), then phase 2 links them in
+ * array order, so a later write to the same key replaces an earlier one,
+ * and counts what each write found. */
+static int mem_apply_v2(struct backend_store *st, const struct backend_write *w,
+                        const struct backend_cond *cond, size_t n, struct backend_call *call)
 {
-    if (!st || (n && !w)) {
-        mem_err(err, errlen, "apply: no store or no writes");
-        return BACKEND_INVALID;
+    backend_call_reset(call);
+    const char *why = st ? backend_check_writes(w, cond, n) : "apply: no store";
+    if (why) {
+        mem_err(call->err, sizeof call->err, why);
+        return backend_call_end(call, BACKEND_INVALID);
     }
-    for (size_t i = 0; i < n; i++) {
-        const char *why = mem_write_check(&w[i]);
-        if (why) {
-            mem_err(err, errlen, why);
-            return BACKEND_INVALID;
-        }
-    }
+    int rc = backend_check_conds(w, cond, n, mem_probe, st, &call->failed, call->err,
+                                 sizeof call->err);
+    if (rc != BACKEND_OK)
+        return backend_call_end(call, rc);
 
     struct mem_node *stack_nodes[MEM_STACK_WRITES];
     struct mem_node **nodes = stack_nodes;
     if (n > MEM_STACK_WRITES) {
         nodes = calloc(n, sizeof(*nodes));
         if (!nodes) {
-            mem_err(err, errlen, "apply: out of memory");
-            return BACKEND_NOMEM;
+            mem_err(call->err, sizeof call->err, "apply: out of memory");
+            return backend_call_end(call, BACKEND_NOMEM);
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -429,8 +467,8 @@ static int mem_apply(struct backend_store *st, const struct backend_write *w, si
                 free(nodes[j]);
             if (nodes != stack_nodes)
                 free(nodes);
-            mem_err(err, errlen, "apply: out of memory");
-            return BACKEND_NOMEM;
+            mem_err(call->err, sizeof call->err, "apply: out of memory");
+            return backend_call_end(call, BACKEND_NOMEM);
         }
     }
 
@@ -440,6 +478,10 @@ static int mem_apply(struct backend_store *st, const struct backend_write *w, si
         struct mem_node *old = mem_find_ge(st, w[i].key, w[i].key_len, update);
         if (old && mem_cmp(mem_key(old), old->key_len, w[i].key, w[i].key_len) != 0)
             old = NULL;
+        if (nodes[i])
+            call->created += old == NULL;
+        else
+            call->removed += old != NULL;
         if (old) {
             mem_unlink(st, old, update);
         }
@@ -458,7 +500,21 @@ static int mem_apply(struct backend_store *st, const struct backend_write *w, si
     }
     if (nodes != stack_nodes)
         free(nodes);
-    return BACKEND_OK;
+    if (!call->want_counts)
+        call->created = call->removed = 0;
+    return backend_call_end(call, BACKEND_OK);
+}
+
+/* apply() of version 1: apply_v2 without expectations. */
+static int mem_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
+                     size_t errlen)
+{
+    struct backend_call call;
+    call.want_counts = 0;                   /* the rest is set by apply_v2 */
+    int rc = mem_apply_v2(st, w, NULL, n, &call);
+    if (rc != BACKEND_OK && err && errlen)
+        snprintf(err, errlen, "%s", call.err);
+    return rc;
 }
 
 /* Nothing is durable, so there is nothing to flush. */
@@ -471,7 +527,7 @@ static int mem_sync(struct backend_store *st, char *err, size_t errlen)
 }
 
 const struct backend_ops backend_memory_ops = {
-    .version = TABLED_BACKEND_VERSION,
+    .version = 2,
     .name = "memory",
     .open = mem_open,
     .close = mem_close,
@@ -482,4 +538,8 @@ const struct backend_ops backend_memory_ops = {
     .iter_close = mem_iter_close,
     .apply = mem_apply,
     .sync = mem_sync,
+    .caps = 0,
+    .get_v2 = mem_get_v2,
+    .iter_next_v2 = mem_iter_next_v2,
+    .apply_v2 = mem_apply_v2,
 };

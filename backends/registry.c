@@ -3,9 +3,11 @@
  * --backend=NAME picks a built-in from the table below. A name containing
  * '/' is the path of a shared object exporting TABLED_BACKEND_SYMBOL; it is
  * loaded with dlopen(RTLD_NOW | RTLD_LOCAL) and its vtable is checked
- * (version, name, every method) before anything else of it is trusted. A
- * loaded plug-in is never unloaded: its vtable must stay valid for the life
- * of the process. */
+ * (version, name, every method its version requires) before anything else
+ * of it is trusted. Every version from 1 to TABLED_BACKEND_VERSION_MAX is
+ * accepted, and no field newer than the vtable's version is read: a
+ * version-1 plug-in's struct ends before caps. A loaded plug-in is never
+ * unloaded: its vtable must stay valid for the life of the process. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,8 +30,10 @@ static const struct {
 
 typedef const struct backend_ops *(*registry_init_fn)(void);
 
-/* Returns NULL when every field of a vtable is usable, else the name of the
- * first bad field. */
+/* Returns NULL when every field of a vtable that its version requires is
+ * set, else the name of the first missing one. Version 1 needs every
+ * method; version 2 lets each of get, iter_next and apply be NULL when its
+ * _v2 form is set. Fields newer than ops->version are never read. */
 static const char *registry_check_ops(const struct backend_ops *ops)
 {
     if (!ops->name || !ops->name[0])
@@ -38,20 +42,29 @@ static const char *registry_check_ops(const struct backend_ops *ops)
         return "open";
     if (!ops->close)
         return "close";
-    if (!ops->get)
-        return "get";
     if (!ops->iter_open)
         return "iter_open";
     if (!ops->iter_seek)
         return "iter_seek";
-    if (!ops->iter_next)
-        return "iter_next";
     if (!ops->iter_close)
         return "iter_close";
-    if (!ops->apply)
-        return "apply";
     if (!ops->sync)
         return "sync";
+    if (ops->version == 1) {
+        if (!ops->get)
+            return "get";
+        if (!ops->iter_next)
+            return "iter_next";
+        if (!ops->apply)
+            return "apply";
+        return NULL;
+    }
+    if (!ops->get && !ops->get_v2)
+        return "get_v2 (or get)";
+    if (!ops->iter_next && !ops->iter_next_v2)
+        return "iter_next_v2 (or iter_next)";
+    if (!ops->apply && !ops->apply_v2)
+        return "apply_v2 (or apply)";
     return NULL;
 }
 
@@ -82,9 +95,9 @@ static const struct backend_ops *registry_load_plugin(const char *path, char *er
         dlclose(h);
         return NULL;
     }
-    if (ops->version != TABLED_BACKEND_VERSION) {
-        errfmt_set(err, errlen, "backend plug-in %s: interface version %d, this server needs %d",
-                   path, ops->version, TABLED_BACKEND_VERSION);
+    if (ops->version < 1 || ops->version > TABLED_BACKEND_VERSION_MAX) {
+        errfmt_set(err, errlen, "backend plug-in %s: interface version %d, this server accepts "
+                   "1 to %d", path, ops->version, TABLED_BACKEND_VERSION_MAX);
         dlclose(h);
         return NULL;
     }

@@ -13,6 +13,7 @@
 #include "backends/backend.h"
 #include "core/coro.h"
 #include "server/admin.h"
+#include "store/host.h"
 #include "store/kv.h"
 #include "store/store.h"
 #include "core/advise.h"
@@ -267,6 +268,13 @@ static void bg_set_wake(void *svc, background_wake_fn wake, void *wake_arg)
     service_set_wake(svc, wake, wake_arg);
 }
 
+/* kv's waiter during start-up: one turn of the event loop, in which a
+ * backend's timer or socket completes the call waited for. */
+static void main_wait_once(void *arg)
+{
+    event_base_loop(arg, EVLOOP_ONCE);
+}
+
 int main(int argc, char **argv)
 {
     static struct config cfg;
@@ -352,18 +360,28 @@ int main(int argc, char **argv)
         log_error("cannot create the event loop");
         return 1;
     }
+    struct host *host = host_new(base);
+    if (!host)
+        abort();
+    bopt.host = host_hooks(host);
     struct kv *kv = NULL;
     if (kv_open(ops, &bopt, &kv, err, sizeof err) != 0) {
         log_error("cannot open the %s backend (data %s): %s", ops->name, cfg.data_dir, err);
+        host_free(host);
         event_base_free(base);
         return 1;
     }
+    /* Until the server serves, a call that completes later is waited for
+     * by turning the loop (nothing else is on it yet); from then on only
+     * requests and the background step call the store, on coroutines. */
+    kv_set_waiter(kv, main_wait_once, base);
     struct store *store = store_new(kv, cfg.durability);
     struct service *svc = store ? service_new(&cfg, store, err, sizeof err) : NULL;
     if (!svc) {
         log_error("cannot start the table service: %s", store ? err : "out of memory");
         store_free(store);
         kv_close(kv);
+        host_free(host);
         event_base_free(base);
         return 1;
     }
@@ -379,6 +397,7 @@ int main(int argc, char **argv)
             service_free(svc);
             store_free(store);
             kv_close(kv);
+            host_free(host);
             event_base_free(base);
             return 2;
         }
@@ -423,10 +442,12 @@ int main(int argc, char **argv)
         metrics_free(metrics);
         fault_set_free(faults);
         throttle_free(throttle);
+        host_free(host);
         event_base_free(base);
         return 1;
     }
     server_attach(srv, admin, metrics, throttle);
+    kv_set_waiter(kv, NULL, NULL);
     if (!cfg.auth)
         log_warn("authentication is off (--auth off): every request is accepted unsigned");
     if (fault_active(faults))
@@ -445,6 +466,7 @@ int main(int argc, char **argv)
     service_free(svc);
     store_free(store);
     kv_close(kv);
+    host_free(host);
     event_base_free(base);
     coro_pool_drain();
     admin_free(admin);

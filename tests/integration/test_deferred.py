@@ -40,8 +40,9 @@ def plugin_path():
 
 
 def server(ms):
-    return h.Server(backend=plugin_path(),
-                    args=["--backend-option", "deferred-ms=%d" % ms]).start()
+    # start-up reads the catalogue and purge records through the slow store
+    return h.Server(backend=plugin_path(), args=["--backend-option", "deferred-ms=%d" % ms],
+                    ready_timeout=60).start()
 
 
 def service(srv):
@@ -200,7 +201,7 @@ def main():
     finally:
         srv.stop_and_check(tap)
     # stopping while requests wait: the server exits cleanly
-    srv = server(2000)
+    srv = server(1000)
     try:
         svc = service(srv)
         results = []

@@ -3,12 +3,12 @@
 
   - make install DESTDIR=tmp: exactly the expected files (binary, the
     azurite-table link, both man pages, the example configuration, the
-    systemd unit, the plug-in header, tabled-backend.pc); the unit names the
+    systemd unit, the plug-in headers, tabled-backend.pc); the unit names the
     installed binary and configuration; make uninstall removes them all.
   - the example plug-in (backends/examples/counting.c with the memory
     backend it wraps), copied away from the tree and built with
     cc -shared $(pkg-config --cflags tabled-backend) against the installed
-    header only, is loaded by the installed tabled and serves a request.
+    headers only, is loaded by the installed tabled and serves a request.
   - man -l renders tabled(1) and tabled.conf(5) without warnings.
   - every flag of tabled --help and azurite-table --help appears in
     tabled(1), so the two cannot drift apart.
@@ -76,7 +76,7 @@ def plugin_check(tap, dest, dirs, tmp):
     p = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror"] + cflags +
                        ["counting.c", "memory.c", "-o", so], cwd=src, capture_output=True,
                        timeout=120)
-    tap.ok(p.returncode == 0, "example plug-in builds against the installed header only",
+    tap.ok(p.returncode == 0, "example plug-in builds against the installed headers only",
            p.stderr.decode()[-2000:])
     if p.returncode:
         return
@@ -116,6 +116,7 @@ def main():
                 dirs["man1dir"] + "/azurite-table.1",
                 dirs["tabledconfdir"] + "/tabled.conf",
                 dirs["tabledincludedir"] + "/backends/backend.h",
+                dirs["tabledincludedir"] + "/backends/checks.h",
                 dirs["pkgconfigdir"] + "/tabled-backend.pc"}
         if dirs.get("systemdsystemunitdir"):
             want.add(dirs["systemdsystemunitdir"] + "/tabled.service")

@@ -1,5 +1,6 @@
 /* backend_suite.h - helpers shared by the parts of the backend conformance
  * suite (test_backend.c: the checks every backend passes;
+ * test_backend_v2.c: interface version 2 and deferred completion;
  * test_backend_durable.c: reopen, kill -9, disk-full and flat-file
  * recovery checks of the durable backends). */
 #ifndef TABLED_BACKEND_SUITE_H
@@ -9,6 +10,7 @@
 #include <stdio.h>
 
 #include "backends/backend.h"
+#include "tests/unit/backend_adapter.h"
 
 /* The backend under test and how it is run. */
 extern const struct backend_ops *ops;
@@ -44,6 +46,14 @@ struct backend_store *store_open(const char *section, enum backend_durability d)
 struct backend_store *store_open_with(const char *section, enum backend_durability d,
                                       const char *const *extra, int *rc_out, char *err,
                                       size_t errlen);
+/* The vtable's methods through the adapter (version 2 when present,
+   deferred calls waited for): bt_get lends the value until the next
+   bt_get, bt_next the entry until the next bt_next. */
+int bt_get(struct backend_store *st, const void *k, size_t kl, const void **v, size_t *vl,
+           char *err, size_t errlen);
+int bt_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
+             size_t errlen);
+int bt_next(struct backend_iter *it, const void **k, size_t *kl, const void **v, size_t *vl);
 int put(struct backend_store *st, const void *k, size_t kl, const void *v, size_t vl);
 int del(struct backend_store *st, const void *k, size_t kl);
 int get_is(struct backend_store *st, const void *k, size_t kl, const void *v, size_t vl);
@@ -56,6 +66,11 @@ int scan_matches(struct backend_store *st, const void *start, size_t sl, const v
 /* Number of entries a full scan returns (-1 on error). */
 long scan_count(struct backend_store *st);
 uint64_t rnd(void);
+
+/* test_backend_v2.c */
+void test_registry_versions(const char *top);
+void test_v1_gating(void);
+void test_v2_all(void);
 
 /* test_backend_durable.c */
 void test_durable_all(void);

@@ -1,8 +1,9 @@
 /* test_backend.c - the backend conformance suite.
  *
  *     test_backend                     every built-in backend, and the
- *                                      example plug-in when TOP_BUILDDIR
- *                                      is set (as under make check)
+ *                                      example plug-in (version 1) and
+ *                                      the deferred test plug-in when
+ *                                      TOP_BUILDDIR is set (make check)
  *     test_backend [-n] [-o NAME=VALUE]... BACKEND [DIR]
  *
  * BACKEND is a built-in name or a path to a plug-in .so. -n says the
@@ -66,7 +67,8 @@ struct backend_store *store_open_with(const char *section, enum backend_durabili
     for (const char *const *p = extra; p && *p && n < 31; p++)
         params[n++] = *p;
     params[n] = NULL;
-    struct backend_options opt = {.data_dir = dir, .durability = d, .params = params};
+    struct backend_options opt = {.data_dir = dir, .durability = d, .params = params,
+                                  .host = bta_host()};
     struct backend_store *st = NULL;
     char local[512] = "";
     if (!err) {
@@ -89,12 +91,29 @@ struct backend_store *store_open(const char *section, enum backend_durability d)
     return store_open_with(section, d, NULL, NULL, NULL, 0);
 }
 
+int bt_get(struct backend_store *st, const void *k, size_t kl, const void **v, size_t *vl,
+           char *err, size_t errlen)
+{
+    return bta_get(ops, st, k, kl, v, vl, err, errlen);
+}
+
+int bt_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
+             size_t errlen)
+{
+    return bta_apply(ops, st, w, NULL, n, 0, NULL, err, errlen);
+}
+
+int bt_next(struct backend_iter *it, const void **k, size_t *kl, const void **v, size_t *vl)
+{
+    return bta_next(ops, it, k, kl, v, vl);
+}
+
 /* One put through apply(). */
 int put(struct backend_store *st, const void *k, size_t kl, const void *v, size_t vl)
 {
     struct backend_write w = {BACKEND_PUT, k, kl, v, vl};
     char err[256] = "";
-    int rc = ops->apply(st, &w, 1, err, sizeof(err));
+    int rc = bt_apply(st, &w, 1, err, sizeof(err));
     if (rc != BACKEND_OK)
         printf("# put failed: %d %s\n", rc, err);
     return rc;
@@ -105,7 +124,7 @@ int del(struct backend_store *st, const void *k, size_t kl)
 {
     struct backend_write w = {BACKEND_DELETE, k, kl, NULL, 0};
     char err[256] = "";
-    int rc = ops->apply(st, &w, 1, err, sizeof(err));
+    int rc = bt_apply(st, &w, 1, err, sizeof(err));
     if (rc != BACKEND_OK)
         printf("# delete failed: %d %s\n", rc, err);
     return rc;
@@ -114,27 +133,22 @@ int del(struct backend_store *st, const void *k, size_t kl)
 /* 1 when get(k) returns exactly the value v. */
 int get_is(struct backend_store *st, const void *k, size_t kl, const void *v, size_t vl)
 {
-    void *got = NULL;
+    const void *got = NULL;
     size_t got_len = 0;
     char err[256] = "";
-    int rc = ops->get(st, k, kl, &got, &got_len, err, sizeof(err));
+    int rc = bt_get(st, k, kl, &got, &got_len, err, sizeof(err));
     int ok = rc == BACKEND_OK && got != NULL && got_len == vl && (vl == 0 || memcmp(got, v, vl) == 0);
     if (!ok)
         printf("# get: rc %d, len %zu (want %zu) %s\n", rc, got_len, vl, err);
-    if (rc == BACKEND_OK)
-        free(got);
     return ok;
 }
 
 /* 1 when get(k) says BACKEND_NOTFOUND. */
 int get_absent(struct backend_store *st, const void *k, size_t kl)
 {
-    void *got = NULL;
+    const void *got = NULL;
     size_t got_len = 0;
-    int rc = ops->get(st, k, kl, &got, &got_len, NULL, 0);
-    if (rc == BACKEND_OK)
-        free(got);
-    return rc == BACKEND_NOTFOUND;
+    return bt_get(st, k, kl, &got, &got_len, NULL, 0) == BACKEND_NOTFOUND;
 }
 
 /* Byte order of the keyspace, as the reference for the checks. */
@@ -164,7 +178,7 @@ int iter_matches(struct backend_iter *it, const struct kv *exp, size_t n)
     for (;;) {
         const void *k = NULL, *v = NULL;
         size_t kl = 0, vl = 0;
-        int rc = ops->iter_next(it, &k, &kl, &v, &vl);
+        int rc = bt_next(it, &k, &kl, &v, &vl);
         if (rc < 0) {
             printf("# iter_next error %d after %zu entries\n", rc, i);
             return 0;
@@ -218,7 +232,7 @@ long scan_count(struct backend_store *st)
         return -1;
     long n = 0;
     int rc;
-    while ((rc = ops->iter_next(it, NULL, NULL, NULL, NULL)) == 1)
+    while ((rc = bt_next(it, NULL, NULL, NULL, NULL)) == 1)
         n++;
     ops->iter_close(it);
     return rc < 0 ? -1 : n;
@@ -229,7 +243,7 @@ static int next_is(struct backend_iter *it, const void *k, size_t kl)
 {
     const void *gk = NULL, *gv = NULL;
     size_t gkl = 0, gvl = 0;
-    int rc = ops->iter_next(it, &gk, &gkl, &gv, &gvl);
+    int rc = bt_next(it, &gk, &gkl, &gv, &gvl);
     if (!k) {
         if (rc != 0)
             printf("# expected the end, iter_next returned %d\n", rc);
@@ -297,7 +311,12 @@ static void test_registry(void)
         BT_CHECK(backend_lookup(path, err, sizeof(err)) == NULL && strstr(err, "version"),
                  "registry: a plug-in with another interface version is refused");
         printf("# %s\n", err);
+        test_registry_versions(top);
     }
+    BT_CHECK(backend_memory_ops.version == 2 && backend_leveldb_ops.version == 2 &&
+                 backend_flatfile_ops.version == 2,
+             "registry: the built-in backends are version 2");
+    test_v1_gating();
 }
 
 /* Point operations: hit, miss, overwrite, delete, zero-length values,
@@ -333,13 +352,11 @@ static void test_point_ops(void)
     /* Zero-length values. */
     BT_EQ_INT(put(st, "z", 1, NULL, 0), BACKEND_OK, "point: put zero-length value (val NULL)");
     BT_EQ_INT(put(st, "y", 1, "", 0), BACKEND_OK, "point: put zero-length value (val \"\")");
-    void *got = NULL;
+    const void *got = NULL;
     size_t got_len = 99;
-    int rc = ops->get(st, "z", 1, &got, &got_len, NULL, 0);
+    int rc = bt_get(st, "z", 1, &got, &got_len, NULL, 0);
     BT_CHECK(rc == BACKEND_OK && got != NULL && got_len == 0,
              "point: zero-length value gets a non-NULL pointer and length 0");
-    if (rc == BACKEND_OK)
-        free(got);
     struct kv zs[2] = {{"y", 1, "", 0}, {"z", 1, "", 0}};
     BT_CHECK(scan_matches(st, NULL, 0, NULL, 0, zs, 2), "point: zero-length values iterate");
     BT_EQ_INT(put(st, "z", 1, "now", 3), BACKEND_OK, "point: zero-length value overwritten");
@@ -350,19 +367,17 @@ static void test_point_ops(void)
     /* Invalid keys. */
     char err[256] = "";
     struct backend_write w = {BACKEND_PUT, "", 0, "v", 1};
-    BT_EQ_INT(ops->apply(st, &w, 1, err, sizeof(err)), BACKEND_INVALID,
+    BT_EQ_INT(bt_apply(st, &w, 1, err, sizeof(err)), BACKEND_INVALID,
               "point: put with an empty key is BACKEND_INVALID");
     BT_CHECK(err[0] != 0, "point: ... with a detail message");
     w.op = BACKEND_DELETE;
-    BT_EQ_INT(ops->apply(st, &w, 1, NULL, 0), BACKEND_INVALID,
+    BT_EQ_INT(bt_apply(st, &w, 1, NULL, 0), BACKEND_INVALID,
               "point: delete with an empty key is BACKEND_INVALID (no err buffer)");
-    void *v = NULL;
+    const void *v = NULL;
     size_t vl = 0;
-    rc = ops->get(st, "", 0, &v, &vl, NULL, 0);
+    rc = bt_get(st, "", 0, &v, &vl, NULL, 0);
     BT_CHECK(rc != BACKEND_OK, "point: get with an empty key fails");
-    if (rc == BACKEND_OK)
-        free(v);
-    BT_EQ_INT(ops->apply(st, NULL, 0, NULL, 0), BACKEND_OK, "point: apply of zero writes is OK");
+    BT_EQ_INT(bt_apply(st, NULL, 0, NULL, 0), BACKEND_OK, "point: apply of zero writes is OK");
     BT_EQ_INT(ops->sync(st, NULL, 0), BACKEND_OK, "point: sync");
     ops->close(st);
 }
@@ -491,7 +506,7 @@ static void test_apply(void)
         {BACKEND_DELETE, "absent", 6, NULL, 0},
     };
     char err[256] = "";
-    BT_EQ_INT(ops->apply(st, w, sizeof(w) / sizeof(w[0]), err, sizeof(err)), BACKEND_OK,
+    BT_EQ_INT(bt_apply(st, w, sizeof(w) / sizeof(w[0]), err, sizeof(err)), BACKEND_OK,
               "apply: mixed puts and deletes");
     struct kv exp[] = {
         {"a", 1, "1", 1}, {"del-put", 7, "back", 4}, {"keep", 4, "new", 3}, {"same", 4, "second", 6},
@@ -510,7 +525,7 @@ static void test_apply(void)
         {BACKEND_PUT, "", 0, "empty key", 9},
     };
     err[0] = 0;
-    BT_EQ_INT(ops->apply(st, bad, 4, err, sizeof(err)), BACKEND_INVALID,
+    BT_EQ_INT(bt_apply(st, bad, 4, err, sizeof(err)), BACKEND_INVALID,
               "apply: a batch holding an empty key is BACKEND_INVALID");
     BT_CHECK(err[0] != 0, "apply: ... with a detail message");
     BT_CHECK(scan_matches(st, NULL, 0, NULL, 0, exp, 4), "apply: ... and nothing of it was applied");
@@ -523,7 +538,7 @@ static void test_apply(void)
         snprintf(keys[i], sizeof(keys[i]), "b%04d", i % 400);  /* 100 keys written twice */
         big[i] = (struct backend_write){BACKEND_PUT, keys[i], 5, &keys[i][0], i < 400 ? 1 : 5};
     }
-    BT_EQ_INT(ops->apply(st, big, NB, NULL, 0), BACKEND_OK, "apply: 500 writes in one call");
+    BT_EQ_INT(bt_apply(st, big, NB, NULL, 0), BACKEND_OK, "apply: 500 writes in one call");
     int ok = 1;
     for (int i = 0; i < 400; i++)
         ok &= get_is(st, keys[i], 5, keys[i], i < 100 ? 5 : 1);
@@ -685,7 +700,7 @@ static void test_many(void)
                                           o->v, o->vl};
         }
         char err[256] = "";
-        if (ops->apply(st, w, nb, err, sizeof(err)) != BACKEND_OK) {
+        if (bt_apply(st, w, nb, err, sizeof(err)) != BACKEND_OK) {
             if (ok)
                 printf("# apply failed: %s\n", err);
             ok = 0;
@@ -829,7 +844,7 @@ static void test_reopen(void)
             {BACKEND_DELETE, "a", 1, NULL, 0},
             {BACKEND_PUT, "a", 1, "third", 5},
         };
-        ops->apply(st, w, 3, NULL, 0);
+        bt_apply(st, w, 3, NULL, 0);
         if (modes[m] == BACKEND_DURABLE_BATCH) {
             snprintf(what, sizeof(what), "reopen (%s): sync", mode_names[m]);
             BT_EQ_INT(ops->sync(st, NULL, 0), BACKEND_OK, what);
@@ -897,7 +912,7 @@ static void test_cursor_writes(void)
     int rc = 1;
     const void *gk, *gv;
     size_t gkl, gvl;
-    while (ns < 5 && (rc = ops->iter_next(it, &gk, &gkl, &gv, &gvl)) == 1)
+    while (ns < 5 && (rc = bt_next(it, &gk, &gkl, &gv, &gvl)) == 1)
         ns++;
     BT_CHECK(rc == 1 && ns == 5, "cursor+writes: read a..e");
     ns = 0;   /* only what comes after the writes is checked below */
@@ -912,10 +927,10 @@ static void test_cursor_writes(void)
         {BACKEND_PUT, "m", 1, "v2-m", 4}, {BACKEND_DELETE, "n", 1, NULL, 0},
         {BACKEND_PUT, "na", 2, "v1-na", 5},
     };
-    ops->apply(st, bw, 3, NULL, 0);
+    bt_apply(st, bw, 3, NULL, 0);
     int ok = 1, monotonic = 1;
     int midway_done = 0;
-    while (ns < 64 && (rc = ops->iter_next(it, &gk, &gkl, &gv, &gvl)) == 1) {
+    while (ns < 64 && (rc = bt_next(it, &gk, &gkl, &gv, &gvl)) == 1) {
         if (gkl > 2 || gvl > 15) {
             ok = 0;
             break;
@@ -973,7 +988,7 @@ static void test_cursor_writes(void)
     }
     BT_CHECK(vals, "cursor+writes: nothing behind the cursor, every value one its key held");
     BT_EQ_INT(ops->iter_seek(it, "", 0), BACKEND_OK, "cursor+writes: seek back to the start");
-    rc = ops->iter_next(it, &gk, &gkl, NULL, NULL);
+    rc = bt_next(it, &gk, &gkl, NULL, NULL);
     BT_CHECK(rc == 1 && gkl == 1 && (((const char *)gk)[0] == '0' || ((const char *)gk)[0] == 'a'),
              "cursor+writes: ... returns the first key again");
     ops->iter_close(it);
@@ -996,7 +1011,7 @@ static void test_cursor_writes(void)
     it = NULL;
     ops->iter_open(st, "r", 1, "s", 1, &it, NULL, 0);
     int good = it != NULL, steps = 0, last = -1;
-    while (good && (rc = ops->iter_next(it, &gk, &gkl, &gv, &gvl)) == 1) {
+    while (good && (rc = bt_next(it, &gk, &gkl, &gv, &gvl)) == 1) {
         int ki = -1;
         unsigned ver = 0, kv = 0;
         if (gkl != 6 || sscanf((const char *)gk + 1, "%5d", &ki) != 1 || gvl >= sizeof(vb)) {
@@ -1051,9 +1066,9 @@ static void test_limits(void)
     unsigned char *buf = calloc(1, vl);
     if (buf) {
         struct backend_write w[2] = {{BACKEND_PUT, "ok", 2, "v", 1}, {BACKEND_PUT, buf, kl, "v", 1}};
-        BT_EQ_INT(ops->apply(st, w, 2, NULL, 0), BACKEND_INVALID, "limits: 64 KiB + 1 key");
+        BT_EQ_INT(bt_apply(st, w, 2, NULL, 0), BACKEND_INVALID, "limits: 64 KiB + 1 key");
         w[1] = (struct backend_write){BACKEND_PUT, "k", 1, buf, vl};
-        BT_EQ_INT(ops->apply(st, w, 2, NULL, 0), BACKEND_INVALID, "limits: 8 MiB + 1 value");
+        BT_EQ_INT(bt_apply(st, w, 2, NULL, 0), BACKEND_INVALID, "limits: 8 MiB + 1 value");
         BT_CHECK(get_absent(st, "ok", 2), "limits: ... nothing was applied");
     }
     free(buf);
@@ -1087,7 +1102,7 @@ static long table_scan(struct backend_store *st, uint64_t id)
     const void *k;
     size_t kl;
     int rc;
-    while ((rc = ops->iter_next(it, &k, &kl, NULL, NULL)) == 1) {
+    while ((rc = bt_next(it, &k, &kl, NULL, NULL)) == 1) {
         if (kl < 9 || memcmp(k, s, 9) != 0)
             n = -1000000;
         n++;
@@ -1117,7 +1132,7 @@ static void test_many_tables(void)
             size_t kl = table_key(keys[r], ids[t], r % 4, r);
             w[r] = (struct backend_write){BACKEND_PUT, keys[r], kl, keys[r], kl};
         }
-        ok &= ops->apply(st, w, NR, NULL, 0) == BACKEND_OK;
+        ok &= bt_apply(st, w, NR, NULL, 0) == BACKEND_OK;
     }
     ops->sync(st, NULL, 0);
     BT_CHECK(ok, "many tables: 600 tables x 20 rows written, one batch per table");
@@ -1143,7 +1158,7 @@ static void test_many_tables(void)
                     size_t kl = table_key(keys[r], ids[t], r % 4, r);
                     w[r] = (struct backend_write){BACKEND_DELETE, keys[r], kl, NULL, 0};
                 }
-                ok &= ops->apply(st, w, NR, NULL, 0) == BACKEND_OK;
+                ok &= bt_apply(st, w, NR, NULL, 0) == BACKEND_OK;
             }
             ops->sync(st, NULL, 0);
             BT_CHECK(ok, "many tables: drop every third table");
@@ -1169,9 +1184,10 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 }
 
 /* Runs every section against one backend. dir NULL: a fresh temporary
- * directory, removed afterwards. Returns 0, or -1 when the backend could
- * not even be found. */
-static int run_backend(const char *label, const char *name, int durable,
+ * directory, removed afterwards. version: the interface version it must
+ * have (0: any). Returns 0, or -1 when the backend could not even be
+ * found. */
+static int run_backend(const char *label, const char *name, int version, int durable,
                        const char *const *params, const char *dir)
 {
     char err[512] = "";
@@ -1199,7 +1215,14 @@ static int run_backend(const char *label, const char *name, int durable,
     }
     printf("# backend %s (%s), %s, data under %s\n", ops->name, name,
            durable ? "durable" : "not durable", base_dir);
-    BT_EQ_INT(ops->version, TABLED_BACKEND_VERSION, "the backend has the current version");
+    BT_CHECK(ops->version >= 1 && ops->version <= TABLED_BACKEND_VERSION_MAX,
+             "the backend's interface version is one the server accepts");
+    if (version)
+        BT_EQ_INT(ops->version, version, "the backend has the expected interface version");
+    if (ops->version >= 2 && !(ops->caps & BACKEND_CAP_DEFERS))
+        BT_CHECK(ops->get_v2 && ops->iter_next_v2 && ops->apply_v2,
+                 "a version-2 backend that completes at once has every _v2 method");
+    int bad_before = bta_violations();
     test_point_ops();
     test_order_and_ranges();
     test_apply();
@@ -1209,22 +1232,25 @@ static int run_backend(const char *label, const char *name, int durable,
     test_cursor_writes();
     test_many_tables();
     test_many();
+    test_v2_all();
     if (durable) {
         test_reopen();
         test_durable_all();
     }
+    BT_EQ_INT(bta_violations() - bad_before, 0,
+              "the backend kept the caller-visible rules of backend.h (PENDING, done())");
     if (own_dir)
         nftw(base_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     return 0;
 }
 
-/* The example plug-in as make check builds it, or NULL. */
-static const char *find_plugin(char *buf, size_t cap)
+/* A plug-in of backends/examples as make check builds it, or NULL. */
+static const char *find_plugin(char *buf, size_t cap, const char *so)
 {
     const char *top = getenv("TOP_BUILDDIR");
     if (!top || !*top)
         return NULL;
-    snprintf(buf, cap, "%s/backends/examples/.libs/libcounting.so", top);
+    snprintf(buf, cap, "%s/backends/examples/.libs/%s", top, so);
     return buf;
 }
 
@@ -1251,7 +1277,7 @@ int main(int argc, char **argv)
         int durable = !not_durable && strcmp(name, "memory") != 0;
         snprintf(bt_label, sizeof(bt_label), "registry");
         test_registry();
-        run_backend(name, name, durable, opts, i + 1 < argc ? argv[i + 1] : NULL);
+        run_backend(name, name, 0, durable, opts, i + 1 < argc ? argv[i + 1] : NULL);
         return test_done();
     }
 
@@ -1260,15 +1286,25 @@ int main(int argc, char **argv)
     static const char *const compact[] = {"compact-min-bytes=256K", "compact-garbage-pct=40",
                                           "compact-step-bytes=16K", NULL};
     static const char *const small_ldb[] = {"write-buffer-size=256K", "cache-size=0", NULL};
-    run_backend("memory", "memory", 0, NULL, NULL);
-    run_backend("leveldb", "leveldb", 1, NULL, NULL);
-    run_backend("leveldb-small-memtable", "leveldb", 1, small_ldb, NULL);
-    run_backend("flatfile", "flatfile", 1, NULL, NULL);
-    run_backend("flatfile-compacting", "flatfile", 1, compact, NULL);
+    run_backend("memory", "memory", 2, 0, NULL, NULL);
+    run_backend("leveldb", "leveldb", 2, 1, NULL, NULL);
+    run_backend("leveldb-small-memtable", "leveldb", 2, 1, small_ldb, NULL);
+    run_backend("flatfile", "flatfile", 2, 1, NULL, NULL);
+    run_backend("flatfile-compacting", "flatfile", 2, 1, compact, NULL);
+    /* The plug-ins make check builds: the example (a version-1 plug-in),
+       and the deferred test plug-in (every call completes from the event
+       loop, at the next turn: deferred-ms=0 keeps the big sections quick)
+       over leveldb (durable) and over memory. */
+    static const char *const dfr_ldb[] = {"deferred-inner=leveldb", "deferred-ms=0", NULL};
+    static const char *const dfr_mem[] = {"deferred-inner=memory", "deferred-ms=0", NULL};
     char plugin[4200];
-    if (find_plugin(plugin, sizeof(plugin)))
-        run_backend("plugin", plugin, 0, NULL, NULL);
-    else
-        printf("# TOP_BUILDDIR is not set: the example plug-in is not tested\n");
+    if (find_plugin(plugin, sizeof(plugin), "libcounting.so")) {
+        run_backend("plugin", plugin, 1, 0, NULL, NULL);
+        find_plugin(plugin, sizeof(plugin), "libdeferred.so");
+        run_backend("deferred-leveldb", plugin, 2, 1, dfr_ldb, NULL);
+        run_backend("deferred-memory", plugin, 2, 0, dfr_mem, NULL);
+    } else {
+        printf("# TOP_BUILDDIR is not set: the plug-ins are not tested\n");
+    }
     return test_done();
 }

@@ -3,7 +3,9 @@
  *     test_backend_model [BACKEND [OPS [SEED]]]
  *
  * Runs OPS random operations (default 200,000 on "memory", 20,000 on the
- * durable built-ins, which it runs too when no BACKEND is given) and after
+ * durable built-ins, which it runs too when no BACKEND is given, and under
+ * make check on the deferred test plug-in over leveldb and memory: labels
+ * deferred-leveldb, deferred-memory) through their version-2 methods, and after
  * each one compares the store with a plain array: batches of puts and
  * deletes (ascending runs in one "partition", as a $batch writes them, or
  * keys anywhere), point gets, range scans and seeks on a cursor left open
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "tests/unit/backend_adapter.h"
 #include "tests/unit/tap.h"
 
 #define NPART 4
@@ -106,9 +109,11 @@ static size_t lower_bound(const char *k, size_t kl)
 
 /* Runs ops random operations on one store; returns the number of
  * mismatches (0 on success), reporting the first few. */
-static int run(const struct backend_ops *ops, const char *dir, long nops)
+static int run(const struct backend_ops *ops, const char *dir, const char *const *params,
+               long nops)
 {
-    struct backend_options opt = {dir, BACKEND_DURABLE_NONE, NULL, NULL, NULL};
+    struct backend_options opt = {.data_dir = dir, .durability = BACKEND_DURABLE_NONE,
+                                  .params = params, .host = bta_host()};
     struct backend_store *st;
     char err[256];
     if (ops->open(&opt, &st, err, sizeof err) != BACKEND_OK) {
@@ -140,7 +145,7 @@ static int run(const struct backend_ops *ops, const char *dir, long nops)
                 w[j].val = del ? NULL : vbuf[j];
                 w[j].val_len = del ? 0 : make_val(i, seeds[j], vbuf[j]);
             }
-            if (ops->apply(st, w, n, err, sizeof err) != BACKEND_OK) {
+            if (bta_apply(ops, st, w, NULL, n, 0, NULL, err, sizeof err) != BACKEND_OK) {
                 bad++;
                 TEST_CHECK(0, err);
                 continue;
@@ -151,17 +156,15 @@ static int run(const struct backend_ops *ops, const char *dir, long nops)
             }
         } else if (kind < 75) {   /* point gets */
             size_t i = rnd() % NKEYS;
-            void *val = NULL;
+            const void *val = NULL;
             size_t vl = 0;
-            int rc = ops->get(st, keys[i], key_lens[i], &val, &vl, err, sizeof err);
+            int rc = bta_get(ops, st, keys[i], key_lens[i], &val, &vl, err, sizeof err);
             int ok = present[i] ? rc == BACKEND_OK && val_ok(i, val, vl) : rc == BACKEND_NOTFOUND;
             if (!ok) {
                 bad++;
                 fprintf(stderr, "# op %ld: get %.*s: rc %d, model %s\n", op, (int)key_lens[i],
                         keys[i], rc, present[i] ? "present" : "absent");
             }
-            if (rc == BACKEND_OK)
-                free(val);
         } else if (kind < 90) {   /* a bounded scan */
             size_t a = rnd() % NKEYS, b = a + rnd() % 200;
             if (b > NKEYS)
@@ -179,7 +182,7 @@ static int run(const struct backend_ops *ops, const char *dir, long nops)
                     m++;
                 const void *k, *v;
                 size_t kl, vl;
-                int rc = ops->iter_next(it, &k, &kl, &v, &vl);
+                int rc = bta_next(ops, it, &k, &kl, &v, &vl);
                 if (m == b) {
                     if (rc != 0) {
                         bad++;
@@ -218,7 +221,7 @@ static int run(const struct backend_ops *ops, const char *dir, long nops)
              * bounds and values of keys unchanged are promised). */
             const void *k, *v;
             size_t kl, vl;
-            int rc = ops->iter_next(held, &k, &kl, &v, &vl);
+            int rc = bta_next(ops, held, &k, &kl, &v, &vl);
             if (rc == 1) {
                 size_t i = lower_bound(k, kl);
                 if (i == NKEYS || key_lens[i] != kl || memcmp(keys[i], k, kl) != 0 ||
@@ -245,7 +248,7 @@ static int run(const struct backend_ops *ops, const char *dir, long nops)
                 m++;
             const void *k, *v;
             size_t kl, vl;
-            int rc = ops->iter_next(it, &k, &kl, &v, &vl);
+            int rc = bta_next(ops, it, &k, &kl, &v, &vl);
             if (m == NKEYS) {
                 bad += rc != 0;
                 break;
@@ -274,30 +277,55 @@ int main(int argc, char **argv)
     if (!rng_state)
         rng_state = 1;
     make_keys();
-    static const char *const names[] = {"memory", "flatfile", "leveldb"};
+    /* The built-ins, and under make check the deferred test plug-in
+       (every call completes from the event loop) over two of them. */
+    static const char *const dfr_ldb[] = {"deferred-inner=leveldb", "deferred-ms=0", NULL};
+    static const char *const dfr_mem[] = {"deferred-inner=memory", "deferred-ms=0", NULL};
+    static const struct {
+        const char *label, *name;   /* name: built-in, or plug-in under TOP_BUILDDIR */
+        const char *const *params;
+        long nops;
+    } runs[] = {
+        {"memory", "memory", NULL, 200000},
+        {"flatfile", "flatfile", NULL, 20000},
+        {"leveldb", "leveldb", NULL, 20000},
+        {"deferred-leveldb", "backends/examples/.libs/libdeferred.so", dfr_ldb, 10000},
+        {"deferred-memory", "backends/examples/.libs/libdeferred.so", dfr_mem, 20000},
+    };
+    const char *top = getenv("TOP_BUILDDIR");
     char tmpl[] = "/tmp/tabled-model-XXXXXX";
     char *dir = mkdtemp(tmpl);
     TEST_CHECK(dir != NULL, "temporary directory");
     if (!dir)
         return test_done();
     printf("# seed %llu\n", (unsigned long long)rng_state);
-    for (size_t b = 0; b < sizeof names / sizeof names[0]; b++) {
-        if (only && strcmp(only, names[b]) != 0)
+    for (size_t b = 0; b < sizeof runs / sizeof runs[0]; b++) {
+        if (only && strcmp(only, runs[b].label) != 0)
             continue;
-        char err[256];
-        const struct backend_ops *ops = backend_lookup(names[b], err, sizeof err);
+        char path[4200], err[256];
+        const char *name = runs[b].name;
+        if (strchr(name, '/')) {
+            if (!top || !*top) {
+                printf("# TOP_BUILDDIR is not set: %s is not tested\n", runs[b].label);
+                continue;
+            }
+            snprintf(path, sizeof path, "%s/%s", top, name);
+            name = path;
+        }
+        const struct backend_ops *ops = backend_lookup(name, err, sizeof err);
         if (!ops) {
             TEST_CHECK(0, err);
             continue;
         }
         char sub[4200];
-        snprintf(sub, sizeof sub, "%s/%s", dir, names[b]);
-        long n = nops ? nops : b == 0 ? 200000 : 20000;
+        snprintf(sub, sizeof sub, "%s/%s", dir, runs[b].label);
+        long n = nops ? nops : runs[b].nops;
         char what[128];
-        snprintf(what, sizeof what, "[%s] %ld random operations agree with the model", names[b],
-                 n);
-        TEST_CHECK(run(ops, sub, n) == 0, what);
+        snprintf(what, sizeof what, "[%s] %ld random operations agree with the model",
+                 runs[b].label, n);
+        TEST_CHECK(run(ops, sub, runs[b].params, n) == 0, what);
     }
+    TEST_CHECK(bta_violations() == 0, "the backends kept the caller-visible rules of backend.h");
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
