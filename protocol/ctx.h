@@ -48,6 +48,7 @@ struct service {
     /* the background step on a deferred store runs on a coroutine too */
     struct coro *bg_co;        /* while bg_running */
     int bg_running, bg_waited, bg_result;
+    int quiescing;             /* service_quiesce: no new background step */
     uint64_t bg_not_before_us;         /* the last purge step failed (logged once) */
 };
 

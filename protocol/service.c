@@ -94,6 +94,16 @@ struct service *service_new(const struct config *cfg, struct store *store, char 
     return svc;
 }
 
+void service_quiesce(struct service *svc, void (*wait_once)(void *arg), void *arg, int max_ms)
+{
+    svc->quiescing = 1;
+    uint64_t until = clock_mono_us() + (uint64_t)max_ms * 1000u;
+    while ((svc->jobs || svc->bg_running) && clock_mono_us() < until)
+        wait_once(arg);
+    if (svc->jobs || svc->bg_running)
+        log_warn("stopping with requests still waiting on the store after %d ms", max_ms);
+}
+
 void service_free(struct service *svc)
 {
     if (!svc)
@@ -757,6 +767,8 @@ static void service_bg_fin(void *arg)
 
 int service_background(struct service *svc)
 {
+    if (svc->quiescing)
+        return -1;
     if (!kv_defers(svc->kv))
         return service_background_step(svc);
     if (svc->bg_running)

@@ -16,6 +16,12 @@ struct service;
 struct store;
 struct service *service_new(const struct config *cfg, struct store *store, char *err,
                             size_t errlen);
+/* Before service_free on a store whose calls complete later: starts no
+ * more background work and turns the loop (wait_once(arg), one turn) until
+ * the requests and the background step that wait on the store are over
+ * (their cursors closed, their answers handed over), for at most max_ms.
+ * Whatever still waits then is dropped by service_free. */
+void service_quiesce(struct service *svc, void (*wait_once)(void *arg), void *arg, int max_ms);
 void service_free(struct service *svc);
 
 /* Answers req into resp. Returns 1 when resp is complete now. Returns 0

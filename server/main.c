@@ -460,6 +460,7 @@ int main(int argc, char **argv)
 
     server_run(srv);
     notify_stopping();
+    service_quiesce(svc, main_wait_once, base, 10000);
 
     background_free(bg);
     server_free(srv);

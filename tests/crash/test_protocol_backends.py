@@ -76,7 +76,7 @@ def main():
             if not os.path.exists(so):
                 tap.ok(False, "the deferred test plug-in is built: %s" % so)
                 continue
-            args = "--backend %s --backend-option deferred-ms=1" % so
+            args = "--backend %s --backend-option deferred-ms=0" % so
         else:
             args = "--backend %s" % name
         for script in SCRIPTS:
