@@ -127,12 +127,25 @@ static const struct backend_host host = {
 struct waiter {
     struct backend_call call;
     int fired;
+    unsigned char kbuf[512], vbuf[512];
 };
 
+/* done(): the borrowed key and value are valid only until done returns,
+   so they are copied into the waiter (the tests use short ones). */
 static void on_done(struct backend_call *c)
 {
     struct waiter *w = c->arg;
     w->fired++;
+    if (c->key) {
+        c->key_len = c->key_len < sizeof w->kbuf ? c->key_len : sizeof w->kbuf;
+        memcpy(w->kbuf, c->key, c->key_len);
+        c->key = w->kbuf;
+    }
+    if (c->val) {
+        c->val_len = c->val_len < sizeof w->vbuf ? c->val_len : sizeof w->vbuf;
+        memcpy(w->vbuf, c->val, c->val_len);
+        c->val = w->vbuf;
+    }
 }
 
 static void w_init(struct waiter *w)
@@ -246,9 +259,13 @@ static int scan(struct backend_store *st, const void *start, size_t sl, const vo
         }
         n++;
         const unsigned char *k = w.call.key;
-        o += (size_t)snprintf(out + o, outlen - o, n > 1 ? "," : "");
-        for (size_t i = 0; i < w.call.key_len && o < outlen - 3; i++)
-            o += (size_t)snprintf(out + o, outlen - o, ((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '1' && k[i] <= '9')) ? "%c" : "%02x", k[i]);
+        if (n > 1 && o + 1 < outlen)
+            out[o++] = ',';
+        for (size_t i = 0; i < w.call.key_len && o + 3 < outlen; i++) {
+            int text = (k[i] >= 'a' && k[i] <= 'z') || (k[i] >= '1' && k[i] <= '9');
+            o += (size_t)snprintf(out + o, outlen - o, text ? "%c" : "%02x", k[i]);
+        }
+        out[o] = 0;
     }
 }
 
