@@ -752,6 +752,84 @@ static void test_close_in_done(void)
         backend_postgres_ops.close(close_me);
 }
 
+/* A deadlock (SQLSTATE 40P01) is retried: the store's batch takes dx and
+   waits for dy, held by the side connection, which then asks for dx. The
+   store's backend waited longer, so the server's deadlock check runs there
+   and aborts the batch; the backend sends it again, and it succeeds once
+   the side commits. */
+static void test_deadlock_retry(struct backend_store *a, PGconn *side)
+{
+    struct waiter wa;
+    char x[8] = "", y[8] = "";
+    kput(a, "dx", "0");
+    kput(a, "dy", "0");
+    side_run(side, "BEGIN");
+    side_run(side, "SELECT * FROM tabled_kv WHERE k = '\\x6479' FOR UPDATE");
+    struct backend_write ab[2] = { { BACKEND_PUT, "dx", 2, "a", 1 }, { BACKEND_PUT, "dy", 2, "a", 1 } };
+    w_init(&wa);
+    int ra = backend_postgres_ops.apply_v2(a, ab, NULL, 2, &wa.call);
+    for (int i = 0; i < 30; i++) {          /* the batch holds dx, waits for dy */
+        struct timeval tv = { 0, 10000 };
+        event_base_loopexit(base, &tv);
+        event_base_dispatch(base);
+    }
+    PGresult *r = side_exec(side, "UPDATE tabled_kv SET v = '\\x73' WHERE k = '\\x6478'");
+    TEST_CHECK(PQresultStatus(r) == PGRES_COMMAND_OK, "the side's write won the deadlock");
+    PQclear(r);
+    side_run(side, "COMMIT");
+    ra = w_wait(&wa, ra);
+    TEST_EQ_INT(ra, BACKEND_OK, "the batch aborted by the deadlock was retried and succeeded");
+    kget(a, "dx", x, sizeof x);
+    kget(a, "dy", y, sizeof y);
+    TEST_CHECK(!strcmp(x, "a") && !strcmp(y, "a"), "its writes came after the side's");
+    sleep(1);
+    side_run(side, "SELECT pg_stat_clear_snapshot()");
+    r = side_exec(side, "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()");
+    TEST_CHECK(PQntuples(r) == 1 && atoi(PQgetvalue(r, 0, 0)) >= 1, "(the server did report a deadlock)");
+    PQclear(r);
+    kdel(a, "dx");
+    kdel(a, "dy");
+}
+
+/* get_v2 of a big value, compared inside done (it is borrowed). */
+struct bigwait {
+    struct backend_call call;
+    const unsigned char *expect;
+    size_t n;
+    int fired, same;
+};
+
+static void big_done(struct backend_call *c)
+{
+    struct bigwait *b = c->arg;
+    b->fired = 1;
+    b->same = c->status == BACKEND_OK && c->val_len == b->n && !memcmp(c->val, b->expect, b->n);
+}
+
+/* Values of 1 MiB and 8 MiB (the limit): libpq's output is flushed as the
+   socket allows (the write watch), and the bytes come back the same. */
+static void test_big(struct backend_store *st)
+{
+    size_t sizes[2] = { 1u << 20, 8u << 20 };
+    for (int s = 0; s < 2; s++) {
+        unsigned char *v = malloc(sizes[s]);
+        for (size_t i = 0; i < sizes[s]; i++)
+            v[i] = (unsigned char)(i * 7 + (i >> 13));
+        struct waiter w;
+        struct backend_write wr = { BACKEND_PUT, "big", 3, v, sizes[s] };
+        TEST_EQ_INT(kapply(st, &wr, NULL, 1, 0, &w), BACKEND_OK, s ? "put of 8 MiB" : "put of 1 MiB");
+        struct bigwait b = { { 0 }, v, sizes[s], 0, 0 };
+        b.call.done = big_done;
+        b.call.arg = &b;
+        int rc = backend_postgres_ops.get_v2(st, "big", 3, &b.call);
+        while (rc == BACKEND_PENDING && !b.fired)
+            event_base_loop(base, EVLOOP_ONCE);
+        TEST_CHECK(rc == BACKEND_PENDING && b.same, "the big value reads back the same");
+        free(v);
+    }
+    kdel(st, "big");
+}
+
 /* The database stops under a pending write, then comes back. */
 static void test_outage(struct backend_store *st, PGconn **side)
 {
@@ -830,7 +908,9 @@ int main(int argc, char **argv)
     if (st2) {
         test_race(st, st2);
         test_snapshot(st, st2, side);
+        test_deadlock_retry(st, side);
     }
+    test_big(st);
     test_queue();
     test_timeout(side);
     test_close_in_done();
