@@ -2,7 +2,9 @@
 # Runs the postgres backend's tests (tests/unit/test_backend_pg) against a
 # private PostgreSQL: initdb in a temporary directory, a unix socket there
 # and a free port, no TCP listener, no system service touched; stopped and
-# removed at the end. PostgreSQL refuses to run as root, so as root the
+# removed at the end. The C program stops it (-m immediate: a crash, so a
+# write blocked on a row lock can never commit meanwhile) and starts it
+# again through the stop.sh / start.sh written here. PostgreSQL refuses to run as root, so as root the
 # server runs as "nobody" (runuser) in a directory that user owns.
 # Skipped (TAP "1..0 # SKIP") only when tabled was built without libpq or
 # the server binaries (Debian postgresql-15) are not installed.
@@ -39,7 +41,7 @@ exec $as "$bindir/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w -t 60 \\
 EOS
 cat > "$tmp/stop.sh" <<EOS
 #!/bin/sh
-exec $as "$bindir/pg_ctl" -D "$tmp/data" -w -t 60 -m fast stop >/dev/null
+exec $as "$bindir/pg_ctl" -D "$tmp/data" -w -t 60 -m immediate stop >/dev/null
 EOS
 chmod 755 "$tmp/start.sh" "$tmp/stop.sh"
 
