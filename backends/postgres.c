@@ -121,6 +121,8 @@ struct pg_op {
     struct pg_stmt *stmts;
     size_t nstmts;
     int retries;
+    int fresh;                      /* OP_STEP: began the cursor's transaction */
+    int resent;                     /* a read already moved to a new connection */
     /* progress of the running pipeline */
     size_t nq;                      /* queries sent before the sync */
     size_t qi;                      /* query whose results come now */
@@ -382,6 +384,7 @@ static void pg_conn_drop(struct pg_conn *c)
 }
 
 static void pg_kick(struct backend_store *st);
+static void pg_drain(struct backend_store *st);
 
 /* A connection failed (I/O error, timeout): fails its op (UNKNOWN for an
    apply whose writes were sent), breaks the cursor it carried, and starts
@@ -402,6 +405,28 @@ static void pg_conn_lost(struct pg_conn *c, int timed_out, const char *why)
         snprintf(it->err, sizeof it->err, "cursor's database connection %s: %s",
                  timed_out ? "timed out" : "lost", m);
     }
+    if (op && !timed_out && !op->resent &&
+        (op->kind == OP_GET || (op->kind == OP_STEP && op->fresh))) {
+        /* a read that changed nothing and had no snapshot yet: once more
+           on a new connection (a database restart costs no error) */
+        op->resent = 1;
+        if (it) {
+            it->broken = 0;
+            it->err[0] = 0;
+        }
+        op->next = st->queue;
+        st->queue = op;
+        if (!op->next)
+            st->queue_tail = &op->next;
+        op = NULL;
+    }
+    /* the server may have gone for every connection: idle ones whose
+       socket already reads end-of-file are dropped before reuse */
+    for (unsigned i = 0; i < st->pool_size; i++) {
+        struct pg_conn *o = &st->conns[i];
+        if (o->state == PGC_IDLE && (!PQconsumeInput(o->pg) || PQstatus(o->pg) == CONNECTION_BAD))
+            pg_conn_drop(o);
+    }
     if (op) {
         if (op->kind == OP_APPLY && op->sent)
             pg_fail(op, BACKEND_UNKNOWN, "database connection %s after the writes were sent "
@@ -410,6 +435,7 @@ static void pg_conn_lost(struct pg_conn *c, int timed_out, const char *why)
             pg_fail(op, BACKEND_UNAVAILABLE, "database connection %s: %s",
                     timed_out ? "timed out" : "lost", m);
     }
+    pg_drain(st);
     pg_kick(st);
 }
 
@@ -636,6 +662,7 @@ static int pg_send_step(struct pg_conn *c, struct pg_op *op)
                                NULL, NULL, 0))
             return -1;
         op->nq++;
+        op->fresh = 1;
         it->conn = c;
         c->holder = it;
     }
@@ -654,7 +681,7 @@ static int pg_send(struct pg_conn *c, struct pg_op *op)
     struct backend_store *st = c->st;
     int rc = 0;
     op->nq = op->qi = 0;
-    op->seen = op->sent = op->retry = 0;
+    op->seen = op->sent = op->retry = op->fresh = 0;
     op->status = BACKEND_OK;
     op->created = op->removed = op->failed = 0;
     switch (op->kind) {
@@ -1049,6 +1076,11 @@ static int pg_apply_v2(struct backend_store *st, const struct backend_write *w,
     if (n == 0) {
         if (st->outage) {
             snprintf(call->err, sizeof call->err, "%s", st->outage_err);
+            return BACKEND_UNAVAILABLE;
+        }
+        if (!pg_live(st)) {             /* all lost: find out by trying */
+            pg_connect_start(&st->conns[0]);
+            snprintf(call->err, sizeof call->err, "no database connection (reconnecting)");
             return BACKEND_UNAVAILABLE;
         }
         return BACKEND_OK;

@@ -870,6 +870,16 @@ static void test_outage(struct backend_store *st, PGconn **side)
     printf("# recovered after %ld s\n", (long)(time(NULL) - t0));
     TEST_EQ_STR(out, "v", "the interrupted write was not applied (it never committed)");
     TEST_EQ_INT(kput(st, "held", "after"), BACKEND_OK, "writes work again");
+
+    /* a restart while the store is idle: the first read moves to a new
+       connection and succeeds; so does a new cursor's first step */
+    for (int i = 0; i < 3; i++)             /* several idle connections */
+        kget(st, "held", out, sizeof out);
+    TEST_CHECK(system(stop_script) == 0 && system(start_script) == 0, "database restarted");
+    TEST_EQ_INT(kget(st, "held", out, sizeof out), BACKEND_OK, "the first get after the restart succeeds");
+    TEST_CHECK(system(stop_script) == 0 && system(start_script) == 0, "database restarted again");
+    TEST_EQ_INT(scan(st, "held", 4, "hele", 4, out, sizeof out), 1,
+                "the first scan after the restart succeeds");
     kdel(st, "held");
     PQfinish(*side);
     *side = PQconnectdb(conninfo);
