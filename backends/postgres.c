@@ -46,8 +46,10 @@
  * BACKEND_UNAVAILABLE while a host timer retries with backoff (100 ms
  * doubling to 2 s). A connection lost under an op fails it with
  * BACKEND_UNKNOWN when it was an apply whose writes were sent, else
- * BACKEND_UNAVAILABLE. Every op has a timeout (timeout=SECONDS, default
- * 30): its connection is dropped and it fails the same way.
+ * BACKEND_UNAVAILABLE (a read with no snapshot yet is first moved, once, to
+ * a new connection). Every op has a timeout (timeout=SECONDS, default 30):
+ * its connection is dropped and it fails the same way. A connection
+ * attempt gets 5 s at most.
  *
  * Completion. Ops complete onto a list that is delivered (call->done) at
  * the end of each host callback, after the backend's own state is
@@ -69,6 +71,7 @@
 #define PG_RETRIES 5                    /* serialization failures retried */
 #define PG_BACKOFF_MIN_MS 100
 #define PG_BACKOFF_MAX_MS 2000
+#define PG_CONNECT_MS 5000              /* a connection attempt, at most */
 #define PG_OID_BYTEA 17
 #define PG_OID_INT8 20
 
@@ -549,7 +552,8 @@ static void pg_connect_start(struct pg_conn *c)
         return;
     }
     PQsetNoticeProcessor(c->pg, pg_notice, NULL);
-    c->timer = st->host->timer_add(st->host->arg, st->timeout_ms, pg_connect_timeout, c);
+    c->timer = st->host->timer_add(st->host->arg, st->timeout_ms < PG_CONNECT_MS ?
+                                   st->timeout_ms : PG_CONNECT_MS, pg_connect_timeout, c);
     if (pg_watch(c, BACKEND_FD_WRITE) < 0)
         pg_connect_failed(c, "cannot watch the socket");
 }
