@@ -593,6 +593,36 @@ static void test_batch100(struct backend_store *st, PGconn *side)
     kapply(st, b, NULL, 100, 0, &w);
 }
 
+/* A batch is atomic for readers: scans through another store while a
+   100-write batch commits see all of it or none. */
+static void test_batch_readers(struct backend_store *st, struct backend_store *other)
+{
+    struct backend_write b[100];
+    char keys[100][8], out[1024];
+    struct waiter w;
+    for (int i = 0; i < 100; i++) {
+        snprintf(keys[i], sizeof keys[i], "r%03d", i);
+        b[i] = (struct backend_write){ BACKEND_PUT, keys[i], 4, "v", 1 };
+    }
+    int torn = 0, scans = 0;
+    for (int round = 0; round < 5; round++) {
+        w_init(&w);
+        int rc = backend_postgres_ops.apply_v2(st, b, NULL, 100, &w.call);
+        while (rc == BACKEND_PENDING && !w.fired) {
+            int n = scan(other, "r", 1, "s", 1, out, sizeof out);
+            scans++;
+            torn += n != (round & 1 ? 100 : 0) && n != (round & 1 ? 0 : 100);
+        }
+        for (int i = 0; i < 100; i++)       /* the next round deletes them */
+            b[i].op = round & 1 ? BACKEND_PUT : BACKEND_DELETE;
+    }
+    TEST_EQ_INT(torn, 0, "scans during 100-write batches see all of a batch or none");
+    printf("# %d scans overlapped the batches\n", scans);
+    for (int i = 0; i < 100; i++)
+        b[i].op = BACKEND_DELETE;
+    kapply(st, b, NULL, 100, 0, &w);
+}
+
 /* Two stores (two front ends) race VERSION-conditional writes of one key. */
 static void test_race(struct backend_store *a, struct backend_store *b)
 {
@@ -847,7 +877,28 @@ static void test_outage(struct backend_store *st, PGconn **side)
         event_base_loopexit(base, &tv);
         event_base_dispatch(base);
     }
+    for (int i = 1; i <= 5; i++) {
+        char k[4] = { 'z', (char)('0' + i), 0, 0 };
+        kput(st, k, "v");
+    }
+    struct backend_iter *it;
+    char err[256];
+    struct waiter ws;
+    backend_postgres_ops.iter_open(st, "z", 1, NULL, 0, &it, err, sizeof err);
+    w_init(&ws);
+    TEST_EQ_INT(w_wait(&ws, backend_postgres_ops.iter_next_v2(it, &ws.call)), 1,
+                "a cursor's first step (it holds its connection)");
     TEST_EQ_INT(system(stop_script), 0, "database stopped");
+    int crc;
+    do {
+        w_init(&ws);
+        crc = w_wait(&ws, backend_postgres_ops.iter_next_v2(it, &ws.call));
+    } while (crc == 1);
+    TEST_EQ_INT(crc, BACKEND_UNAVAILABLE, "the cursor's next fetch: UNAVAILABLE (its snapshot is gone)");
+    w_init(&ws);
+    TEST_EQ_INT(backend_postgres_ops.iter_next_v2(it, &ws.call), BACKEND_UNAVAILABLE,
+                "and it keeps saying so");
+    backend_postgres_ops.iter_close(it);
     rc = w_wait(&w, rc);
     TEST_EQ_INT(rc, BACKEND_UNKNOWN, "the pending apply: UNKNOWN (writes were sent)");
     printf("# %s\n", w.call.err);
@@ -870,6 +921,10 @@ static void test_outage(struct backend_store *st, PGconn **side)
     printf("# recovered after %ld s\n", (long)(time(NULL) - t0));
     TEST_EQ_STR(out, "v", "the interrupted write was not applied (it never committed)");
     TEST_EQ_INT(kput(st, "held", "after"), BACKEND_OK, "writes work again");
+    for (int i = 1; i <= 5; i++) {
+        char k[4] = { 'z', (char)('0' + i), 0, 0 };
+        kdel(st, k);
+    }
 
     /* a restart while the store is idle: the first read moves to a new
        connection and succeeds; so does a new cursor's first step */
@@ -917,6 +972,7 @@ int main(int argc, char **argv)
     test_batch100(st, side);
     if (st2) {
         test_race(st, st2);
+        test_batch_readers(st, st2);
         test_snapshot(st, st2, side);
         test_deadlock_retry(st, side);
     }
