@@ -511,7 +511,14 @@ static void pg_connected(struct pg_conn *c)
 /* Advances a connection attempt (PQconnectPoll) and watches accordingly. */
 static void pg_connect_step(struct pg_conn *c)
 {
-    switch (PQconnectPoll(c->pg)) {
+    PostgresPollingStatusType ps = PQconnectPoll(c->pg);
+    /* libpq may have closed the socket and opened another one (the next
+       host or address) under the same number: watch afresh each step */
+    if (c->watch) {
+        c->st->host->fd_unwatch(c->st->host->arg, c->watch);
+        c->watch = NULL;
+    }
+    switch (ps) {
     case PGRES_POLLING_READING:
         if (pg_watch(c, BACKEND_FD_READ) < 0)
             pg_connect_failed(c, "cannot watch the socket");
