@@ -732,6 +732,66 @@ static void test_queue(void)
     backend_postgres_ops.close(st);
 }
 
+/* A conninfo naming a dead host first: libpq moves to the next one, on the
+   synchronous first connection and on the pool's asynchronous ones. */
+static void test_multihost(void)
+{
+    PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+    const char *h = NULL, *p = NULL, *u = NULL, *d = NULL;
+    for (PQconninfoOption *o = opts; o && o->keyword; o++) {
+        if (!o->val)
+            continue;
+        if (!strcmp(o->keyword, "host"))
+            h = o->val;
+        else if (!strcmp(o->keyword, "port"))
+            p = o->val;
+        else if (!strcmp(o->keyword, "user"))
+            u = o->val;
+        else if (!strcmp(o->keyword, "dbname"))
+            d = o->val;
+    }
+    char ci[700], param[720], err[256] = "";
+    snprintf(ci, sizeof ci, "host=/nonexistent-tabled,%s port=%s,%s user=%s dbname=%s",
+             h ? h : "", p ? p : "", p ? p : "", u ? u : "", d ? d : "");
+    snprintf(param, sizeof param, "conninfo=%s", ci);
+    PQconninfoFree(opts);
+    const char *params[] = { param, "pool-size=3", NULL };
+    struct backend_options o = { 0 };
+    struct backend_store *st = NULL;
+    o.params = params;
+    o.host = &host;
+    TEST_EQ_INT(backend_postgres_ops.open(&o, &st, err, sizeof err), BACKEND_OK,
+                "open with a dead host listed first");
+    if (!st)
+        return;
+    struct waiter w[3];
+    int rc[3], ok = 0;
+    for (int i = 0; i < 3; i++) {
+        w_init(&w[i]);
+        rc[i] = backend_postgres_ops.get_v2(st, "x", 1, &w[i].call);
+    }
+    time_t t0 = time(NULL);
+    for (int i = 0; i < 3; i++)
+        ok += w_wait(&w[i], rc[i]) == BACKEND_NOTFOUND;
+    TEST_EQ_INT(ok, 3, "three gets at once (two new connections past the dead host)");
+    TEST_CHECK(time(NULL) - t0 <= 2, "at once (no connection attempt waited for its timeout)");
+    int conns = 0;
+    for (int i = 0; i < 3; i++)             /* three held cursors need three connections */
+        w_init(&w[i]);
+    struct backend_iter *it[3];
+    for (int i = 0; i < 3; i++) {
+        backend_postgres_ops.iter_open(st, "", 0, NULL, 0, &it[i], err, sizeof err);
+        rc[i] = backend_postgres_ops.iter_next_v2(it[i], &w[i].call);
+    }
+    for (int i = 0; i < 3; i++)
+        conns += w_wait(&w[i], rc[i]) >= 0;
+    for (int i = 0; i < 3; i++)
+        backend_postgres_ops.iter_close(it[i]);
+    TEST_EQ_INT(conns, 3, "three cursors at once: the pool grew to 3 connections");
+    TEST_CHECK(time(NULL) - t0 <= 2, "promptly");
+    backend_postgres_ops.close(st);
+}
+
 /* A statement stuck behind a row lock: the per-call timeout fails the
    apply with UNKNOWN (its writes were sent), and the store serves on. */
 static void test_timeout(PGconn *side)
@@ -978,6 +1038,7 @@ int main(int argc, char **argv)
     }
     test_big(st);
     test_queue();
+    test_multihost();
     test_timeout(side);
     test_close_in_done();
     test_outage(st, &side);
