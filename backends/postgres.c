@@ -10,6 +10,8 @@
  *       the order backend.h requires, so cursors are index range scans.
  *       ver is backend_value_version(v), kept beside v so that version
  *       expectations compare a column, not bytes of the value.
+ *       Keys are at most PG_MAX_KEY bytes (a btree entry's limit), less
+ *       than backend.h's 64 KiB: longer ones are refused (BACKEND_INVALID).
  *
  * Connections. A pool of up to pool-size connections, each in libpq's
  * non-blocking pipeline mode, its socket watched through the host's
@@ -72,6 +74,9 @@
 #define PG_BACKOFF_MIN_MS 100
 #define PG_BACKOFF_MAX_MS 2000
 #define PG_CONNECT_MS 5000              /* a connection attempt, at most */
+/* Longest key: a btree index entry must fit in a third of an 8 KiB page
+   (2704 bytes with its headers); incompressible keys above this fail. */
+#define PG_MAX_KEY 2600
 #define PG_OID_BYTEA 17
 #define PG_OID_INT8 20
 
@@ -1034,6 +1039,8 @@ static int pg_get_v2(struct backend_store *st, const void *key, size_t key_len,
         snprintf(call->err, sizeof call->err, "bad key length %zu", key_len);
         return BACKEND_INVALID;
     }
+    if (key_len > PG_MAX_KEY)           /* cannot have been stored */
+        return BACKEND_NOTFOUND;
     struct pg_op *op = pg_op_new(st, OP_GET, call);
     if (!op)
         return BACKEND_NOMEM;
@@ -1104,6 +1111,11 @@ static int pg_apply_v2(struct backend_store *st, const struct backend_write *w,
                             cond[i].expect > BACKEND_EXPECT_VERSION));
         if (bad) {
             snprintf(call->err, sizeof call->err, "bad write %zu", i);
+            return BACKEND_INVALID;
+        }
+        if (w[i].key_len > PG_MAX_KEY) {
+            snprintf(call->err, sizeof call->err, "key of write %zu is %zu bytes; the postgres "
+                     "backend stores keys of at most %d bytes", i, w[i].key_len, PG_MAX_KEY);
             return BACKEND_INVALID;
         }
     }

@@ -346,6 +346,34 @@ static void test_basic(struct backend_store *st)
                 "apply of nothing (the probe) is OK while connected");
 }
 
+/* Keys up to the backend's limit (2600 bytes, incompressible) are stored
+   and found; a longer one is refused, and a get of one is NOTFOUND. */
+static void test_long_keys(struct backend_store *st)
+{
+    static unsigned char k[2700];
+    unsigned seed = 99;
+    for (size_t i = 0; i < sizeof k; i++) {
+        seed = seed * 1103515245 + 12345;
+        k[i] = (unsigned char)(seed >> 16);
+    }
+    struct waiter w;
+    struct backend_write wr = { BACKEND_PUT, k, 2600, "v", 1 };
+    TEST_EQ_INT(kapply(st, &wr, NULL, 1, 0, &w), BACKEND_OK, "a 2600-byte random key is stored");
+    w_init(&w);
+    TEST_EQ_INT(w_wait(&w, backend_postgres_ops.get_v2(st, k, 2600, &w.call)), BACKEND_OK, "and found");
+    wr.key_len = 2601;
+    w_init(&w);
+    TEST_EQ_INT(backend_postgres_ops.apply_v2(st, &wr, NULL, 1, &w.call), BACKEND_INVALID,
+                "a 2601-byte key is refused");
+    TEST_CHECK(strstr(w.call.err, "at most 2600") != NULL, "saying why");
+    w_init(&w);
+    TEST_EQ_INT(backend_postgres_ops.get_v2(st, k, 2601, &w.call), BACKEND_NOTFOUND,
+                "a get of a longer key: NOTFOUND at once");
+    wr.op = BACKEND_DELETE;
+    wr.key_len = 2600;
+    kapply(st, &wr, NULL, 1, 0, &w);
+}
+
 static void test_order(struct backend_store *st)
 {
     static const struct { const char *k; size_t n; } keys[] = {
@@ -1026,6 +1054,7 @@ int main(int argc, char **argv)
     test_schema(side);
     test_basic(st);
     test_order(st);
+    test_long_keys(st);
     test_order_random(st);
     test_conditions(st);
     test_counts(st);
