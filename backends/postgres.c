@@ -135,7 +135,7 @@ struct pg_op {
     size_t nq;                      /* queries sent before the sync */
     size_t qi;                      /* query whose results come now */
     int seen;                       /* a result of query qi was read */
-    int sent;                       /* something reached libpq's buffer */
+    int sent;                       /* the sync is queued: it may commit */
     int status;                     /* first failure, or BACKEND_OK */
     int retry;                      /* the failure was 40001/40P01 */
     size_t failed, created, removed;
@@ -394,6 +394,20 @@ static void pg_conn_drop(struct pg_conn *c)
 static void pg_kick(struct backend_store *st);
 static void pg_drain(struct backend_store *st);
 
+/* True when idle connection c is usable: non-blocking reads find no
+   end-of-file (after a database restart every idle socket has one; a
+   write sent there would end with an unknown outcome). Two reads: a
+   server going down first sends a FATAL message, and libpq stops at the
+   data it read without looking for the end-of-file behind it. Else drops
+   it. */
+static int pg_idle_ok(struct pg_conn *c)
+{
+    if (PQconsumeInput(c->pg) && PQconsumeInput(c->pg) && PQstatus(c->pg) == CONNECTION_OK)
+        return 1;
+    pg_conn_drop(c);
+    return 0;
+}
+
 /* A connection failed (I/O error, timeout): fails its op (UNKNOWN for an
    apply whose writes were sent), breaks the cursor it carried, and starts
    new connections for queued ops. */
@@ -432,8 +446,8 @@ static void pg_conn_lost(struct pg_conn *c, int timed_out, const char *why)
        socket already reads end-of-file are dropped before reuse */
     for (unsigned i = 0; i < st->pool_size; i++) {
         struct pg_conn *o = &st->conns[i];
-        if (o->state == PGC_IDLE && (!PQconsumeInput(o->pg) || PQstatus(o->pg) == CONNECTION_BAD))
-            pg_conn_drop(o);
+        if (o->state == PGC_IDLE)
+            pg_idle_ok(o);
     }
     if (op) {
         if (op->kind == OP_APPLY && op->sent)
@@ -452,7 +466,7 @@ static void pg_drain(struct backend_store *st)
 {
     for (unsigned i = 0; i < st->pool_size && st->queue; i++) {
         struct pg_conn *c = &st->conns[i];
-        if (c->state != PGC_IDLE)
+        if (c->state != PGC_IDLE || !pg_idle_ok(c))
             continue;
         struct pg_op *op = st->queue;
         st->queue = op->next;
@@ -464,6 +478,8 @@ static void pg_drain(struct backend_store *st)
             pg_fail_as(op, rc);
         i = (unsigned)-1;               /* rescan: a send may drop a conn */
     }
+    if (st->queue)                      /* dead idle ones were dropped */
+        pg_kick(st);
 }
 
 /* Connection attempt failed: when nothing else is alive, the store enters
@@ -611,7 +627,6 @@ static int pg_query(struct pg_conn *c, struct pg_op *op, const char *sql, int n,
     if (!PQsendQueryParams(c->pg, sql, n, types, vals, lens, fmts, 1))
         return -1;
     op->nq++;
-    op->sent = 1;
     return 0;
 }
 
@@ -721,8 +736,10 @@ static int pg_send(struct pg_conn *c, struct pg_op *op)
         break;
     }
     int fl = -1;
-    if (rc == 0 && PQpipelineSync(c->pg))
+    if (rc == 0 && PQpipelineSync(c->pg)) {
+        op->sent = 1;                   /* from now on it may commit */
         fl = PQflush(c->pg);
+    }
     if (fl >= 0 && pg_watch(c, fl ? BACKEND_FD_READ | BACKEND_FD_WRITE : BACKEND_FD_READ) == 0) {
         c->state = PGC_BUSY;
         c->op = op;
@@ -992,7 +1009,7 @@ static int pg_start(struct backend_store *st, struct pg_op *op)
     } else {
         struct pg_conn *c = NULL;
         for (unsigned i = 0; i < st->pool_size && !c; i++)
-            if (st->conns[i].state == PGC_IDLE)
+            if (st->conns[i].state == PGC_IDLE && pg_idle_ok(&st->conns[i]))
                 c = &st->conns[i];
         if (c) {
             int s = pg_send(c, op);

@@ -1023,6 +1023,11 @@ static void test_outage(struct backend_store *st, PGconn **side)
     TEST_CHECK(system(stop_script) == 0 && system(start_script) == 0, "database restarted again");
     TEST_EQ_INT(scan(st, "held", 4, "hele", 4, out, sizeof out), 1,
                 "the first scan after the restart succeeds");
+    for (int i = 0; i < 3; i++)
+        kget(st, "held", out, sizeof out);
+    TEST_CHECK(system(stop_script) == 0 && system(start_script) == 0, "database restarted a third time");
+    TEST_EQ_INT(kput(st, "held", "third"), BACKEND_OK,
+                "the first put after the restart succeeds (dead idle connections are not used)");
     kdel(st, "held");
     PQfinish(*side);
     *side = PQconnectdb(conninfo);
