@@ -131,6 +131,7 @@ struct pg_op {
     int retries;
     int fresh;                      /* OP_STEP: began the cursor's transaction */
     int resent;                     /* a read already moved to a new connection */
+    int connect_failed;             /* saw a connection attempt fail while queued */
     /* progress of the running pipeline */
     size_t nq;                      /* queries sent before the sync */
     size_t qi;                      /* query whose results come now */
@@ -393,6 +394,7 @@ static void pg_conn_drop(struct pg_conn *c)
 
 static void pg_kick(struct backend_store *st);
 static void pg_drain(struct backend_store *st);
+static void pg_connect_start(struct pg_conn *c);
 
 /* True when idle connection c is usable: non-blocking reads find no
    end-of-file (after a database restart every idle socket has one; a
@@ -492,6 +494,17 @@ static void pg_connect_failed(struct pg_conn *c, const char *why)
     pg_conn_drop(c);
     if (pg_live(st))
         return;
+    /* the attempt may have begun before the ops now waiting (a server
+       that went down under a handshake and is back): each waiting op gets
+       one more attempt before the store declares an outage */
+    int again = 0;
+    for (struct pg_op *op = st->queue; op; op = op->next)
+        if (!op->connect_failed)
+            again = op->connect_failed = 1;
+    if (again && !st->outage) {
+        pg_connect_start(c);
+        return;
+    }
     if (!st->outage)
         pg_log(st, BACKEND_LOG_WARN, "database unreachable: %s", m);
     st->outage = 1;
