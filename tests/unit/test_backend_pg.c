@@ -680,6 +680,39 @@ static void test_race(struct backend_store *a, struct backend_store *b)
         ver = ver * 10 + (ra == BACKEND_OK ? 1 : 2);
     }
     TEST_EQ_INT(exact, rounds, "two stores racing a VERSION write: exactly one wins every round");
+
+    /* insert-if-absent of the same new key, and delete-if-present of the
+       same existing key, from both stores at once */
+    int ins = 0, del = 0;
+    for (int i = 0; i < rounds; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "race%d", i);
+        struct backend_write wra = { BACKEND_PUT, key, strlen(key), "A", 1 };
+        struct backend_write wrb = { BACKEND_PUT, key, strlen(key), "B", 1 };
+        struct backend_cond c = { BACKEND_EXPECT_ABSENT, 0 };
+        w_init(&wa);
+        w_init(&wb);
+        int ra = backend_postgres_ops.apply_v2(a, &wra, &c, 1, &wa.call);
+        int rb = backend_postgres_ops.apply_v2(b, &wrb, &c, 1, &wb.call);
+        ra = w_wait(&wa, ra);
+        rb = w_wait(&wb, rb);
+        ins += (ra == BACKEND_OK) + (rb == BACKEND_OK) == 1 &&
+               (ra == BACKEND_CONFLICT) + (rb == BACKEND_CONFLICT) == 1;
+        struct backend_write da = { BACKEND_DELETE, key, strlen(key), NULL, 0 };
+        c.expect = BACKEND_EXPECT_PRESENT;
+        w_init(&wa);
+        w_init(&wb);
+        wa.call.want_counts = wb.call.want_counts = 1;
+        ra = backend_postgres_ops.apply_v2(a, &da, &c, 1, &wa.call);
+        rb = backend_postgres_ops.apply_v2(b, &da, &c, 1, &wb.call);
+        ra = w_wait(&wa, ra);
+        rb = w_wait(&wb, rb);
+        del += (ra == BACKEND_OK) + (rb == BACKEND_OK) == 1 &&
+               (ra == BACKEND_CONFLICT) + (rb == BACKEND_CONFLICT) == 1 &&
+               wa.call.removed + wb.call.removed == 1;
+    }
+    TEST_EQ_INT(ins, rounds, "two stores racing an insert-if-absent: exactly one wins every round");
+    TEST_EQ_INT(del, rounds, "two stores racing a delete-if-present: exactly one wins (and counts it)");
     char out[64];
     kget(a, "race", out, sizeof out);
     kdel(a, "race");
