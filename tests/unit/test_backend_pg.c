@@ -50,6 +50,7 @@ static void t_timer_cb(evutil_socket_t fd, short what, void *arg)
     fn(fa);
 }
 
+/* host timer_add: a one-shot libevent timer. */
 static void *t_timer_add(void *arg, unsigned ms, void (*fn)(void *), void *fn_arg)
 {
     struct t_timer *t = calloc(1, sizeof *t);
@@ -64,6 +65,7 @@ static void *t_timer_add(void *arg, unsigned ms, void (*fn)(void *), void *fn_ar
     return t;
 }
 
+/* host timer_cancel: frees a timer that has not fired. */
 static void t_timer_cancel(void *arg, void *timer)
 {
     struct t_timer *t = timer;
@@ -72,6 +74,7 @@ static void t_timer_cancel(void *arg, void *timer)
     free(t);
 }
 
+/* libevent callback of a watch: readiness as BACKEND_FD_* bits. */
 static void t_watch_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct t_watch *w = arg;
@@ -91,6 +94,7 @@ static void t_watch_set(struct t_watch *w, unsigned events)
         event_add(w->ev, NULL);
 }
 
+/* host fd_watch: a persistent (level-triggered) libevent event. */
 static void *t_fd_watch(void *arg, int fd, unsigned events, void (*fn)(void *, unsigned), void *fn_arg)
 {
     struct t_watch *w = calloc(1, sizeof *w);
@@ -104,12 +108,14 @@ static void *t_fd_watch(void *arg, int fd, unsigned events, void (*fn)(void *, u
     return w;
 }
 
+/* host fd_modify: the same watch, other events. */
 static void t_fd_modify(void *arg, void *watch, unsigned events)
 {
     (void)arg;
     t_watch_set(watch, events);
 }
 
+/* host fd_unwatch. */
 static void t_fd_unwatch(void *arg, void *watch)
 {
     struct t_watch *w = watch;
@@ -148,6 +154,7 @@ static void on_done(struct backend_call *c)
     }
 }
 
+/* A fresh waiter whose call reports to on_done. */
 static void w_init(struct waiter *w)
 {
     memset(w, 0, sizeof *w);
@@ -169,6 +176,8 @@ static int w_wait(struct waiter *w, int rc)
     return w->call.status;
 }
 
+/* Opens a store on the test database with up to two extra params; NULL
+   on failure (err says why). */
 static struct backend_store *open_store(const char *extra, const char *extra2, char *err)
 {
     char ci[600];
@@ -221,6 +230,7 @@ static int kapply(struct backend_store *st, const struct backend_write *wr,
     return rc;
 }
 
+/* One unconditional put. */
 static int kput(struct backend_store *st, const char *key, const char *val)
 {
     struct waiter w;
@@ -228,6 +238,7 @@ static int kput(struct backend_store *st, const char *key, const char *val)
     return kapply(st, &wr, NULL, 1, 0, &w);
 }
 
+/* One unconditional delete. */
 static int kdel(struct backend_store *st, const char *key)
 {
     struct waiter w;
@@ -269,6 +280,7 @@ static int scan(struct backend_store *st, const void *start, size_t sl, const vo
     }
 }
 
+/* Runs SQL on the side connection (prints a failure). */
 static PGresult *side_exec(PGconn *side, const char *sql)
 {
     PGresult *r = PQexec(side, sql);
@@ -277,6 +289,7 @@ static PGresult *side_exec(PGconn *side, const char *sql)
     return r;
 }
 
+/* side_exec, result dropped. */
 static void side_run(PGconn *side, const char *sql)
 {
     PQclear(side_exec(side, sql));
@@ -307,6 +320,7 @@ static void test_open(void)
                "vtable: version 2, defers and shared, no v1 methods");
 }
 
+/* A database whose schema version is newer is refused. */
 static void test_schema(PGconn *side)
 {
     char err[256] = "";
@@ -319,6 +333,7 @@ static void test_schema(PGconn *side)
     side_run(side, "UPDATE tabled_meta SET value = 1 WHERE name = 'schema_version'");
 }
 
+/* get, put, overwrite, empty value, delete, bad key, the probe. */
 static void test_basic(struct backend_store *st)
 {
     char v[64];
@@ -374,6 +389,7 @@ static void test_long_keys(struct backend_store *st)
     kapply(st, &wr, NULL, 1, 0, &w);
 }
 
+/* Byte order of binary keys, range bounds and seek. */
 static void test_order(struct backend_store *st)
 {
     static const struct { const char *k; size_t n; } keys[] = {
@@ -445,6 +461,7 @@ struct bkey {
     size_t n;
 };
 
+/* qsort order of struct bkey: memcmp, shorter prefix first. */
 static int bkey_cmp(const void *a, const void *b)
 {
     const struct bkey *x = a, *y = b;
@@ -452,6 +469,7 @@ static int bkey_cmp(const void *a, const void *b)
     return c ? c : (int)x->n - (int)y->n;
 }
 
+/* 300 random binary keys in one apply come back in order. */
 static void test_order_random(struct backend_store *st)
 {
     enum { N = 300 };
@@ -498,6 +516,7 @@ static void test_order_random(struct backend_store *st)
     kapply(st, wr, NULL, N, 0, &w);
 }
 
+/* Each expectation holding and failing, for puts and deletes; batches. */
 static void test_conditions(struct backend_store *st)
 {
     unsigned char v1[32], v2[32];
@@ -567,6 +586,7 @@ static void test_conditions(struct backend_store *st)
     kdel(st, "cb3");
 }
 
+/* want_counts of an unconditional batch. */
 static void test_counts(struct backend_store *st)
 {
     struct waiter w;
@@ -586,6 +606,7 @@ static void test_counts(struct backend_store *st)
     kdel(st, "n3");
 }
 
+/* 100 writes: atomic on conflict, one transaction when applied. */
 static void test_batch100(struct backend_store *st, PGconn *side)
 {
     struct backend_write b[100];
@@ -878,6 +899,7 @@ static void test_timeout(PGconn *side)
 
 /* close() from inside done() is safe. */
 static struct backend_store *close_me;
+/* done() that closes the store. */
 static void close_in_done(struct backend_call *c)
 {
     int *fired = c->arg;
@@ -885,6 +907,7 @@ static void close_in_done(struct backend_call *c)
     backend_postgres_ops.close(close_me);
 }
 
+/* close() called from inside done(). */
 static void test_close_in_done(void)
 {
     char err[256];
@@ -950,6 +973,7 @@ struct bigwait {
     int fired, same;
 };
 
+/* done() of test_big: compares the borrowed value. */
 static void big_done(struct backend_call *c)
 {
     struct bigwait *b = c->arg;
@@ -1066,6 +1090,7 @@ static void test_outage(struct backend_store *st, PGconn **side)
     *side = PQconnectdb(conninfo);
 }
 
+/* Runs every test against the database named by argv[1]. */
 int main(int argc, char **argv)
 {
     if (argc != 4) {
