@@ -1,0 +1,212 @@
+/* pg.h - internals shared by the postgres backend's files (not an
+ * interface): backends/postgres.c (the vtable's methods), pg_pool.c
+ * (connections, the wait queue, completion delivery, timeouts) and
+ * pg_sql.c (the SQL each call sends and how its results are read, the
+ * schema). See postgres.c for the design. */
+#ifndef TABLED_PG_H
+#define TABLED_PG_H
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+
+#define PG_MAX_POOL 64
+#define PG_RETRIES 5                    /* serialization failures retried */
+#define PG_BACKOFF_MIN_MS 100
+#define PG_BACKOFF_MAX_MS 2000
+#define PG_CONNECT_MS 5000              /* a connection attempt, at most */
+/* Longest key: a btree index entry must fit in a third of an 8 KiB page
+   (2704 bytes with its headers); incompressible keys above this fail. */
+#define PG_MAX_KEY 2600
+#define PG_OID_BYTEA 17
+#define PG_OID_INT8 20
+
+enum pgc_state {
+    PGC_DOWN,           /* no connection */
+    PGC_CONNECTING,     /* PQconnectPoll in progress */
+    PGC_IDLE,           /* free in the pool */
+    PGC_HELD,           /* carries a cursor's transaction, nothing running */
+    PGC_BUSY,           /* an op is running on it */
+};
+
+enum pg_kind { OP_GET, OP_STEP, OP_APPLY, OP_ROLLBACK };
+
+/* Statements an apply sends for one write (see pg_plan). */
+enum pg_stmt_kind {
+    ST_CHECK_PRESENT,   /* error 22012 unless the key exists (locks it) */
+    ST_CHECK_VERSION,   /* error 22012 unless it exists with that ver */
+    ST_INSERT_ABSENT,   /* insert; error 22012 when the key exists */
+    ST_PLACEHOLDER,     /* the same with an empty value (ABSENT + DELETE) */
+    ST_EXISTS,          /* count of rows with the key (want_counts) */
+    ST_UPSERT,
+    ST_DELETE,
+};
+
+struct pg_stmt {
+    enum pg_stmt_kind kind;
+    size_t w;           /* index of its write */
+    int count;          /* ST_DELETE: add the affected rows to removed */
+};
+
+struct pg_conn;
+
+/* One call in flight (or one cursor's rollback, which has no call). */
+struct pg_op {
+    enum pg_kind kind;
+    struct backend_store *st;
+    struct backend_call *call;      /* NULL for OP_ROLLBACK */
+    struct backend_iter *it;        /* OP_STEP */
+    struct pg_conn *conn;           /* while running */
+    struct pg_op *next;             /* queue / done list link */
+    void *timer;                    /* timeout */
+    /* get */
+    const void *key;
+    size_t key_len;
+    PGresult *res;                  /* kept until done() returns */
+    /* apply */
+    const struct backend_write *w;
+    const struct backend_cond *cond;
+    size_t n;
+    struct pg_stmt *stmts;
+    size_t nstmts;
+    int retries;
+    int fresh;                      /* OP_STEP: began the cursor's transaction */
+    int resent;                     /* a read already moved to a new connection */
+    int connect_failed;             /* saw a connection attempt fail while queued */
+    /* progress of the running pipeline */
+    size_t nq;                      /* queries sent before the sync */
+    size_t qi;                      /* query whose results come now */
+    int seen;                       /* a result of query qi was read */
+    int sent;                       /* the sync is queued: it may commit */
+    int status;                     /* first failure, or BACKEND_OK */
+    int retry;                      /* the failure was 40001/40P01 */
+    size_t failed, created, removed;
+    char err[256];
+};
+
+struct pg_conn {
+    struct backend_store *st;
+    PGconn *pg;
+    void *watch;
+    int fd;
+    unsigned events;
+    enum pgc_state state;
+    struct pg_op *op;               /* PGC_BUSY */
+    struct backend_iter *holder;    /* cursor whose transaction it carries */
+    void *timer;                    /* connect timeout */
+};
+
+struct backend_store {
+    const struct backend_host *host;
+    void (*log)(enum backend_log_level, const char *);
+    char *conninfo;
+    unsigned pool_size, timeout_ms, batch_rows;
+    struct pg_conn conns[PG_MAX_POOL];
+    struct pg_op *queue, **queue_tail;      /* waiting for a connection */
+    struct pg_op *done, **done_tail;        /* completed, to deliver */
+    void *deliver_timer;
+    void *reconnect_timer;
+    unsigned backoff_ms;
+    int outage;                     /* no connection could be made */
+    char outage_err[256];
+    int depth;                      /* host callbacks on the stack */
+    int closed;                     /* close() ran inside a callback */
+};
+
+struct backend_iter {
+    struct backend_store *st;
+    unsigned char *start, *end;     /* bounds (end NULL: none) */
+    size_t start_len, end_len;
+    unsigned char *pos;             /* next fetch starts here */
+    size_t pos_len, pos_cap;
+    int pos_incl;                   /* k >= pos (1) or k > pos (0) */
+    struct pg_conn *conn;           /* carries its transaction */
+    PGresult *batch;                /* rows being served */
+    int row;                        /* next row of batch */
+    int eof;                        /* no rows after the batch */
+    int broken;                     /* a failure every later step reports */
+    char err[256];
+};
+
+/* ---- pg_pool.c ---- */
+
+/* Writes a message into a caller's err buffer (may be NULL). */
+void pg_err(char *err, size_t errlen, const char *fmt, ...);
+
+/* libpq's message without its trailing newline, for err strings. */
+const char *pg_msg(const char *m, char *buf, size_t len);
+
+/* libpq notice processor: notices (CREATE TABLE IF NOT EXISTS's
+   "already exists, skipping") are not worth a log line. */
+void pg_notice(void *arg, const char *message);
+
+/* Frees an op (its kept result too); cancels its timeout. */
+void pg_op_free(struct pg_op *op);
+
+/* Records an op's completion; it is delivered from the event loop. */
+void pg_complete(struct pg_op *op);
+
+/* Completes an op with a failure whose message op->err already holds. */
+void pg_fail_as(struct pg_op *op, int status);
+
+/* Number of connections alive or being made. */
+unsigned pg_live(struct backend_store *st);
+
+/* Watches a connection's socket for events (re-registering when libpq
+   switched sockets, as it may while connecting). */
+int pg_watch(struct pg_conn *c, unsigned events);
+
+/* Closes a connection's socket and watches; the slot becomes PGC_DOWN. */
+void pg_conn_drop(struct pg_conn *c);
+
+/* Gives queued ops to free connections (in order); starts connections
+   when some are still waiting. */
+void pg_drain(struct backend_store *st);
+
+/* Starts connections while ops wait and the pool has room (none while in
+   outage: the reconnect timer makes the next attempt). */
+void pg_kick(struct backend_store *st);
+
+/* Starts connecting slot c (asynchronously). */
+void pg_connect_start(struct pg_conn *c);
+
+/* Host timer: an op ran out of time (queued: nothing was attempted;
+   running: its connection is dropped). */
+void pg_op_timeout(void *arg);
+
+/* Runs a new op: on a free connection now, or queued for one. Returns
+   BACKEND_PENDING, or a failure (the op is then freed, its call's err
+   set). */
+int pg_start(struct backend_store *st, struct pg_op *op);
+
+/* Allocates an op for call. */
+struct pg_op *pg_op_new(struct backend_store *st, enum pg_kind kind, struct backend_call *call);
+
+/* ---- pg_sql.c ---- */
+
+/* Sends an op's queries and the pipeline sync on connection c (idle, or
+   held by the op's cursor). Returns 0, or a failure status with op->err
+   set (the connection is then dropped). */
+int pg_send(struct pg_conn *c, struct pg_op *op);
+
+/* Takes one result of query op->qi (consumes r unless it keeps it). */
+void pg_result(struct pg_op *op, PGresult *r);
+
+/* Serves the cursor's next buffered row into call; 1, or 0 at the end. */
+int pg_iter_serve(struct backend_iter *it, struct backend_call *call);
+
+/* The pipeline sync of op arrived: the op is over on this connection
+   (retried when a serialization failure allows), completed, and the
+   connection goes back to the pool or to its cursor. */
+void pg_finish(struct pg_conn *c, struct pg_op *op);
+
+/* Plans an apply's statements (check, then write; see the file comment). */
+int pg_plan(struct pg_op *op, int want_counts);
+
+/* Creates the tables when missing and checks the schema version (at open,
+   synchronously). Concurrent first starts of several front ends may
+   collide on CREATE TABLE IF NOT EXISTS; that is retried. */
+int pg_schema(PGconn *pg, char *err, size_t errlen);
+
+#endif

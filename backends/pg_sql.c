@@ -1,0 +1,419 @@
+/* pg_sql.c - what the postgres backend sends and how it reads the
+ * answers: the statements of an apply (check, then write, per write), a
+ * cursor's batch query, a get, the pipeline sync; results turned into
+ * statuses, counts and buffered rows; the schema created and checked at
+ * open. See postgres.c for the design. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/pg.h"
+#include "backends/postgres.h"
+
+/* ---- sending ---- */
+
+/* Sends one query with binary parameters and results. */
+static int pg_query(struct pg_conn *c, struct pg_op *op, const char *sql, int n,
+                    const Oid *types, const char *const *vals, const int *lens)
+{
+    static const int fmts[3] = { 1, 1, 1 };
+    if (!PQsendQueryParams(c->pg, sql, n, types, vals, lens, fmts, 1))
+        return -1;
+    op->nq++;
+    return 0;
+}
+
+/* The 8-byte big-endian (binary int8) form of a value's version. */
+static void pg_ver(const struct backend_write *w, unsigned char out[8])
+{
+    uint64_t v = w->op == BACKEND_PUT ? backend_value_version(w->val, w->val_len) : 0;
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        out[i] = (unsigned char)v;
+}
+
+/* Sends one statement of an apply's plan. */
+static int pg_send_stmt(struct pg_conn *c, struct pg_op *op, const struct pg_stmt *s)
+{
+    static const Oid kvv[3] = { PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_INT8 };
+    static const Oid kver[2] = { PG_OID_BYTEA, PG_OID_INT8 };
+    const struct backend_write *w = &op->w[s->w];
+    unsigned char ver[8];
+    const char *vals[3] = { w->key, w->op == BACKEND_PUT && w->val ? w->val : "", (const char *)ver };
+    int lens[3] = { (int)w->key_len, w->op == BACKEND_PUT ? (int)w->val_len : 0, 8 };
+    pg_ver(w, ver);
+    switch (s->kind) {
+    case ST_CHECK_PRESENT:
+        return pg_query(c, op, "SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE k = $1 "
+                        "FOR UPDATE) s", 1, kvv, vals, lens);
+    case ST_CHECK_VERSION: {
+        uint64_t v = op->cond[s->w].version;
+        for (int i = 7; i >= 0; i--, v >>= 8)
+            ver[i] = (unsigned char)v;
+        const char *cv[2] = { vals[0], (const char *)ver };
+        int cl[2] = { lens[0], 8 };
+        return pg_query(c, op, "SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE k = $1 "
+                        "AND ver = $2 FOR UPDATE) s", 2, kver, cv, cl);
+    }
+    case ST_PLACEHOLDER:
+        vals[1] = "";
+        lens[1] = 0;
+        memset(ver, 0, sizeof ver);
+        /* fall through */
+    case ST_INSERT_ABSENT:
+        return pg_query(c, op, "WITH i AS (INSERT INTO tabled_kv (k, v, ver) VALUES ($1, $2, $3) "
+                        "ON CONFLICT (k) DO NOTHING RETURNING 1) SELECT 1 / count(*) FROM i",
+                        3, kvv, vals, lens);
+    case ST_EXISTS:
+        return pg_query(c, op, "SELECT count(*) FROM tabled_kv WHERE k = $1", 1, kvv, vals, lens);
+    case ST_UPSERT:
+        return pg_query(c, op, "INSERT INTO tabled_kv (k, v, ver) VALUES ($1, $2, $3) "
+                        "ON CONFLICT (k) DO UPDATE SET v = excluded.v, ver = excluded.ver",
+                        3, kvv, vals, lens);
+    case ST_DELETE:
+        return pg_query(c, op, "DELETE FROM tabled_kv WHERE k = $1", 1, kvv, vals, lens);
+    }
+    return -1;
+}
+
+/* Sends a cursor's next batch query (after BEGIN on a fresh connection). */
+static int pg_send_step(struct pg_conn *c, struct pg_op *op)
+{
+    static const Oid types[2] = { PG_OID_BYTEA, PG_OID_BYTEA };
+    struct backend_iter *it = op->it;
+    char sql[160];
+    if (!it->conn) {
+        if (!PQsendQueryParams(c->pg, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, NULL,
+                               NULL, NULL, 0))
+            return -1;
+        op->nq++;
+        op->fresh = 1;
+        it->conn = c;
+        c->holder = it;
+    }
+    snprintf(sql, sizeof sql, "SELECT k, v FROM tabled_kv WHERE k %s $1%s ORDER BY k LIMIT %u",
+             it->pos_incl ? ">=" : ">", it->end ? " AND k < $2" : "", it->st->batch_rows);
+    const char *vals[2] = { it->pos_len ? (const char *)it->pos : "", (const char *)it->end };
+    int lens[2] = { (int)it->pos_len, (int)it->end_len };
+    return pg_query(c, op, sql, it->end ? 2 : 1, types, vals, lens);
+}
+
+/* Sends an op's queries and the pipeline sync on connection c (idle, or
+   held by the op's cursor). Returns 0, or a failure status with op->err
+   set (the connection is then dropped). */
+int pg_send(struct pg_conn *c, struct pg_op *op)
+{
+    struct backend_store *st = c->st;
+    int rc = 0;
+    op->nq = op->qi = 0;
+    op->seen = op->sent = op->retry = op->fresh = 0;
+    op->status = BACKEND_OK;
+    op->created = op->removed = op->failed = 0;
+    switch (op->kind) {
+    case OP_GET: {
+        static const Oid t[1] = { PG_OID_BYTEA };
+        const char *v[1] = { op->key };
+        int l[1] = { (int)op->key_len };
+        rc = pg_query(c, op, "SELECT v FROM tabled_kv WHERE k = $1", 1, t, v, l);
+        break;
+    }
+    case OP_STEP:
+        rc = pg_send_step(c, op);
+        break;
+    case OP_APPLY:
+        for (size_t i = 0; i < op->nstmts && rc == 0; i++)
+            rc = pg_send_stmt(c, op, &op->stmts[i]);
+        break;
+    case OP_ROLLBACK:
+        rc = PQsendQueryParams(c->pg, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0) ? 0 : -1;
+        op->nq++;
+        break;
+    }
+    int fl = -1;
+    if (rc == 0 && PQpipelineSync(c->pg)) {
+        op->sent = 1;                   /* from now on it may commit */
+        fl = PQflush(c->pg);
+    }
+    if (fl >= 0 && pg_watch(c, fl ? BACKEND_FD_READ | BACKEND_FD_WRITE : BACKEND_FD_READ) == 0) {
+        c->state = PGC_BUSY;
+        c->op = op;
+        op->conn = c;
+        return 0;
+    }
+    char m[160];
+    pg_msg(PQerrorMessage(c->pg), m, sizeof m);
+    int status = op->kind == OP_APPLY && op->sent ? BACKEND_UNKNOWN : BACKEND_UNAVAILABLE;
+    snprintf(op->err, sizeof op->err, "sending to the database failed%s: %s",
+             status == BACKEND_UNKNOWN ? " (outcome unknown)" : "", m);
+    struct backend_iter *it = c->holder;
+    pg_conn_drop(c);
+    if (it && it != op->it) {           /* cannot happen: held conns run their cursor's ops */
+        it->conn = NULL;
+        it->broken = BACKEND_UNAVAILABLE;
+    }
+    if (op->kind == OP_STEP) {
+        op->it->conn = NULL;
+        op->it->broken = status;
+        snprintf(op->it->err, sizeof op->it->err, "%s", op->err);
+    }
+    pg_kick(st);
+    return status;
+}
+
+/* ---- results ---- */
+
+/* True for statements whose 22012 means "expectation failed". */
+static int pg_is_check(enum pg_stmt_kind k)
+{
+    return k == ST_CHECK_PRESENT || k == ST_CHECK_VERSION || k == ST_INSERT_ABSENT ||
+           k == ST_PLACEHOLDER;
+}
+
+/* Reads an int8 column in binary format. */
+static uint64_t pg_int8(const PGresult *r, int row, int col)
+{
+    const unsigned char *p = (const unsigned char *)PQgetvalue(r, row, col);
+    uint64_t v = 0;
+    if (PQgetlength(r, row, col) != 8)
+        return 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* Records a failed query of op (the first failure wins). */
+static void pg_result_error(struct pg_op *op, const PGresult *r)
+{
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    char m[160];
+    pg_msg(PQresultErrorMessage(r), m, sizeof m);
+    if (!state)
+        state = "";
+    if (op->status != BACKEND_OK)
+        return;
+    if (op->kind == OP_APPLY && !strcmp(state, "22012") && op->qi < op->nstmts &&
+        pg_is_check(op->stmts[op->qi].kind)) {
+        op->status = BACKEND_CONFLICT;
+        op->failed = op->stmts[op->qi].w;
+        snprintf(op->err, sizeof op->err, "expectation of write %zu failed", op->failed);
+        return;
+    }
+    op->retry = !strcmp(state, "40001") || !strcmp(state, "40P01");
+    op->status = !strcmp(state, "53100") ? BACKEND_FULL : BACKEND_IOERR;
+    snprintf(op->err, sizeof op->err, "database error %s: %s", state, m);
+}
+
+/* Takes one result of query op->qi (consumes r unless it keeps it). */
+void pg_result(struct pg_op *op, PGresult *r)
+{
+    ExecStatusType s = PQresultStatus(r);
+    if (s == PGRES_PIPELINE_ABORTED) {
+        PQclear(r);
+        return;
+    }
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
+        pg_result_error(op, r);
+        PQclear(r);
+        return;
+    }
+    if (op->status != BACKEND_OK) {
+        PQclear(r);
+        return;
+    }
+    switch (op->kind) {
+    case OP_GET:
+        if (PQntuples(r) == 1 && PQnfields(r) == 1) {
+            PQclear(op->res);
+            op->res = r;
+            return;
+        }
+        op->status = BACKEND_NOTFOUND;
+        break;
+    case OP_STEP:
+        if (s == PGRES_TUPLES_OK) {
+            struct backend_iter *it = op->it;
+            if (PQnfields(r) != 2) {
+                op->status = BACKEND_CORRUPT;
+                snprintf(op->err, sizeof op->err, "unexpected result shape");
+                break;
+            }
+            PQclear(it->batch);
+            it->batch = r;
+            it->row = 0;
+            it->eof = PQntuples(r) < (int)it->st->batch_rows;
+            return;
+        }
+        break;
+    case OP_APPLY: {
+        const struct pg_stmt *st = &op->stmts[op->qi < op->nstmts ? op->qi : 0];
+        if (st->kind == ST_EXISTS && PQntuples(r) == 1 && pg_int8(r, 0, 0) == 0)
+            op->created++;
+        else if (st->kind == ST_INSERT_ABSENT)
+            op->created++;
+        else if (st->kind == ST_DELETE && st->count)
+            op->removed += (size_t)strtoul(PQcmdTuples(r), NULL, 10);
+        break;
+    }
+    case OP_ROLLBACK:
+        break;
+    }
+    PQclear(r);
+}
+
+/* Serves the cursor's next buffered row into call; 1, or 0 at the end. */
+int pg_iter_serve(struct backend_iter *it, struct backend_call *call)
+{
+    if (!it->batch || it->row >= PQntuples(it->batch))
+        return 0;
+    call->key = PQgetvalue(it->batch, it->row, 0);
+    call->key_len = (size_t)PQgetlength(it->batch, it->row, 0);
+    call->val = PQgetvalue(it->batch, it->row, 1);
+    call->val_len = (size_t)PQgetlength(it->batch, it->row, 1);
+    it->row++;
+    return 1;
+}
+
+/* The pipeline sync of op arrived: the op is over on this connection
+   (retried when a serialization failure allows), completed, and the
+   connection goes back to the pool or to its cursor. */
+void pg_finish(struct pg_conn *c, struct pg_op *op)
+{
+    struct backend_store *st = c->st;
+    c->op = NULL;
+    op->conn = NULL;
+    if (op->kind == OP_ROLLBACK)
+        c->holder = NULL;
+    c->state = c->holder ? PGC_HELD : PGC_IDLE;
+    if (op->kind == OP_APPLY && op->retry && op->retries < PG_RETRIES) {
+        op->retries++;
+        int rc = pg_send(c, op);
+        if (rc < 0)
+            pg_fail_as(op, rc);
+        pg_drain(st);
+        return;
+    }
+    if (op->kind == OP_GET && op->status == BACKEND_OK) {
+        if (!op->res) {
+            op->status = BACKEND_NOTFOUND;
+        } else {
+            op->call->val = PQgetvalue(op->res, 0, 0);
+            op->call->val_len = (size_t)PQgetlength(op->res, 0, 0);
+        }
+    }
+    if (op->kind == OP_STEP) {
+        struct backend_iter *it = op->it;
+        if (op->status == BACKEND_OK) {
+            op->status = pg_iter_serve(it, op->call);
+        } else {
+            it->broken = op->status;
+            snprintf(it->err, sizeof it->err, "%s", op->err);
+        }
+    }
+    pg_complete(op);
+    pg_drain(st);
+}
+
+/* Plans an apply's statements (check, then write; see the file comment). */
+int pg_plan(struct pg_op *op, int want_counts)
+{
+    op->stmts = malloc(2 * op->n * sizeof *op->stmts);
+    if (!op->stmts)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < op->n; i++) {
+        enum backend_expect e = op->cond ? op->cond[i].expect : BACKEND_EXPECT_ANY;
+        int put = op->w[i].op == BACKEND_PUT;
+        struct pg_stmt *s = op->stmts;
+        switch (e) {
+        case BACKEND_EXPECT_ABSENT:
+            if (put) {
+                s[k++] = (struct pg_stmt){ ST_INSERT_ABSENT, i, 0 };
+                continue;
+            }
+            s[k++] = (struct pg_stmt){ ST_PLACEHOLDER, i, 0 };
+            s[k++] = (struct pg_stmt){ ST_DELETE, i, 0 };
+            continue;
+        case BACKEND_EXPECT_PRESENT:
+            s[k++] = (struct pg_stmt){ ST_CHECK_PRESENT, i, 0 };
+            break;
+        case BACKEND_EXPECT_VERSION:
+            s[k++] = (struct pg_stmt){ ST_CHECK_VERSION, i, 0 };
+            break;
+        default:
+            if (want_counts && put)
+                s[k++] = (struct pg_stmt){ ST_EXISTS, i, 0 };
+            break;
+        }
+        s[k++] = (struct pg_stmt){ put ? ST_UPSERT : ST_DELETE, i, want_counts };
+    }
+    op->nstmts = k;
+    return 0;
+}
+
+/* Runs one schema statement synchronously; returns its SQLSTATE class
+   ("" when it succeeded). */
+static int pg_exec(PGconn *pg, const char *sql, PGresult **out, char *state, size_t statelen)
+{
+    PGresult *r = PQexec(pg, sql);
+    ExecStatusType s = PQresultStatus(r);
+    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK) {
+        if (out)
+            *out = r;
+        else
+            PQclear(r);
+        return 0;
+    }
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(state, statelen, "%s", st ? st : "");
+    PQclear(r);
+    return -1;
+}
+
+/* Creates the tables when missing and checks the schema version (at open,
+   synchronously). Concurrent first starts of several front ends may
+   collide on CREATE TABLE IF NOT EXISTS; that is retried. */
+int pg_schema(PGconn *pg, char *err, size_t errlen)
+{
+    char ins[200], state[8] = "", m[160];
+    snprintf(ins, sizeof ins, "INSERT INTO tabled_meta (name, value) VALUES ('schema_version', %d) "
+             "ON CONFLICT (name) DO NOTHING", PG_SCHEMA_VERSION);
+    const char *ddl[] = {
+        "CREATE TABLE IF NOT EXISTS tabled_meta (name text PRIMARY KEY, value bigint NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS tabled_kv (k bytea PRIMARY KEY, v bytea NOT NULL, "
+        "ver bigint NOT NULL)",
+        ins,
+    };
+    for (int attempt = 0;; attempt++) {
+        size_t i = 0;
+        while (i < sizeof ddl / sizeof *ddl && pg_exec(pg, ddl[i], NULL, state, sizeof state) == 0)
+            i++;
+        if (i == sizeof ddl / sizeof *ddl)
+            break;
+        int race = !strcmp(state, "23505") || !strcmp(state, "42P07") || !strcmp(state, "40001");
+        if (!race || attempt >= 3) {
+            pg_err(err, errlen, "creating the schema failed (%s): %s", state,
+                   pg_msg(PQerrorMessage(pg), m, sizeof m));
+            return BACKEND_IOERR;
+        }
+    }
+    PGresult *r = NULL;
+    if (pg_exec(pg, "SELECT value FROM tabled_meta WHERE name = 'schema_version'", &r, state,
+                sizeof state) < 0) {
+        pg_err(err, errlen, "reading the schema version failed: %s",
+               pg_msg(PQerrorMessage(pg), m, sizeof m));
+        return BACKEND_IOERR;
+    }
+    long long v = PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    PQclear(r);
+    if (v > PG_SCHEMA_VERSION) {
+        pg_err(err, errlen, "the database's tabled schema is version %lld, newer than this "
+               "tabled's (%d): upgrade tabled, or use another database", v, PG_SCHEMA_VERSION);
+        return BACKEND_INVALID;
+    }
+    if (v < 1) {
+        pg_err(err, errlen, "the database's tabled schema version row is missing or bad");
+        return BACKEND_CORRUPT;
+    }
+    return BACKEND_OK;
+}

@@ -1,0 +1,428 @@
+/* postgres.c - the "postgres" backend: the ordered key/value store kept in
+ * one PostgreSQL table, reached through libpq's asynchronous API on the
+ * server's event loop (backend interface version 2, deferred completion).
+ * This file has the vtable's methods; pg_pool.c the connections, the wait
+ * queue, timeouts and delivery; pg_sql.c the SQL and its results and the
+ * schema; pg.h their shared structs.
+ *
+ * Schema (created by open() when missing; see pg_schema()):
+ *   tabled_meta(name text PRIMARY KEY, value bigint NOT NULL)
+ *       row ('schema_version', PG_SCHEMA_VERSION); a newer one is refused.
+ *   tabled_kv(k bytea PRIMARY KEY, v bytea NOT NULL, ver bigint NOT NULL)
+ *       bytea compares as memcmp with the shorter prefix first, which is
+ *       the order backend.h requires, so cursors are index range scans.
+ *       ver is backend_value_version(v), kept beside v so that version
+ *       expectations compare a column, not bytes of the value.
+ *       Keys are at most PG_MAX_KEY bytes (a btree entry's limit), less
+ *       than backend.h's 64 KiB: longer ones are refused (BACKEND_INVALID).
+ *
+ * Connections. A pool of up to pool-size connections, each in libpq's
+ * non-blocking pipeline mode, its socket watched through the host's
+ * fd_watch. Every call is one "op" that runs on one connection: a few
+ * queries followed by a pipeline sync, sent together (one round trip).
+ * When no connection is free the op waits in a FIFO queue. open() alone
+ * connects synchronously (start-up, before serving) to create or check the
+ * schema, and keeps that connection as the pool's first.
+ *
+ * Applies run as the implicit transaction of one pipeline (no BEGIN: an
+ * error anywhere rolls back the whole pipeline and skips the rest up to the
+ * sync; the commit happens at the sync, whose result arrives only after
+ * it). Expectations are checked inside that transaction by statements that
+ * divide by the number of matching rows: a failed expectation raises
+ * SQLSTATE 22012 (division_by_zero) at a known statement, which aborts the
+ * pipeline, so nothing is applied and the statement's index names the
+ * failed write. Row locks (FOR UPDATE, the unique index of INSERT ... ON
+ * CONFLICT DO NOTHING) hold each checked key until the commit, so two front
+ * ends can never both pass the same expectation. SQLSTATE 40001 / 40P01
+ * (serialization failure, deadlock) are retried up to PG_RETRIES times.
+ * Only portable SQL is used (no functions, triggers, advisory locks,
+ * LISTEN/NOTIFY or extensions): PostgreSQL, and the distributed engines
+ * that speak its protocol, accept it.
+ *
+ * Cursors. iter_open sends nothing. The first step takes a connection and
+ * begins a REPEATABLE READ transaction on it (one snapshot for the cursor's
+ * life); steps fetch batch-rows rows at a time (k >= pos or k > last key,
+ * k < end, ORDER BY k, LIMIT) and serve them from the kept result.
+ * iter_seek only moves the position. iter_close rolls the transaction back
+ * and returns the connection to the pool.
+ *
+ * Faults. A failed connection attempt with no other connection alive puts
+ * the store in "outage": queued and new calls fail at once with
+ * BACKEND_UNAVAILABLE while a host timer retries with backoff (100 ms
+ * doubling to 2 s). A connection lost under an op fails it with
+ * BACKEND_UNKNOWN when it was an apply whose writes were sent, else
+ * BACKEND_UNAVAILABLE (a read with no snapshot yet is first moved, once, to
+ * a new connection). Every op has a timeout (timeout=SECONDS, default 30):
+ * its connection is dropped and it fails the same way. A connection
+ * attempt gets 5 s at most.
+ *
+ * Completion. Ops complete onto a list that is delivered (call->done) at
+ * the end of each host callback, after the backend's own state is
+ * settled; close() from inside a done() is safe (the store is freed when
+ * the outermost callback returns). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/bfs.h"
+#include "backends/pg.h"
+#include "backends/postgres.h"
+
+/* get_v2: SELECT v ... WHERE k = $1; the value is borrowed from the kept
+   result until done() returns. */
+static int pg_get_v2(struct backend_store *st, const void *key, size_t key_len,
+                     struct backend_call *call)
+{
+    if (!key_len || key_len > 65536) {
+        snprintf(call->err, sizeof call->err, "bad key length %zu", key_len);
+        return BACKEND_INVALID;
+    }
+    if (key_len > PG_MAX_KEY)           /* cannot have been stored */
+        return BACKEND_NOTFOUND;
+    struct pg_op *op = pg_op_new(st, OP_GET, call);
+    if (!op)
+        return BACKEND_NOMEM;
+    op->key = key;
+    op->key_len = key_len;
+    return pg_start(st, op);
+}
+
+/* apply_v2: the writes and their checks as one pipelined transaction. */
+static int pg_apply_v2(struct backend_store *st, const struct backend_write *w,
+                       const struct backend_cond *cond, size_t n, struct backend_call *call)
+{
+    call->created = call->removed = call->failed = 0;
+    if (n == 0) {
+        if (st->outage) {
+            snprintf(call->err, sizeof call->err, "%s", st->outage_err);
+            return BACKEND_UNAVAILABLE;
+        }
+        if (!pg_live(st)) {             /* all lost: find out by trying */
+            pg_connect_start(&st->conns[0]);
+            snprintf(call->err, sizeof call->err, "no database connection (reconnecting)");
+            return BACKEND_UNAVAILABLE;
+        }
+        return BACKEND_OK;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int bad = !w[i].key_len || w[i].key_len > 65536 ||
+                  (w[i].op != BACKEND_PUT && w[i].op != BACKEND_DELETE) ||
+                  (w[i].op == BACKEND_PUT && w[i].val_len > 8u * 1024 * 1024) ||
+                  (cond && (cond[i].expect < BACKEND_EXPECT_ANY ||
+                            cond[i].expect > BACKEND_EXPECT_VERSION));
+        if (bad) {
+            snprintf(call->err, sizeof call->err, "bad write %zu", i);
+            return BACKEND_INVALID;
+        }
+        if (w[i].key_len > PG_MAX_KEY) {
+            snprintf(call->err, sizeof call->err, "key of write %zu is %zu bytes; the postgres "
+                     "backend stores keys of at most %d bytes", i, w[i].key_len, PG_MAX_KEY);
+            return BACKEND_INVALID;
+        }
+    }
+    struct pg_op *op = pg_op_new(st, OP_APPLY, call);
+    if (!op)
+        return BACKEND_NOMEM;
+    op->w = w;
+    op->cond = cond;
+    op->n = n;
+    if (pg_plan(op, call->want_counts) < 0) {
+        pg_op_free(op);
+        snprintf(call->err, sizeof call->err, "out of memory");
+        return BACKEND_NOMEM;
+    }
+    return pg_start(st, op);
+}
+
+/* Copies bytes into a malloc()ed buffer (one byte more, never NULL). */
+static unsigned char *pg_dup(const void *p, size_t n)
+{
+    unsigned char *d = malloc(n + 1);
+    if (d && n)
+        memcpy(d, p, n);
+    return d;
+}
+
+/* Sets the position the next fetch starts at. */
+static int pg_iter_setpos(struct backend_iter *it, const void *key, size_t len, int incl)
+{
+    if (len + 1 > it->pos_cap) {
+        unsigned char *p = realloc(it->pos, len + 1);
+        if (!p)
+            return -1;
+        it->pos = p;
+        it->pos_cap = len + 1;
+    }
+    if (len)
+        memcpy(it->pos, key, len);
+    it->pos_len = len;
+    it->pos_incl = incl;
+    return 0;
+}
+
+/* Byte order of backend.h: memcmp, the shorter prefix first. */
+static int pg_keycmp(const void *a, size_t al, const void *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+/* iter_open: remembers the bounds; nothing is sent. */
+static int pg_iter_open(struct backend_store *st, const void *start, size_t start_len,
+                        const void *end, size_t end_len, struct backend_iter **out,
+                        char *err, size_t errlen)
+{
+    struct backend_iter *it = calloc(1, sizeof *it);
+    if (!it || !(it->start = pg_dup(start, start_len)) ||
+        (end && !(it->end = pg_dup(end, end_len))) ||
+        pg_iter_setpos(it, start, start_len, 1) < 0) {
+        if (it) {
+            free(it->start);
+            free(it->end);
+            free(it->pos);
+        }
+        free(it);
+        pg_err(err, errlen, "out of memory");
+        return BACKEND_NOMEM;
+    }
+    it->st = st;
+    it->start_len = start_len;
+    it->end_len = end ? end_len : 0;
+    *out = it;
+    return BACKEND_OK;
+}
+
+/* iter_seek: drops the buffered rows and moves the position (no I/O; the
+   cursor keeps its transaction, so its snapshot too). */
+static int pg_iter_seek(struct backend_iter *it, const void *key, size_t key_len)
+{
+    if (it->broken)
+        return it->broken;
+    if (pg_keycmp(key, key_len, it->start, it->start_len) < 0) {
+        key = it->start;
+        key_len = it->start_len;
+    }
+    if (pg_iter_setpos(it, key, key_len, 1) < 0) {
+        it->broken = BACKEND_NOMEM;
+        snprintf(it->err, sizeof it->err, "out of memory");
+        return BACKEND_NOMEM;
+    }
+    PQclear(it->batch);
+    it->batch = NULL;
+    it->row = 0;
+    it->eof = 0;
+    return BACKEND_OK;
+}
+
+/* iter_next_v2: a buffered row at once, else fetches the next batch. */
+static int pg_iter_next_v2(struct backend_iter *it, struct backend_call *call)
+{
+    struct backend_store *st = it->st;
+    if (it->broken) {
+        snprintf(call->err, sizeof call->err, "%s", it->err);
+        return it->broken;
+    }
+    if (pg_iter_serve(it, call))
+        return 1;
+    if (it->batch && it->eof)
+        return 0;
+    if (it->batch) {
+        int last = PQntuples(it->batch) - 1;
+        if (pg_iter_setpos(it, PQgetvalue(it->batch, last, 0),
+                           (size_t)PQgetlength(it->batch, last, 0), 0) < 0) {
+            snprintf(call->err, sizeof call->err, "out of memory");
+            return BACKEND_NOMEM;
+        }
+        PQclear(it->batch);
+        it->batch = NULL;
+    }
+    struct pg_op *op = pg_op_new(st, OP_STEP, call);
+    if (!op)
+        return BACKEND_NOMEM;
+    op->it = it;
+    if (!it->conn)
+        return pg_start(st, op);
+    int rc = pg_send(it->conn, op);
+    if (rc < 0) {
+        snprintf(call->err, sizeof call->err, "%s", op->err);
+        pg_op_free(op);
+        return rc;
+    }
+    op->timer = st->host->timer_add(st->host->arg, st->timeout_ms, pg_op_timeout, op);
+    return BACKEND_PENDING;
+}
+
+/* iter_close: rolls the cursor's transaction back (asynchronously; the
+   connection returns to the pool when that is done) and frees it. */
+static void pg_iter_close(struct backend_iter *it)
+{
+    struct pg_conn *c = it->conn;
+    if (c && c->holder == it) {
+        struct backend_store *st = it->st;
+        struct pg_op *op = calloc(1, sizeof *op);
+        c->holder = NULL;
+        if (op) {
+            op->st = st;
+            op->kind = OP_ROLLBACK;
+            if (c->state == PGC_HELD) {
+                c->state = PGC_IDLE;
+                if (pg_send(c, op) == 0)
+                    op->timer = st->host->timer_add(st->host->arg, st->timeout_ms,
+                                                    pg_op_timeout, op);
+                else
+                    pg_op_free(op);
+            } else {
+                pg_op_free(op);
+            }
+        } else {
+            pg_conn_drop(c);            /* cannot roll back: let the server do it */
+        }
+    }
+    PQclear(it->batch);
+    free(it->start);
+    free(it->end);
+    free(it->pos);
+    free(it);
+}
+
+/* sync: commits are durable when their sync result arrives. */
+static int pg_sync(struct backend_store *st, char *err, size_t errlen)
+{
+    (void)st;
+    (void)err;
+    (void)errlen;
+    return BACKEND_OK;
+}
+
+/* Finds "name=value" in params; the value or NULL. */
+static const char *pg_param(const char *const *params, const char *name)
+{
+    size_t n = strlen(name);
+    for (; params && *params; params++)
+        if (!strncmp(*params, name, n) && (*params)[n] == '=')
+            return *params + n + 1;
+    return NULL;
+}
+
+/* open: options, a synchronous first connection and the schema; that
+   connection becomes the pool's first. */
+static int pg_open(const struct backend_options *o, struct backend_store **out, char *err,
+                   size_t errlen)
+{
+    uint64_t pool = 4, timeout = 30, batch = 256;
+    if (!o->host || !o->host->timer_add || !o->host->fd_watch) {
+        pg_err(err, errlen, "the postgres backend needs the server's event loop (no host hooks)");
+        return BACKEND_INVALID;
+    }
+    if (bfs_param_size(o->params, "pool-size", 1, PG_MAX_POOL, &pool) < 0 ||
+        bfs_param_size(o->params, "timeout", 1, 3600, &timeout) < 0 ||
+        bfs_param_size(o->params, "batch-rows", 1, 100000, &batch) < 0) {
+        pg_err(err, errlen, "bad pool-size (1-%d), timeout (1-3600 s) or batch-rows (1-100000)",
+               PG_MAX_POOL);
+        return BACKEND_INVALID;
+    }
+    const char *ci = pg_param(o->params, "conninfo");
+    struct backend_store *st = calloc(1, sizeof *st);
+    if (!st || !(st->conninfo = strdup(ci ? ci : ""))) {
+        free(st);
+        pg_err(err, errlen, "out of memory");
+        return BACKEND_NOMEM;
+    }
+    st->host = o->host;
+    st->log = o->log;
+    st->pool_size = (unsigned)pool;
+    st->timeout_ms = (unsigned)timeout * 1000;
+    st->batch_rows = (unsigned)batch;
+    st->queue_tail = &st->queue;
+    st->done_tail = &st->done;
+    st->backoff_ms = PG_BACKOFF_MIN_MS;
+    for (unsigned i = 0; i < PG_MAX_POOL; i++) {
+        st->conns[i].st = st;
+        st->conns[i].fd = -1;
+    }
+    char m[160];
+    PGconn *pg = PQconnectdb(st->conninfo);
+    int rc = BACKEND_OK;
+    if (!pg || PQstatus(pg) != CONNECTION_OK) {
+        pg_err(err, errlen, "cannot connect to the database: %s",
+               pg ? pg_msg(PQerrorMessage(pg), m, sizeof m) : "out of memory");
+        rc = BACKEND_IOERR;
+    } else {
+        PQsetNoticeProcessor(pg, pg_notice, NULL);
+        rc = pg_schema(pg, err, errlen);
+    }
+    struct pg_conn *c = &st->conns[0];
+    c->pg = pg;
+    if (rc == BACKEND_OK) {
+        if (PQsetnonblocking(pg, 1) != 0 || !PQenterPipelineMode(pg) ||
+            pg_watch(c, BACKEND_FD_READ) < 0) {
+            pg_err(err, errlen, "cannot set up the connection: %s",
+                   pg_msg(PQerrorMessage(pg), m, sizeof m));
+            rc = BACKEND_IOERR;
+        }
+    }
+    if (rc != BACKEND_OK) {
+        pg_conn_drop(c);
+        free(st->conninfo);
+        free(st);
+        return rc;
+    }
+    c->state = PGC_IDLE;
+    *out = st;
+    return BACKEND_OK;
+}
+
+/* close: drops every connection, timer and outstanding op (their done is
+   not called). Inside a callback the memory goes when it returns. */
+static void pg_close(struct backend_store *st)
+{
+    const struct backend_host *h = st->host;
+    if (st->deliver_timer)
+        h->timer_cancel(h->arg, st->deliver_timer);
+    if (st->reconnect_timer)
+        h->timer_cancel(h->arg, st->reconnect_timer);
+    st->deliver_timer = st->reconnect_timer = NULL;
+    for (unsigned i = 0; i < PG_MAX_POOL; i++) {
+        struct pg_conn *c = &st->conns[i];
+        struct pg_op *op = c->op;
+        if (op)
+            pg_op_free(op);
+        if (c->holder)
+            c->holder->conn = NULL;
+        if (c->state != PGC_DOWN)
+            pg_conn_drop(c);
+    }
+    struct pg_op *lists[2] = { st->queue, st->done };
+    for (int l = 0; l < 2; l++)
+        while (lists[l]) {
+            struct pg_op *op = lists[l];
+            lists[l] = op->next;
+            pg_op_free(op);
+        }
+    st->queue = st->done = NULL;
+    free(st->conninfo);
+    st->conninfo = NULL;
+    if (st->depth)
+        st->closed = 1;
+    else
+        free(st);
+}
+
+const struct backend_ops backend_postgres_ops = {
+    .version = 2,
+    .name = "postgres",
+    .open = pg_open,
+    .close = pg_close,
+    .get = NULL,
+    .iter_open = pg_iter_open,
+    .iter_seek = pg_iter_seek,
+    .iter_next = NULL,
+    .iter_close = pg_iter_close,
+    .apply = NULL,
+    .sync = pg_sync,
+    .caps = BACKEND_CAP_DEFERS | BACKEND_CAP_SHARED,
+    .get_v2 = pg_get_v2,
+    .iter_next_v2 = pg_iter_next_v2,
+    .apply_v2 = pg_apply_v2,
+};
