@@ -390,5 +390,7 @@ const struct backend_ops *backend_lookup(const char *name, char *err, size_t err
 extern const struct backend_ops backend_memory_ops;
 extern const struct backend_ops backend_leveldb_ops;
 extern const struct backend_ops backend_flatfile_ops;
+/* Only in a build with libpq (HAVE_LIBPQ). */
+extern const struct backend_ops backend_postgres_ops;
 
 #endif

@@ -8,6 +8,8 @@
  * accepted, and no field newer than the vtable's version is read: a
  * version-1 plug-in's struct ends before caps. A loaded plug-in is never
  * unloaded: its vtable must stay valid for the life of the process. */
+#include "config.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +26,9 @@ static const struct {
     {"memory", &backend_memory_ops},
     {"leveldb", &backend_leveldb_ops},
     {"flatfile", &backend_flatfile_ops},
+#ifdef HAVE_LIBPQ
+    {"postgres", &backend_postgres_ops},   /* backends/postgres.c (libpq) */
+#endif
 };
 
 #define REGISTRY_NBUILTINS (sizeof(registry_builtins) / sizeof(registry_builtins[0]))

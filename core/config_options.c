@@ -261,7 +261,7 @@ const struct opt config_options[] = {
      .arg = "N", .expect = PORT, .help = "HTTP port, 0 = any free port"},
     {.name = "backend", .type = OPT_STRING, .flags = OPTF_NONEMPTY, AT(backend),
      .def = "leveldb", .arg = "NAME", .expect = "a name or a .so path",
-     .help = "memory, leveldb, flatfile or /path/plugin.so"},
+     .help = "memory, leveldb, flatfile, postgres or /path/plugin.so"},
     {.name = "data", .alias = "data-dir", .type = OPT_STRING, .flags = OPTF_NONEMPTY,
      AT(data_dir), .def = "./data", .arg = "DIR", .expect = "a directory",
      .help = "data directory for durable backends"},
