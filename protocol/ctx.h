@@ -28,6 +28,10 @@ struct service {
     struct kv *kv;             /* its kv (scans, catalogue reads) */
     struct table_cache *tables;
     struct rand_x128 rng;      /* xorshift128+ state for request ids */
+    /* encoding buffers lent to one request at a time (service_run), so
+       that their capacity is kept across requests */
+    struct buf kbuf, vbuf;
+    int bufs_lent;
     struct auth_ctx auth;      /* authentication settings */
     uint64_t rows_examined;    /* entities read by queries (planner tests, metrics) */
     /* core/throttle, core/fault, core/metrics (service_attach; NULL = off) */
@@ -153,6 +157,8 @@ struct entity_write {
     int del;                   /* a delete, not a put */
     int created;               /* a put of an entity that did not exist */
     struct backend_cond cond;  /* what the store expects of the key */
+    struct store_precond pc;   /* If-Match as parsed */
+    int blind;                 /* written without a read: cond decides */
     struct entity e;           /* what to store; keys always set */
     const char *key;           /* backend key (arena) */
     size_t key_len;
@@ -161,7 +167,13 @@ struct entity_write {
     size_t val_len;
 };
 enum terr entity_prepare(struct req_ctx *c, struct entity_write *w);
-int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n);
+/* 0, BACKEND_CONFLICT (*failed: the write refused, when failed is not
+ * NULL) or a backend status. */
+int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *failed);
+/* The answer for a write whose expectation the store refused: reads the
+ * entity now and judges again (409, 404, 412), or TERR_NONE when the
+ * write would go now (it raced another: prepare it again). */
+enum terr entity_conflict(struct req_ctx *c, const struct entity_write *w);
 void entity_respond(struct req_ctx *c, const struct entity_write *w);
 void op_get_entity(struct req_ctx *c);
 void op_write(struct req_ctx *c);          /* insert/update/merge/upserts/delete */

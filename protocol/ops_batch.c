@@ -364,9 +364,20 @@ static int batch_prepare(struct req_ctx *c, const struct multipart_batch *mb,
         if (!e)
             e = entity_prepare(sub, &w[i]);
         if (e) {
+            /* an earlier write prepared without a read may fail first */
+            size_t prepared = i + 1;
+            for (size_t j = 0; j < i; j++) {
+                enum terr ej = w[j].blind ? entity_conflict(&subs[j], &w[j]) : TERR_NONE;
+                if (ej) {
+                    sub = &subs[j];
+                    e = ej;
+                    i = j;
+                    break;
+                }
+            }
             fail_part(c, sub, i, e, mb->ops[i].content_id, &parts[0]);
             batch_reply(c, parts, 1, 0);
-            free_subs(sresps, i + 1);
+            free_subs(sresps, prepared);
             return -1;
         }
     }
@@ -425,9 +436,19 @@ void op_batch(struct req_ctx *c)
         }
         if (batch_prepare(c, &mb, w, subs, sreqs, sresps, parts, round == 0) != 0)
             return;
-        int rc = entity_commit(c, w, mb.nops);
+        size_t failed = 0;
+        int rc = entity_commit(c, w, mb.nops, &failed);
         if (rc == 0)
             break;
+        enum terr e = rc == BACKEND_CONFLICT && failed < mb.nops
+                          ? entity_conflict(&subs[failed], &w[failed])
+                          : TERR_NONE;
+        if (e) {   /* that operation fails the changeset, as if judged first */
+            fail_part(c, &subs[failed], failed, e, mb.ops[failed].content_id, &parts[0]);
+            batch_reply(c, parts, 1, 0);
+            free_subs(sresps, mb.nops);
+            return;
+        }
         if (rc != BACKEND_CONFLICT || round + 1 >= BATCH_WRITE_ROUNDS) {
             free_subs(sresps, mb.nops);
             reply_error(c, rc == BACKEND_CONFLICT ? TERR_ServerBusy : TERR_InternalError);

@@ -200,6 +200,32 @@ static enum store_intent entity_intent(enum op op)
     }
 }
 
+/* The Table error of a store verdict (TERR_NONE: go on). */
+static enum terr entity_verdict(enum store_verdict v)
+{
+    switch (v) {
+    case STORE_EXISTS:
+        return TERR_EntityAlreadyExists;
+    case STORE_NOT_FOUND:
+        return TERR_ResourceNotFound;
+    case STORE_MISMATCH:
+        return TERR_UpdateConditionNotSatisfied;
+    case STORE_GO:
+        break;
+    }
+    return TERR_NONE;
+}
+
+enum terr entity_conflict(struct req_ctx *c, const struct entity_write *w)
+{
+    struct entity cur = {0};
+    int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
+    if (found < 0)
+        return TERR_InternalError;
+    struct backend_cond cond;
+    return entity_verdict(store_judge(entity_intent(c->op), &w->pc, found, cur.timestamp, &cond));
+}
+
 enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
 {
     memset(w, 0, sizeof *w);
@@ -245,23 +271,29 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
     }
 
     entity_key(c, w->t, w->e.pk, w->e.pk_len, w->e.rk, w->e.rk_len, &w->key, &w->key_len);
+    w->pc = pc;
+    /* An insert, or an update or delete under an If-Match that can match,
+     * writes without reading: the backend checks the expectation with the
+     * write (absent; present; the ETag's version), and only a write it
+     * refuses is read, to tell 409, 404 and 412 apart (entity_conflict).
+     * A batch of inserts is then one store call. Merges read what they
+     * merge into; upserts read whether they create (the advisor's). */
+    if (c->op == OP_INSERT_ENTITY ||
+        ((c->op == OP_UPDATE_ENTITY || c->op == OP_DELETE_ENTITY) && pc.present && !pc.never)) {
+        w->blind = 1;
+        w->created = c->op == OP_INSERT_ENTITY;
+        store_judge_blind(entity_intent(c->op), &pc, &w->cond);
+        return TERR_NONE;
+    }
     struct entity cur = {0};
     int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
     if (found < 0)
         return TERR_InternalError;
     w->created = !found && !w->del;
-    switch (store_judge(entity_intent(c->op), &pc, found, cur.timestamp, &w->cond)) {
-    case STORE_EXISTS:
-        return TERR_EntityAlreadyExists;
-    case STORE_NOT_FOUND:
-        return TERR_ResourceNotFound;
-    case STORE_MISMATCH:
-        return TERR_UpdateConditionNotSatisfied;
-    case STORE_GO:
-        break;
-    }
-    if (!found)
-        return TERR_NONE;
+    enum terr verdict = entity_verdict(
+        store_judge(entity_intent(c->op), &pc, found, cur.timestamp, &w->cond));
+    if (verdict || !found)
+        return verdict;
     if ((c->op == OP_MERGE_ENTITY || c->op == OP_INSERT_OR_MERGE)) {
         cur.pk = w->e.pk;
         cur.pk_len = w->e.pk_len;
@@ -275,11 +307,12 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
     return TERR_NONE;
 }
 
-int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n)
+int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *failed)
 {
     struct service *svc = c->svc;
     /* Every entity written together shares one Timestamp (SPEC 4.10). */
     int64_t ts = store_next_timestamp(svc->store);
+    int checks = store_checks_needed(svc->store), any = 0;
     struct backend_write *bw = arena_alloc(c->a, n * sizeof *bw);
     struct backend_cond *cond = arena_alloc(c->a, n * sizeof *cond);
     /* The values are encoded back to back into the request's c->vbuf;
@@ -293,7 +326,10 @@ int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n)
         if (!w[i].del)
             entity_encode(&w[i].e, vb);
         w[i].val_len = vb->len - off[i];
-        cond[i] = w[i].cond;
+        /* a judgement made on a read needs checking only where the store
+           can change between the read and the write (store.h) */
+        cond[i] = w[i].blind || checks ? w[i].cond : (struct backend_cond){BACKEND_EXPECT_ANY, 0};
+        any |= cond[i].expect != BACKEND_EXPECT_ANY;
     }
     for (size_t i = 0; i < n; i++) {
         if (w[i].del) {
@@ -304,7 +340,7 @@ int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n)
         bw[i] = (struct backend_write){BACKEND_PUT, w[i].key, w[i].key_len, w[i].val,
                                        w[i].val_len};
     }
-    int rc = service_apply(c, 1, bw, cond, n, NULL);
+    int rc = service_apply(c, 1, bw, any ? cond : NULL, n, failed);
     if (rc == 0 && svc->advisor)
         service_advise_writes(c, w, n);
     return rc;
@@ -353,10 +389,15 @@ void op_write(struct req_ctx *c)
                 reply_error(c, err);
             return;
         }
-        int rc = entity_commit(c, &w, 1);
+        int rc = entity_commit(c, &w, 1, NULL);
         if (rc == 0)
             break;
-        /* another write got there between the read and this write */
+        /* refused: the entity is not as the write expected (a blind write
+           learns why now; a judged one raced another write) */
+        if (rc == BACKEND_CONFLICT && (err = entity_conflict(c, &w))) {
+            reply_error(c, err);
+            return;
+        }
         if (rc != BACKEND_CONFLICT || round + 1 >= ENTITY_WRITE_ROUNDS) {
             reply_error(c, rc == BACKEND_CONFLICT ? TERR_ServerBusy : TERR_InternalError);
             return;

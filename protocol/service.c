@@ -32,6 +32,9 @@
 /* Every operation has its metrics slot. */
 _Static_assert(OP_COUNT <= METRICS_MAX_OPS, "core/metrics.h counts fewer operations");
 
+/* The lent value buffer keeps its capacity up to this size. */
+#define SERVICE_BUF_KEEP_BYTES (1u << 20)
+
 /* Largest request body of any operation (SPEC 2.7). */
 #define PROTOCOL_MAX_BODY (4u << 20)
 
@@ -84,6 +87,8 @@ struct service *service_new(const struct config *cfg, struct store *store, char 
         log_info("%zu deleted table(s) still hold entities: removing them in the background",
                  purge_pending(svc->purge));
     rand_x128_seed(&svc->rng, 0);
+    buf_init(&svc->kbuf);
+    buf_init(&svc->vbuf);
     svc->auth.accounts = cfg->accounts;
     svc->auth.naccounts = cfg->naccounts;
     svc->auth.disabled = !cfg->auth;
@@ -119,6 +124,8 @@ void service_free(struct service *svc)
     }
     tables_free(svc->tables);
     purge_free(svc->purge);
+    buf_free(&svc->kbuf);
+    buf_free(&svc->vbuf);
     free(svc);
 }
 
@@ -564,10 +571,21 @@ static void service_run(struct service *svc, struct request *req, struct respons
     struct req_ctx c;
     struct buf kbuf, vbuf;
     ctx_init(&c, svc, req, resp);
-    buf_init(&kbuf);
-    buf_init(&vbuf);
-    c.kbuf = &kbuf;
-    c.vbuf = &vbuf;
+    /* The service's encoding buffers keep their capacity across requests
+     * (a $batch encodes ~100 KiB); they are lent to one request at a time,
+     * and a request that runs while another waits on storage with them
+     * gets its own. */
+    int lent = !svc->bufs_lent;
+    if (lent) {
+        svc->bufs_lent = 1;
+        c.kbuf = &svc->kbuf;
+        c.vbuf = &svc->vbuf;
+    } else {
+        buf_init(&kbuf);
+        buf_init(&vbuf);
+        c.kbuf = &kbuf;
+        c.vbuf = &vbuf;
+    }
     enum terr e = prepare(&c);
     if (e && c.auth_failed)
         reply_auth_error(&c, e);
@@ -593,8 +611,14 @@ static void service_run(struct service *svc, struct request *req, struct respons
             metrics_request(svc->metrics, c.op, optable_name(c.op), resp->reset ? 0 : resp->status,
                             now - req->start_us);
     }
-    buf_free(&kbuf);
-    buf_free(&vbuf);
+    if (lent) {
+        svc->bufs_lent = 0;
+        if (svc->vbuf.cap > SERVICE_BUF_KEEP_BYTES)
+            buf_free(&svc->vbuf);   /* a big batch's buffer is not kept */
+    } else {
+        buf_free(&kbuf);
+        buf_free(&vbuf);
+    }
 }
 
 /* The coroutine's body. */

@@ -2,7 +2,6 @@
  * gets (version.h, SPEC 12.1). */
 #include "protocol/version.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* Service versions accepted in x-ms-version (SPEC 12.1), ascending. */
@@ -29,7 +28,9 @@ static int version_well_formed(const char *v)
     for (int i = 0; i < 10; i++)
         if (i != 4 && i != 7 && (v[i] < '0' || v[i] > '9'))
             return 0;
-    int y = atoi(v), m = atoi(v + 5), d = atoi(v + 8);
+    /* digits only (checked above): no atoi, which costs a locale lookup */
+    int y = (v[0] - '0') * 1000 + (v[1] - '0') * 100 + (v[2] - '0') * 10 + (v[3] - '0');
+    int m = (v[5] - '0') * 10 + (v[6] - '0'), d = (v[8] - '0') * 10 + (v[9] - '0');
     static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     if (m < 1 || m > 12 || d < 1 || d > mdays[m - 1])
         return 0;
@@ -38,14 +39,20 @@ static int version_well_formed(const char *v)
 }
 
 /* See version.h: v itself when known, else the newest known version
- * older than v (found by a walk down from the newest). */
+ * older than v (a binary search: every request asks). */
 const char *version_behaviour(const char *v, int strict)
 {
     if (!v || !version_well_formed(v) || strcmp(v, versions[0]) < 0)
         return NULL;
-    size_t i = NVERSIONS;
-    while (i > 0 && strcmp(versions[i - 1], v) > 0)
-        i--;
+    size_t lo = 1, hi = NVERSIONS;   /* the answer i: versions[i - 1] <= v */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(versions[mid], v) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t i = lo;
     /* versions[i - 1] <= v < versions[i] */
     if (strcmp(versions[i - 1], v) == 0)
         return versions[i - 1];

@@ -19,6 +19,9 @@ struct store {
     struct kv *kv;
     enum durability durability;
     int dirty;                 /* writes applied since the last sync */
+    int checks_needed;         /* the store may change between a read and
+                                  a write (deferred or shared): send the
+                                  expectations with the writes */
     int64_t last_timestamp;    /* strictly increasing commit Timestamps */
     struct metrics *metrics;
     void (*wake)(void *arg);
@@ -35,6 +38,8 @@ struct store *store_new(struct kv *kv, enum durability durability)
         return NULL;
     s->kv = kv;
     s->durability = durability;
+    s->checks_needed = kv_defers(kv) || (kv_ops(kv)->version >= 2 &&
+                                         (kv_ops(kv)->caps & BACKEND_CAP_SHARED));
     return s;
 }
 
@@ -202,6 +207,25 @@ enum store_verdict store_judge(enum store_intent intent, const struct store_prec
         cond->expect = BACKEND_EXPECT_PRESENT;
     }
     return STORE_GO;
+}
+
+void store_judge_blind(enum store_intent intent, const struct store_precond *pc,
+                       struct backend_cond *cond)
+{
+    cond->version = 0;
+    if (intent == STORE_INSERT) {
+        cond->expect = BACKEND_EXPECT_ABSENT;
+    } else if (pc->present && !pc->any) {
+        cond->expect = BACKEND_EXPECT_VERSION;
+        cond->version = (uint64_t)pc->ticks;
+    } else {
+        cond->expect = pc->present ? BACKEND_EXPECT_PRESENT : BACKEND_EXPECT_ANY;
+    }
+}
+
+int store_checks_needed(const struct store *s)
+{
+    return s->checks_needed;
 }
 
 int store_apply(struct store *s, int account, const struct backend_write *w,

@@ -87,6 +87,17 @@ enum store_verdict {
 enum store_verdict store_judge(enum store_intent intent, const struct store_precond *pc,
                                int found, int64_t cur_ticks, struct backend_cond *cond);
 
+/* A write judged without reading (an insert; an update or delete under
+   If-Match): its expectation alone (absent; present; the ETag's version). */
+void store_judge_blind(enum store_intent intent, const struct store_precond *pc,
+                       struct backend_cond *cond);
+
+/* 1 when the store may change between a read and a later write (its calls
+   complete later, or other processes share it): expectations judged on a
+   read must then go with the write. A local store that completes at once
+   cannot change in between (one thread, no wait). */
+int store_checks_needed(const struct store *s);
+
 /* Applies n writes atomically with their expectations (cond may be NULL).
    account >= 0: the writes are entity writes of that account, counted for
    its gauge. Returns 0, BACKEND_CONFLICT (*failed set, when not NULL), or
