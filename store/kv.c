@@ -8,6 +8,7 @@
 #include "core/coro.h"
 #include "core/errfmt.h"
 #include "core/log.h"
+#include "backends/checks.h"
 
 struct kv {
     const struct backend_ops *ops;
@@ -130,11 +131,11 @@ void kv_set_waiter(struct kv *kv, void (*wait_once)(void *arg), void *arg)
     kv->wait_arg = arg;
 }
 
-/* The argument checks every backend would repeat. */
+/* The key check of backends/checks.h, with its message. */
 static int kv_check_key(const void *key, size_t key_len, char *err, size_t errlen)
 {
-    if (!key || key_len == 0 || key_len > KV_KEY_MAX) {
-        errfmt_set(err, errlen, "key length %zu is outside 1..%u", key_len, KV_KEY_MAX);
+    if (!backend_key_ok(key, key_len)) {
+        errfmt_set(err, errlen, "key length %zu is outside 1..%u", key_len, BACKEND_KEY_MAX);
         return BACKEND_INVALID;
     }
     return BACKEND_OK;
@@ -307,19 +308,10 @@ int kv_apply(struct kv *kv, const struct backend_write *w, const struct backend_
     if (!res)
         res = &local;
     memset(res, 0, sizeof *res);
-    for (size_t i = 0; i < n; i++) {
-        int rc = kv_check_key(w[i].key, w[i].key_len, err, errlen);
-        if (rc != BACKEND_OK)
-            return rc;
-        if (w[i].op != BACKEND_PUT && w[i].op != BACKEND_DELETE) {
-            errfmt_set(err, errlen, "write %zu: unknown operation %d", i, (int)w[i].op);
-            return BACKEND_INVALID;
-        }
-        if (w[i].op == BACKEND_PUT && (w[i].val_len > KV_VAL_MAX || (!w[i].val && w[i].val_len))) {
-            errfmt_set(err, errlen, "write %zu: value length %zu over %u", i, w[i].val_len,
-                       KV_VAL_MAX);
-            return BACKEND_INVALID;
-        }
+    const char *why = backend_check_writes(w, cond, n);
+    if (why) {
+        errfmt_set(err, errlen, "%s", why);
+        return BACKEND_INVALID;
     }
     if (kv->v2 && kv->ops->apply_v2) {
         struct backend_call call;

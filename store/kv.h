@@ -13,8 +13,9 @@
  *     serves others meanwhile. On the main stack (start-up, offline tools)
  *     it runs the waiter given by kv_set_waiter (one event-loop turn)
  *     until the completion arrives;
- *   - argument checks, once for every backend (empty or over-long keys,
- *     over-long values: BACKEND_INVALID).
+ *   - argument checks, before any backend sees the call (backends/checks.h:
+ *     empty or over-long keys, over-long values, unknown write kinds:
+ *     BACKEND_INVALID).
  *
  * Borrowed results (kv_get's value, kv_iter_next's key and value) stay
  * valid until the caller's next kv call: copy what must live longer. Other
@@ -25,10 +26,6 @@
 #include <stddef.h>
 
 #include "backends/backend.h"
-
-/* Limits of struct backend_write (backend.h). */
-#define KV_KEY_MAX (64u * 1024u)
-#define KV_VAL_MAX (8u * 1024u * 1024u)
 
 struct kv;
 struct kv_iter;
