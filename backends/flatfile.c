@@ -651,31 +651,6 @@ static int ff_get_v2(struct backend_store *st, const void *key, size_t klen,
     return backend_call_end(call, BACKEND_OK);
 }
 
-/* Point lookup (version 1): a malloc()ed copy of what get_v2 lends. */
-static int ff_get(struct backend_store *st, const void *key, size_t klen, void **val,
-                  size_t *vlen, char *err, size_t errlen)
-{
-    struct backend_call call;
-    if (!val || !vlen) {
-        ff_err(err, errlen, "get: no output pointer");
-        return BACKEND_INVALID;
-    }
-    int rc = ff_get_v2(st, key, klen, &call);
-    if (rc == BACKEND_OK) {
-        void *copy = malloc(call.val_len ? call.val_len : 1);
-        if (!copy) {
-            ff_err(err, errlen, "get: out of memory");
-            return BACKEND_NOMEM;
-        }
-        memcpy(copy, call.val, call.val_len);
-        *val = copy;
-        *vlen = call.val_len;
-    } else if (rc != BACKEND_NOTFOUND && err && errlen) {
-        snprintf(err, errlen, "%s", call.err);
-    }
-    return rc;
-}
-
 static int ff_iter_open(struct backend_store *st, const void *start, size_t start_len,
                         const void *end, size_t end_len, struct backend_iter **out, char *err,
                         size_t errlen)
@@ -1093,18 +1068,6 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
     return backend_call_end(call, BACKEND_OK);
 }
 
-/* apply() of version 1: apply_v2 without expectations. */
-static int ff_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
-                    size_t errlen)
-{
-    struct backend_call call;
-    call.want_counts = 0;                   /* the rest is set by apply_v2 */
-    int rc = ff_apply_v2(st, w, NULL, n, &call);
-    if (rc != BACKEND_OK && err && errlen)
-        snprintf(err, errlen, "%s", call.err);
-    return rc;
-}
-
 /* Group commit: one fdatasync for every record written since the last. */
 static int ff_sync(struct backend_store *st, char *err, size_t errlen)
 {
@@ -1136,12 +1099,10 @@ const struct backend_ops backend_flatfile_ops = {
     .name = "flatfile",
     .open = ff_open,
     .close = ff_close,
-    .get = ff_get,
     .iter_open = ff_iter_open,
     .iter_seek = ff_iter_seek,
     .iter_next = ff_iter_next,
     .iter_close = ff_iter_close,
-    .apply = ff_apply,
     .sync = ff_sync,
     .caps = 0,
     .get_v2 = ff_get_v2,

@@ -550,34 +550,6 @@ static int ldb_get_v2(struct backend_store *st, const void *key, size_t klen,
     return backend_call_end(call, BACKEND_OK);
 }
 
-/* Point lookup (version 1): hands over the buffer get_v2 would lend
- * (malloc()ed by LevelDB, so free() works). */
-static int ldb_get(struct backend_store *st, const void *key, size_t klen, void **val,
-                   size_t *vlen, char *err, size_t errlen)
-{
-    struct backend_call call;
-    if (!val || !vlen) {
-        ldb_err(err, errlen, "get: no output pointer");
-        return BACKEND_INVALID;
-    }
-    int rc = ldb_get_v2(st, key, klen, &call);
-    if (rc == BACKEND_OK && !st->getval) {     /* zero length: a pointer we own */
-        st->getval = malloc(1);
-        if (!st->getval) {
-            ldb_err(err, errlen, "get: out of memory");
-            return BACKEND_NOMEM;
-        }
-    }
-    if (rc == BACKEND_OK) {
-        *val = st->getval;
-        *vlen = call.val_len;
-        st->getval = NULL;
-    } else if (rc != BACKEND_NOTFOUND && err && errlen) {
-        snprintf(err, errlen, "%s", call.err);
-    }
-    return rc;
-}
-
 static int ldb_iter_open(struct backend_store *st, const void *start, size_t start_len,
                          const void *end, size_t end_len, struct backend_iter **out, char *err,
                          size_t errlen)
@@ -810,18 +782,6 @@ static int ldb_apply_v2(struct backend_store *st, const struct backend_write *w,
     return backend_call_end(call, BACKEND_OK);
 }
 
-/* apply() of version 1: apply_v2 without expectations. */
-static int ldb_apply(struct backend_store *st, const struct backend_write *w, size_t n, char *err,
-                     size_t errlen)
-{
-    struct backend_call call;
-    call.want_counts = 0;                   /* the rest is set by apply_v2 */
-    int rc = ldb_apply_v2(st, w, NULL, n, &call);
-    if (rc != BACKEND_OK && err && errlen)
-        snprintf(err, errlen, "%s", call.err);
-    return rc;
-}
-
 /* Group commit: one synced (empty) write makes every earlier one durable. */
 static int ldb_sync(struct backend_store *st, char *err, size_t errlen)
 {
@@ -857,12 +817,10 @@ const struct backend_ops backend_leveldb_ops = {
     .name = "leveldb",
     .open = ldb_open,
     .close = ldb_close,
-    .get = ldb_get,
     .iter_open = ldb_iter_open,
     .iter_seek = ldb_iter_seek,
     .iter_next = ldb_iter_next,
     .iter_close = ldb_iter_close,
-    .apply = ldb_apply,
     .sync = ldb_sync,
     .caps = 0,
     .get_v2 = ldb_get_v2,

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "store/kv.h"
 
 #define BENCH_KEY_MAX 64
 
@@ -147,8 +148,8 @@ int main(int argc, char **argv)
         dir = tmpdir;
     }
     struct backend_options opt = {.data_dir = dir, .durability = BACKEND_DURABLE_NONE, .params = NULL};
-    struct backend_store *st = NULL;
-    if (ops->open(&opt, &st, err, sizeof(err)) != BACKEND_OK) {
+    struct kv *st = NULL;
+    if (kv_open(ops, &opt, &st, err, sizeof(err)) != BACKEND_OK) {
         fprintf(stderr, "bench_backend: open: %s\n", err);
         return 1;
     }
@@ -175,12 +176,12 @@ int main(int argc, char **argv)
             memcpy(v, &order[i + j], sizeof(size_t) < 8 ? sizeof(size_t) : 8);
             w[j] = (struct backend_write){BACKEND_PUT, k, bench_key(k, order[i + j], rows), v, vsize};
         }
-        if (ops->apply(st, w, nb, err, sizeof(err)) != BACKEND_OK) {
+        if (kv_apply(st, w, NULL, nb, 0, NULL, err, sizeof(err)) != BACKEND_OK) {
             fprintf(stderr, "bench_backend: apply: %s\n", err);
             return 1;
         }
     }
-    if (ops->sync(st, err, sizeof(err)) != BACKEND_OK) {
+    if (kv_sync(st, err, sizeof(err)) != BACKEND_OK) {
         fprintf(stderr, "bench_backend: sync: %s\n", err);
         return 1;
     }
@@ -196,34 +197,33 @@ int main(int argc, char **argv)
     size_t bad = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char k[BENCH_KEY_MAX];
-        void *v = NULL;
+        const void *v = NULL;
         size_t vl = 0;
-        if (ops->get(st, k, bench_key(k, order[i], rows), &v, &vl, err, sizeof(err)) != BACKEND_OK) {
+        if (kv_get(st, k, bench_key(k, order[i], rows), &v, &vl, err, sizeof(err)) != BACKEND_OK) {
             bad++;
             continue;
         }
         size_t idx = 0;
         memcpy(&idx, v, sizeof(size_t) < 8 ? sizeof(size_t) : 8);
         bad += vl != vsize || idx != order[i];
-        free(v);
     }
     double t_get = bench_now() - t0;
 
     /* One scan over everything. */
     t0 = bench_now();
-    struct backend_iter *it = NULL;
+    struct kv_iter *it = NULL;
     size_t seen = 0, bytes = 0;
-    if (ops->iter_open(st, NULL, 0, NULL, 0, &it, err, sizeof(err)) != BACKEND_OK) {
+    if (kv_iter_open(st, NULL, 0, NULL, 0, &it, err, sizeof(err)) != BACKEND_OK) {
         fprintf(stderr, "bench_backend: iter_open: %s\n", err);
         return 1;
     }
     const void *k, *v;
     size_t kl, vl;
-    while (ops->iter_next(it, &k, &kl, &v, &vl) == 1) {
+    while (kv_iter_next(it, &k, &kl, &v, &vl) == 1) {
         seen++;
         bytes += kl + vl;
     }
-    ops->iter_close(it);
+    kv_iter_close(it);
     double t_scan = bench_now() - t0;
     bad += seen != n;
 
@@ -236,11 +236,11 @@ int main(int argc, char **argv)
         size_t ll = bench_partition_prefix(lo, p);
         memcpy(hi, lo, ll);
         hi[ll - 1] = 0x01;              /* [pk 0x00, pk 0x01) */
-        if (ops->iter_open(st, lo, ll, hi, ll, &it, err, sizeof(err)) != BACKEND_OK)
+        if (kv_iter_open(st, lo, ll, hi, ll, &it, err, sizeof(err)) != BACKEND_OK)
             return 1;
-        while (ops->iter_next(it, &k, &kl, &v, &vl) == 1)
+        while (kv_iter_next(it, &k, &kl, &v, &vl) == 1)
             pseen++;
-        ops->iter_close(it);
+        kv_iter_close(it);
     }
     double t_pscan = bench_now() - t0;
 
@@ -252,26 +252,26 @@ int main(int argc, char **argv)
            (double)pscans / t_pscan, (double)pseen / t_pscan, pscans, pseen);
     printf("peak RSS (VmHWM): %ld MiB before load, %ld MiB loaded; payload %.0f MiB\n", rss0 / 1024,
            rss_loaded / 1024, (double)bytes / 1048576.0);
-    ops->close(st);
+    kv_close(st);
     if (strcmp(ops->name, "memory") != 0) {
         /* Durable backends: how long a reopen (recovery, index rebuild)
            takes, and that it finds everything. */
         t0 = bench_now();
-        if (ops->open(&opt, &st, err, sizeof(err)) != BACKEND_OK) {
+        if (kv_open(ops, &opt, &st, err, sizeof(err)) != BACKEND_OK) {
             fprintf(stderr, "bench_backend: reopen: %s\n", err);
             return 1;
         }
         double t_open = bench_now() - t0;
         size_t again = 0;
-        if (ops->iter_open(st, NULL, 0, NULL, 0, &it, err, sizeof(err)) == BACKEND_OK) {
-            while (ops->iter_next(it, NULL, NULL, NULL, NULL) == 1)
+        if (kv_iter_open(st, NULL, 0, NULL, 0, &it, err, sizeof(err)) == BACKEND_OK) {
+            while (kv_iter_next(it, &k, &kl, &v, &vl) == 1)
                 again++;
-            ops->iter_close(it);
+            kv_iter_close(it);
         }
         printf("reopen:          %10.2f s (then %zu entities scanned in %.2f s); peak RSS %ld MiB\n",
                t_open, again, bench_now() - t0 - t_open, bench_peak_rss_kib() / 1024);
         bad += again != n;
-        ops->close(st);
+        kv_close(st);
     }
     if (bad)
         printf("ERRORS: %zu entities missing or wrong\n", bad);
