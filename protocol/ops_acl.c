@@ -339,7 +339,7 @@ void op_set_acl(struct req_ctx *c)
     int rc = service_apply(c, 0, &w, &present, 1, NULL);
     if (rc != 0) {
         buf_free(&blob);
-        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableNotFound : TERR_InternalError);
+        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableNotFound : terr_from_backend(rc));
         return;
     }
     tables_set_acl(svc->tables, t, (const unsigned char *)blob.data, blob.len);

@@ -430,7 +430,7 @@ void op_batch(struct req_ctx *c)
             break;
         if (rc != BACKEND_CONFLICT || round + 1 >= BATCH_WRITE_ROUNDS) {
             free_subs(sresps, mb.nops);
-            reply_error(c, rc == BACKEND_CONFLICT ? TERR_ServerBusy : TERR_InternalError);
+            reply_error(c, terr_from_backend(rc));
             return;
         }
     }

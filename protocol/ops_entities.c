@@ -152,7 +152,7 @@ void op_get_entity(struct req_ctx *c)
     struct entity e = {0};
     int found = store_entity_get(c->svc->store, c->a, key, kl, &e);
     if (found <= 0) {
-        reply_error(c, found < 0 ? TERR_InternalError : TERR_ResourceNotFound);
+        reply_error(c, found < 0 ? terr_from_backend(found) : TERR_ResourceNotFound);
         return;
     }
     e.pk = c->pk;
@@ -248,7 +248,7 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
     struct entity cur = {0};
     int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
     if (found < 0)
-        return TERR_InternalError;
+        return terr_from_backend(found);
     w->created = !found && !w->del;
     switch (store_judge(entity_intent(c->op), &pc, found, cur.timestamp, &w->cond)) {
     case STORE_EXISTS:
@@ -358,7 +358,7 @@ void op_write(struct req_ctx *c)
             break;
         /* another write got there between the read and this write */
         if (rc != BACKEND_CONFLICT || round + 1 >= ENTITY_WRITE_ROUNDS) {
-            reply_error(c, rc == BACKEND_CONFLICT ? TERR_ServerBusy : TERR_InternalError);
+            reply_error(c, terr_from_backend(rc));
             return;
         }
     }

@@ -494,7 +494,7 @@ void op_set_service_properties(struct req_ctx *c)
     int rc = service_apply(c, 0, &w, NULL, 1, NULL);
     props_forget(c->account->name);
     if (rc != 0) {
-        reply_error(c, TERR_InternalError);
+        reply_error(c, terr_from_backend(rc));
         return;
     }
     c->resp->status = 202;

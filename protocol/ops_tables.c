@@ -102,7 +102,7 @@ void op_create_table(struct req_ctx *c)
     struct backend_cond absent = {BACKEND_EXPECT_ABSENT, 0};
     int rc = service_apply(c, 0, &w, &absent, 1, NULL);
     if (rc != 0) {
-        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableAlreadyExists : TERR_InternalError);
+        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableAlreadyExists : terr_from_backend(rc));
         return;
     }
     tables_add(svc->tables, c->account->name, t.id, name, n, NULL, 0);
@@ -161,7 +161,7 @@ void op_delete_table(struct req_ctx *c)
     buf_free(&rkey);
     buf_free(&rval);
     if (rc != 0) {
-        reply_error(c, rc == BACKEND_CONFLICT ? TERR_ResourceNotFound : TERR_InternalError);
+        reply_error(c, rc == BACKEND_CONFLICT ? TERR_ResourceNotFound : terr_from_backend(rc));
         return;
     }
     tables_remove(svc->tables, c->account->name, c->table, c->table_len);
@@ -219,12 +219,13 @@ void op_query_tables(struct req_ctx *c)
     }
     struct kv_iter *it;
     char err[256];
-    if (kv_iter_open(svc->kv, start.data, start.len, end.data, end.len, &it, err, sizeof err) !=
-        BACKEND_OK) {
+    int orc = kv_iter_open(svc->kv, start.data, start.len, end.data, end.len, &it, err,
+                           sizeof err);
+    if (orc != BACKEND_OK) {
         log_error("query tables: %s", err);
         buf_free(&start);
         buf_free(&end);
-        reply_error(c, TERR_InternalError);
+        reply_error(c, terr_from_backend(orc));
         return;
     }
     struct response *r = c->resp;
@@ -279,7 +280,7 @@ void op_query_tables(struct req_ctx *c)
         buf_free(&end);
         buf_free(&lower);
         buf_reset(b);
-        reply_error(c, TERR_InternalError);
+        reply_error(c, terr_from_backend(rc));
         return;
     }
     kv_iter_close(it);

@@ -160,14 +160,14 @@ int store_entity_get(struct store *s, struct arena *a, const char *key, size_t k
         return 0;
     if (rc != BACKEND_OK) {
         log_error("backend get failed: %s", err);
-        return -1;
+        return rc;
     }
     /* the value is borrowed: the entity's strings point into a copy */
     char *copy = arena_alloc(a, vl ? vl : 1);
     memcpy(copy, val, vl);
     if (entity_decode(a, copy, vl, e) != 0) {
         log_error("corrupt entity value in the store");
-        return -1;
+        return BACKEND_CORRUPT;
     }
     return 1;
 }

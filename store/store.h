@@ -51,7 +51,8 @@ void store_set_wake(struct store *s, void (*wake)(void *arg), void *arg);
 int64_t store_next_timestamp(struct store *s);
 
 /* Reads the entity at key (an entity key of store/keys.h): 1 found (e
-   decoded, its strings in a), 0 absent, -1 failure (logged). */
+   decoded, its strings in a), 0 absent, or a failure: a negative backend
+   status (logged; BACKEND_CORRUPT for a value that does not decode). */
 int store_entity_get(struct store *s, struct arena *a, const char *key, size_t key_len,
                      struct entity *e);
 
