@@ -153,6 +153,7 @@ struct entity_write {
     int del;                   /* a delete, not a put */
     int created;               /* a put of an entity that did not exist */
     struct backend_cond cond;  /* what the store expects of the key */
+    int64_t cur_ticks;         /* Timestamp of the version replaced (0: none) */
     struct entity e;           /* what to store; keys always set */
     const char *key;           /* backend key (arena) */
     size_t key_len;

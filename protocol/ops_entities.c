@@ -250,7 +250,9 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
     if (found < 0)
         return terr_from_backend(found);
     w->created = !found && !w->del;
-    switch (store_judge(entity_intent(c->op), &pc, found, cur.timestamp, &w->cond)) {
+    w->cur_ticks = found ? cur.timestamp : 0;
+    switch (store_judge(entity_intent(c->op), &pc, found, cur.timestamp,
+                        store_shared(c->svc->store), &w->cond)) {
     case STORE_EXISTS:
         return TERR_EntityAlreadyExists;
     case STORE_NOT_FOUND:
@@ -279,7 +281,11 @@ int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n)
 {
     struct service *svc = c->svc;
     /* Every entity written together shares one Timestamp (SPEC 4.10). */
-    int64_t ts = store_next_timestamp(svc->store);
+    int64_t after = 0;
+    for (size_t i = 0; i < n; i++)
+        if (w[i].cur_ticks > after)
+            after = w[i].cur_ticks;
+    int64_t ts = store_next_timestamp(svc->store, after);
     struct backend_write *bw = arena_alloc(c->a, n * sizeof *bw);
     struct backend_cond *cond = arena_alloc(c->a, n * sizeof *cond);
     /* The values are encoded back to back into the request's c->vbuf;

@@ -20,6 +20,7 @@ struct store {
     enum durability durability;
     int dirty;                 /* writes applied since the last sync */
     int64_t last_timestamp;    /* strictly increasing commit Timestamps */
+    int shared;                /* other processes write the store too */
     struct metrics *metrics;
     void (*wake)(void *arg);
     void *wake_arg;
@@ -35,6 +36,7 @@ struct store *store_new(struct kv *kv, enum durability durability)
         return NULL;
     s->kv = kv;
     s->durability = durability;
+    s->shared = kv_shared(kv);
     return s;
 }
 
@@ -61,11 +63,18 @@ static void store_wake(struct store *s)
         s->wake(s->wake_arg);
 }
 
-int64_t store_next_timestamp(struct store *s)
+int store_shared(const struct store *s)
+{
+    return s->shared;
+}
+
+int64_t store_next_timestamp(struct store *s, int64_t after)
 {
     int64_t now = timefmt_now_ticks();
     if (now <= s->last_timestamp)
         now = s->last_timestamp + 1;
+    if (now <= after)
+        now = after + 1;
     s->last_timestamp = now;
     return now;
 }
@@ -173,7 +182,8 @@ int store_entity_get(struct store *s, struct arena *a, const char *key, size_t k
 }
 
 enum store_verdict store_judge(enum store_intent intent, const struct store_precond *pc,
-                               int found, int64_t cur_ticks, struct backend_cond *cond)
+                               int found, int64_t cur_ticks, int shared,
+                               struct backend_cond *cond)
 {
     cond->expect = BACKEND_EXPECT_ANY;
     cond->version = 0;
@@ -184,13 +194,22 @@ enum store_verdict store_judge(enum store_intent intent, const struct store_prec
     if (!found) {
         if (pc->present)
             return STORE_NOT_FOUND;
-        /* an upsert that creates: nobody else may have created it since */
-        if (intent != STORE_UPSERT)
+        /* an upsert that creates: nobody else may have created it since
+           (on a shared store a blind upsert too: its Timestamp must
+           exceed that of any version written meanwhile) */
+        if (intent != STORE_UPSERT || shared)
             cond->expect = BACKEND_EXPECT_ABSENT;
         return STORE_GO;
     }
     if (pc->present && !pc->any && (pc->never || pc->ticks != cur_ticks))
         return STORE_MISMATCH;
+    if (shared && intent != STORE_DELETE) {
+        /* the new Timestamp is above cur_ticks: it must still be the
+           current version, or two front ends could write the same ticks */
+        cond->expect = BACKEND_EXPECT_VERSION;
+        cond->version = (uint64_t)cur_ticks;
+        return STORE_GO;
+    }
     if (intent == STORE_MERGE || intent == STORE_UPSERT_MERGE) {
         /* the result is built from what was read: it must still be so */
         cond->expect = BACKEND_EXPECT_VERSION;
