@@ -26,7 +26,9 @@ struct service {
     const struct config *cfg;
     struct store *store;       /* store/store.h: entities, writes, failures */
     struct kv *kv;             /* its kv (scans, catalogue reads) */
-    struct table_cache *tables;
+    struct table_cache *tables;  /* trusted only when !shared */
+    int shared;                /* kv_shared: other front ends share the store */
+    uint64_t purge_scan_us;    /* shared: next look for others' purge records */
     struct rand_x128 rng;      /* xorshift128+ state for request ids */
     struct auth_ctx auth;      /* authentication settings */
     uint64_t rows_examined;    /* entities read by queries (planner tests, metrics) */
@@ -227,7 +229,14 @@ void service_uuid(struct service *svc, char out[40]);
  * 0, BACKEND_CONFLICT (*failed) or a backend status (logged). */
 int service_apply(struct req_ctx *c, int entities, const struct backend_write *w,
                   const struct backend_cond *cond, size_t n, size_t *failed);
-/* Looks up c->table for the account; TERR_TableNotFound when absent. */
+/* Looks up table name of c's account: from the catalogue cache, or on a
+ * store shared by several front ends from its row (store/tables.h; *out
+ * then lives in c's arena). 0, BACKEND_NOTFOUND, or a failure status
+ * (logged). */
+int service_table(struct req_ctx *c, const char *name, size_t name_len,
+                  const struct table_info **out);
+/* Looks up c->table for the account; TERR_TableNotFound when absent, the
+ * store's error (terr_from_backend) when it cannot be read. */
 enum terr ctx_table(struct req_ctx *c, const struct table_info **out);
 
 #endif

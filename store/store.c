@@ -83,25 +83,32 @@ int64_t store_next_timestamp(struct store *s, int64_t after)
  * the failed state (logged once) until a write works again. */
 static void store_failure(struct store *s, int rc, const char *err)
 {
-    if (rc != BACKEND_FULL && rc != BACKEND_IOERR)
+    int down = rc == BACKEND_UNAVAILABLE || rc == BACKEND_UNKNOWN;
+    if (rc != BACKEND_FULL && rc != BACKEND_IOERR && !down)
         return;
     s->probe_us = clock_mono_us() + STORE_PROBE_MS * 1000u;
     if (s->failed)
         return;
-    s->failed = 1;
+    s->failed = down ? 2 : 1;
     s->failed_us = clock_mono_us();
-    log_error("the store refuses writes (%s): writes answer 500 and are retried every %d s",
-              rc == BACKEND_FULL ? "out of space" : err, STORE_PROBE_MS / 1000);
-    metrics_store_state(s->metrics, 1, err && *err ? err : "write failed");
+    if (down)
+        log_error("the database cannot be reached (%s): requests answer 503 ServerBusy "
+                  "until it can; tried every %d s", err, STORE_PROBE_MS / 1000);
+    else
+        log_error("the store refuses writes (%s): writes answer 500 and are retried every %d s",
+                  rc == BACKEND_FULL ? "out of space" : err, STORE_PROBE_MS / 1000);
+    metrics_store_state(s->metrics, s->failed,
+                        err && *err ? err : down ? "database unavailable" : "write failed");
     store_wake(s);
 }
 
 /* Writes work again after a failure. */
 static void store_recovered(struct store *s)
 {
-    s->failed = 0;
-    log_warn("the store takes writes again (after %.1f s)",
+    log_warn(s->failed == 2 ? "the database answers again (after %.1f s)"
+                            : "the store takes writes again (after %.1f s)",
              (double)(clock_mono_us() - s->failed_us) / 1e6);
+    s->failed = 0;
     metrics_store_state(s->metrics, 0, NULL);
     store_wake(s);
 }
@@ -123,16 +130,29 @@ int store_probe(struct store *s, int *wait_ms)
 {
     uint64_t now = clock_mono_us();
     *wait_ms = STORE_PROBE_MS;
-    if (!s->failed)
+    if (!s->failed && !s->shared)
         return 1;
     if (now < s->probe_us) {
         *wait_ms = (int)((s->probe_us - now + 999) / 1000);
-        return 0;
+        return !s->failed;
     }
+    s->probe_us = now + STORE_PROBE_MS * 1000u;
     char err[256] = "";
     struct backend_write none = {BACKEND_PUT, "", 0, NULL, 0};  /* never read */
-    if (kv_apply(s->kv, &none, NULL, 0, 0, NULL, err, sizeof err) != BACKEND_OK) {
-        s->probe_us = now + STORE_PROBE_MS * 1000u;
+    int rc = kv_apply(s->kv, &none, NULL, 0, 0, NULL, err, sizeof err);
+    if (rc == BACKEND_OK && s->shared) {
+        /* a database server: one read proves it answers (the empty apply
+           may only look at the connections) */
+        static const char key[] = {KEY_TAG_COUNTER, 't', 'a', 'b', 'l', 'e', 'i', 'd'};
+        const void *v;
+        size_t vl;
+        rc = kv_get(s->kv, key, sizeof key, &v, &vl, err, sizeof err);
+        if (rc == BACKEND_NOTFOUND)
+            rc = BACKEND_OK;
+    }
+    if (rc != BACKEND_OK) {
+        if (s->shared)
+            store_failure(s, rc, err);
         return 0;
     }
     return 1;

@@ -38,7 +38,12 @@
  *   - Failures: a write or sync that fails for lack of space or an I/O
  *     error puts the store in the failed state (logged once, on /healthz,
  *     metric tabled_store_writable) until a write works again; store_probe
- *     tries an empty apply about once a second meanwhile.
+ *     tries an empty apply about once a second meanwhile. A database
+ *     server that cannot be reached (BACKEND_UNAVAILABLE, or UNKNOWN from
+ *     a write) is the failed state "unreachable" (2): on a shared store
+ *     store_probe runs about once a second even while all is well (an
+ *     empty apply and one get), so /healthz says 503 while the database is
+ *     away, with no requests needed to notice, and 200 once it answers.
  *   - Group commit: writes mark the store dirty; store_sync makes them
  *     durable. */
 #ifndef TABLED_STORE_H
@@ -129,12 +134,14 @@ int store_dirty(const struct store *s);
 /* Makes them durable. 0 or a backend status (logged). */
 int store_sync(struct store *s);
 
-/* 1 while writes fail. */
+/* 0 while all is well; 1 while writes fail (read-only), 2 while the
+   database cannot be reached. */
 int store_failed(const struct store *s);
-/* While failed: tries an empty apply when the probe is due. Returns 1 when
-   the backend answered it (the caller may then confirm with a real write),
-   0 when still failing, and sets *wait_ms to the time until the next
-   probe. */
+/* While failed, and always on a shared store: tries an empty apply (and
+   on a shared store a get) when the probe is due. Returns 1 when the
+   backend answered it (the caller may then confirm with a real write), 0
+   when still failing (a shared store that fails it becomes unreachable),
+   and sets *wait_ms to the time until the next probe. */
 int store_probe(struct store *s, int *wait_ms);
 /* A write outside store_apply (a purge step) succeeded or failed. */
 void store_note(struct store *s, int rc, const char *err);
