@@ -172,6 +172,10 @@ void op_write(struct req_ctx *c);          /* insert/update/merge/upserts/delete
 /* ops_batch.c */
 struct batch_state;
 void op_batch(struct req_ctx *c);
+/* The table the changeset's first operation resolved, when c names the
+ * same one (NULL otherwise): the later operations need not look it up
+ * again (on a shared store that is a read per operation). */
+const struct table_info *batch_table(struct req_ctx *c);
 /* One table, one PartitionKey, each RowKey once (SPEC 8.4). */
 enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w);
 

@@ -209,7 +209,9 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
      * key with a forbidden character in both answers as the URL's (SPEC
      * 4.5, 7.7 step 2). */
     enum terr err = c->op != OP_INSERT_ENTITY ? check_url_keys(c) : TERR_NONE;
-    if (err || (err = ctx_table(c, &w->t)))
+    if (err)
+        return err;
+    if (!(w->t = batch_table(c)) && (err = ctx_table(c, &w->t)))
         return err;
     struct entity body;
     if (!w->del) {

@@ -75,7 +75,7 @@ static void write_atom_table(struct req_ctx *c, struct buf *b, const char *name,
 
 /* Rounds of a create on a shared store that lost the id counter to
  * another front end's create (store/tables.h). */
-#define CREATE_ROUNDS 8
+#define CREATE_ROUNDS 64
 
 /* Writes the row of a new table name (expecting it absent) with a fresh id
  * (*id); on a shared store the id counter's update goes in the same apply.

@@ -391,7 +391,7 @@ void admin_handle(struct admin *adm, const struct request *req, struct response 
         }
         /* 503 while the store refuses writes (reads still work), or while
            the database cannot be reached */
-        int failed = adm->metrics && adm->metrics->store_failed;
+        int failed = adm->metrics ? adm->metrics->store_failed : 0;
         resp->status = failed ? 503 : 200;
         response_header(resp, "Content-Type", "text/plain; charset=utf-8");
         if (failed == 2)
