@@ -20,6 +20,9 @@ the server runs as "nobody"), and three tabled processes A, B, C on it:
   paging      a query started on A is continued on B with its tokens;
   kill        kill -9 of C under write load: every acknowledged write is
               there, every batch is all or nothing;
+  purge       a fourth front end deletes a table of 8000 entities and is
+              killed at once: A and B find its purge record and finish
+              the purge (checked in the database with psql);
   outage      PostgreSQL stopped under load: clients get 503 ServerBusy or
               500 OperationTimedOut, never a hang; /healthz says 503
               "unavailable"; restarted, /healthz is 200 again, writes work
@@ -114,6 +117,15 @@ class Postgres:
                 return f.read()[-3000:]
         except OSError:
             return ""
+
+    def sql(self, query):
+        """One query through psql; its rows as lists of text fields."""
+        r = subprocess.run([os.path.join(self.bindir, "psql"), "-h", self.tmp, "-p",
+                            str(self.port), "-U", "tabled", "-d", "postgres", "-AtF", "|",
+                            "-c", query], capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise h.ServerError("psql: %s" % r.stderr)
+        return [line.split("|") for line in r.stdout.splitlines() if line]
 
     def conninfo(self):
         return "host=%s port=%d user=tabled dbname=postgres" % (self.tmp, self.port)
@@ -523,6 +535,57 @@ def test_kill(tap, a, c):
     check_acked(tap, h.Http(a), "killed", acked, "kill")
 
 
+def metric(srv, name):
+    """The value of metric name on srv's admin listener (0 when absent)."""
+    target = types.SimpleNamespace(host=srv.host, port=admin_port(srv))
+    req = ("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n"
+           % target.port).encode()
+    got, _ = h.raw_exchange(target, req, timeout=10)
+    m = re.search(rb"^" + re.escape(name.encode()) + rb" (\d+)", got, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def test_purge_adopted(tap, pg, a, b):
+    """A front end killed during the purge of a deleted table: the others
+    finish it."""
+    d = frontend(pg)
+    hd = h.Http(d)
+    hd.create_table("doomed")
+    n = 0
+    for i in range(80):
+        r = batch(hd, "doomed", [("PUT", "p%03d" % i, "r%03d" % j, {"PartitionKey": "p%03d" % i,
+                                                                    "RowKey": "r%03d" % j})
+                                 for j in range(100)])
+        n += 100 if batch_ok(r) else 0
+    before = metric(a, "tabled_purged_entities_total") + metric(b, "tabled_purged_entities_total")
+    r = hd.delete_table("doomed")
+    d.proc.kill()
+    d.proc.wait(5)
+    d.stop()
+    tap.eq((n, r.status), (8000, 204), "purge: 8000 entities written and the table deleted "
+           "on D, then D killed")
+    rec = pg.sql("SELECT encode(k, 'hex') FROM tabled_kv WHERE k >= '\\x64'::bytea "
+                 "AND k < '\\x65'::bytea")
+    tap.ok(rec, "purge: D died before finishing (its purge record is there)", rec)
+    if not rec:
+        return
+    ids = [x[0][2:18] for x in rec]
+    left = None
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        recs = pg.sql("SELECT count(*) FROM tabled_kv WHERE k >= '\\x64'::bytea "
+                      "AND k < '\\x65'::bytea")[0][0]
+        ents = sum(int(pg.sql("SELECT count(*) FROM tabled_kv WHERE substring(k from 1 for 9) "
+                              "= '\\x65%s'::bytea" % i)[0][0]) for i in ids)
+        left = (int(recs), ents)
+        if left == (0, 0):
+            break
+        time.sleep(0.5)
+    tap.eq(left, (0, 0), "purge: A and B finished D's purge (no record, no entity left)")
+    after = metric(a, "tabled_purged_entities_total") + metric(b, "tabled_purged_entities_total")
+    tap.ok(after > before, "purge: the survivors removed entities (%d)" % (after - before))
+
+
 def test_outage(tap, pg, a, b):
     """PostgreSQL stopped and restarted under load."""
     ha = h.Http(a)
@@ -590,6 +653,7 @@ def main():
         tap.run(test_batch_visibility, tap, a, b)
         tap.run(test_paging, tap, a, b)
         tap.run(test_kill, tap, a, c)
+        tap.run(test_purge_adopted, tap, pg, a, b)
         tap.run(test_outage, tap, pg, a, b)
         for s in (a, b):
             s.stop_and_check(tap)
