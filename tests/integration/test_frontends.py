@@ -279,6 +279,25 @@ def test_catalogue(tap, a, b, c):
     tap.ok(r.status == 200 and b"pol1" in r.body, "catalogue: B answers the ACL set on A",
            r.body[:300])
 
+    # service properties (CORS) set on A reach B within a second or so
+    props = ('<?xml version="1.0" encoding="utf-8"?><StorageServiceProperties><Cors><CorsRule>'
+             '<AllowedOrigins>http://fe.example</AllowedOrigins><AllowedMethods>GET'
+             '</AllowedMethods><MaxAgeInSeconds>60</MaxAgeInSeconds><ExposedHeaders>'
+             '</ExposedHeaders><AllowedHeaders></AllowedHeaders></CorsRule></Cors>'
+             '</StorageServiceProperties>')
+    hb.get("/?restype=service&comp=properties")   # B caches the old ones
+    r = ha.request("PUT", "/?restype=service&comp=properties", body=props,
+                   content_type="application/xml")
+    tap.eq(r.status, 202, "catalogue: service properties set on A")
+    seen, end = None, time.monotonic() + 5
+    while time.monotonic() < end:
+        seen = hb.get("/?restype=service&comp=properties")
+        if b"fe.example" in seen.body:
+            break
+        time.sleep(0.2)
+    tap.ok(seen is not None and b"fe.example" in seen.body,
+           "catalogue: B answers A's service properties within seconds", seen)
+
     # concurrent creates through all three: distinct ids
     names = ["conc%02d" % i for i in range(24)]
     res = {}
