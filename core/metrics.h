@@ -81,7 +81,8 @@ struct metrics {
     void *render_more_arg;
     int64_t purge_tables;          /* deleted tables being purged */
     uint64_t purged_entities;
-    int store_failed;              /* writes fail (disk full, I/O error) */
+    int store_failed;              /* 1: writes fail (disk full, I/O error);
+                                      2: the database cannot be reached */
     char store_error[240];         /* why, for /healthz */
 };
 
@@ -100,7 +101,8 @@ void metrics_backend_sync(struct metrics *m, uint64_t micros);
 void metrics_connection(struct metrics *m, int opened);  /* 1 opened, 0 closed */
 /* Purges of deleted tables: tables pending, entities removed by a step. */
 void metrics_purge(struct metrics *m, size_t pending, uint64_t removed);
-/* The store's writes fail (failed 1, with why) or work again (0). */
+/* The store's writes fail (failed 1, with why), the database cannot be
+   reached (2, with why), or all works again (0). */
 void metrics_store_state(struct metrics *m, int failed, const char *why);
 
 /* Appends the whole exposition text. */

@@ -26,7 +26,9 @@ struct service {
     const struct config *cfg;
     struct store *store;       /* store/store.h: entities, writes, failures */
     struct kv *kv;             /* its kv (scans, catalogue reads) */
-    struct table_cache *tables;
+    struct table_cache *tables;  /* trusted only when !shared */
+    int shared;                /* kv_shared: other front ends share the store */
+    uint64_t purge_scan_us;    /* shared: next look for others' purge records */
     struct rand_x128 rng;      /* xorshift128+ state for request ids */
     /* encoding buffers lent to one request at a time (service_run), so
        that their capacity is kept across requests */
@@ -159,6 +161,7 @@ struct entity_write {
     struct backend_cond cond;  /* what the store expects of the key */
     struct store_precond pc;   /* If-Match as parsed */
     int blind;                 /* written without a read: cond decides */
+    int64_t cur_ticks;         /* Timestamp of the version replaced (0: none) */
     struct entity e;           /* what to store; keys always set */
     const char *key;           /* backend key (arena) */
     size_t key_len;
@@ -181,6 +184,10 @@ void op_write(struct req_ctx *c);          /* insert/update/merge/upserts/delete
 /* ops_batch.c */
 struct batch_state;
 void op_batch(struct req_ctx *c);
+/* The table the changeset's first operation resolved, when c names the
+ * same one (NULL otherwise): the later operations need not look it up
+ * again (on a shared store that is a read per operation). */
+const struct table_info *batch_table(struct req_ctx *c);
 /* One table, one PartitionKey, each RowKey once (SPEC 8.4). */
 enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w);
 
@@ -238,7 +245,14 @@ void service_uuid(struct service *svc, char out[40]);
  * 0, BACKEND_CONFLICT (*failed) or a backend status (logged). */
 int service_apply(struct req_ctx *c, int entities, const struct backend_write *w,
                   const struct backend_cond *cond, size_t n, size_t *failed);
-/* Looks up c->table for the account; TERR_TableNotFound when absent. */
+/* Looks up table name of c's account: from the catalogue cache, or on a
+ * store shared by several front ends from its row (store/tables.h; *out
+ * then lives in c's arena). 0, BACKEND_NOTFOUND, or a failure status
+ * (logged). */
+int service_table(struct req_ctx *c, const char *name, size_t name_len,
+                  const struct table_info **out);
+/* Looks up c->table for the account; TERR_TableNotFound when absent, the
+ * store's error (terr_from_backend) when it cannot be read. */
 enum terr ctx_table(struct req_ctx *c, const struct table_info **out);
 
 #endif

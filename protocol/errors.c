@@ -1,6 +1,8 @@
 /* errors.c - status and message of every error code (SPEC 9.2, 9.3, 4.3). */
 #include "protocol/errors.h"
 
+#include "backends/backend.h"
+
 static const struct terr_info table[TERR__COUNT] = {
     [TERR_NONE] = {"", 200, ""},
     [TERR_AccountIsDisabled] = {"AccountIsDisabled", 403, "The specified account is disabled."},
@@ -184,4 +186,17 @@ enum terr terr_from_http_fail(enum http_fail why)
         return TERR_OperationTimedOut;
     }
     return TERR_InvalidInput;  /* not a reason the wing gives */
+}
+
+enum terr terr_from_backend(int rc)
+{
+    switch (rc) {
+    case BACKEND_UNAVAILABLE:
+    case BACKEND_CONFLICT:     /* still racing after the bounded retries */
+        return TERR_ServerBusy;
+    case BACKEND_UNKNOWN:
+        return TERR_OperationTimedOut;
+    default:
+        return TERR_InternalError;
+    }
 }

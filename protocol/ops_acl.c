@@ -259,16 +259,29 @@ int acl_policy_lookup(void *arg, const char *account, const char *table, const c
                       struct auth_policy *out)
 {
     struct service *svc = arg;
-    const struct table_info *t = tables_find(svc->tables, account, table, strlen(table));
-    if (!t || !id)
+    if (!id)
         return 0;
-    struct acl acl;
-    if (acl_decode(t->acl, t->acl_len, &acl) != 0) {
-        log_error("corrupt ACL of table %s/%s", account, t->name);
-        return 0;
+    const struct table_info *t;
+    struct table_info row;
+    struct arena *a = NULL;
+    if (svc->shared) {
+        /* another front end may have changed it: the row as stored now */
+        char err[256] = "";
+        a = arena_new(512);
+        int rc = tables_read(svc->kv, a, account, table, strlen(table), &row, err, sizeof err);
+        if (rc != BACKEND_OK && rc != BACKEND_NOTFOUND)
+            log_error("reading the table row failed: %s", err);
+        t = rc == BACKEND_OK ? &row : NULL;
+    } else {
+        t = tables_find(svc->tables, account, table, strlen(table));
     }
+    struct acl acl;
+    int found = t && acl_decode(t->acl, t->acl_len, &acl) == 0;
+    if (t && !found)
+        log_error("corrupt ACL of table %s/%s", account, t->name);
     size_t il = strlen(id);
-    for (size_t i = 0; i < acl.n; i++) {
+    int hit = 0;
+    for (size_t i = 0; found && i < acl.n && !hit; i++) {
         const struct acl_policy *p = &acl.p[i];
         if (p->id_len != il || memcmp(p->id, id, il) != 0)
             continue;
@@ -279,16 +292,18 @@ int acl_policy_lookup(void *arg, const char *account, const char *table, const c
         out->expiry_ticks = p->expiry;
         out->has_perm = p->has_perm;
         memcpy(out->perm, p->perm, sizeof p->perm);
-        return 1;
+        hit = 1;
     }
-    return 0;
+    arena_free(a);   /* the ACL pointed into the row read */
+    return hit;
 }
 
 void op_get_acl(struct req_ctx *c)
 {
     const struct table_info *t;
-    if (ctx_table(c, &t) != TERR_NONE) {
-        reply_error(c, TERR_ResourceNotFound);
+    enum terr te = ctx_table(c, &t);
+    if (te != TERR_NONE) {
+        reply_error(c, te == TERR_TableNotFound ? TERR_ResourceNotFound : te);
         return;
     }
     struct acl acl;
@@ -311,8 +326,9 @@ void op_set_acl(struct req_ctx *c)
         return;
     }
     const struct table_info *t;
-    if (ctx_table(c, &t) != TERR_NONE) {
-        reply_error(c, TERR_ResourceNotFound);
+    enum terr te = ctx_table(c, &t);
+    if (te != TERR_NONE) {
+        reply_error(c, te == TERR_TableNotFound ? TERR_ResourceNotFound : te);
         return;
     }
     struct acl acl;
@@ -334,15 +350,20 @@ void op_set_acl(struct req_ctx *c)
     tables_encode(&row, c->vbuf);
     struct backend_write w = {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data,
                               c->vbuf->len};
-    /* the table must still exist (a delete may have raced this request) */
+    /* the table must still exist (a delete may have raced this request;
+       on a shared store: and not be re-created by another front end, so
+       its id, the row's version, is expected) */
     struct backend_cond present = {BACKEND_EXPECT_PRESENT, 0};
+    if (svc->shared)
+        present = (struct backend_cond){BACKEND_EXPECT_VERSION, t->id};
     int rc = service_apply(c, 0, &w, &present, 1, NULL);
     if (rc != 0) {
         buf_free(&blob);
-        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableNotFound : TERR_InternalError);
+        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableNotFound : terr_from_backend(rc));
         return;
     }
-    tables_set_acl(svc->tables, t, (const unsigned char *)blob.data, blob.len);
+    if (!svc->shared)
+        tables_set_acl(svc->tables, t, (const unsigned char *)blob.data, blob.len);
     buf_free(&blob);
     c->resp->status = 204;
 }

@@ -40,6 +40,15 @@ static unsigned rk_hash(const char *s, size_t n)
     return h;
 }
 
+const struct table_info *batch_table(struct req_ctx *c)
+{
+    const struct batch_state *b = c->batch;
+    if (!b || b->n == 0 || b->t->name_len != c->table_len ||
+        strncasecmp(b->t->name, c->table, c->table_len) != 0)
+        return NULL;
+    return b->t;
+}
+
 enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w)
 {
     struct batch_state *b = c->batch;
@@ -48,7 +57,7 @@ enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w)
         b->pk = w->e.pk;
         b->pk_len = w->e.pk_len;
     } else {
-        if (w->t != b->t)
+        if (w->t->id != b->t->id)  /* copies, on a shared store */
             return TERR_InvalidInput;
         if (w->e.pk_len != b->pk_len || memcmp(w->e.pk, b->pk, b->pk_len) != 0)
             return TERR_CommandsInBatchActOnDifferentPartitions;
@@ -451,7 +460,7 @@ void op_batch(struct req_ctx *c)
         }
         if (rc != BACKEND_CONFLICT || round + 1 >= BATCH_WRITE_ROUNDS) {
             free_subs(sresps, mb.nops);
-            reply_error(c, rc == BACKEND_CONFLICT ? TERR_ServerBusy : TERR_InternalError);
+            reply_error(c, terr_from_backend(rc));
             return;
         }
     }

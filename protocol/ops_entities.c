@@ -152,7 +152,7 @@ void op_get_entity(struct req_ctx *c)
     struct entity e = {0};
     int found = store_entity_get(c->svc->store, c->a, key, kl, &e);
     if (found <= 0) {
-        reply_error(c, found < 0 ? TERR_InternalError : TERR_ResourceNotFound);
+        reply_error(c, found < 0 ? terr_from_backend(found) : TERR_ResourceNotFound);
         return;
     }
     e.pk = c->pk;
@@ -221,9 +221,10 @@ enum terr entity_conflict(struct req_ctx *c, const struct entity_write *w)
     struct entity cur = {0};
     int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
     if (found < 0)
-        return TERR_InternalError;
+        return terr_from_backend(found);
     struct backend_cond cond;
-    return entity_verdict(store_judge(entity_intent(c->op), &w->pc, found, cur.timestamp, &cond));
+    return entity_verdict(store_judge(entity_intent(c->op), &w->pc, found, cur.timestamp,
+                                      store_shared(c->svc->store), &cond));
 }
 
 enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
@@ -235,7 +236,9 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
      * key with a forbidden character in both answers as the URL's (SPEC
      * 4.5, 7.7 step 2). */
     enum terr err = c->op != OP_INSERT_ENTITY ? check_url_keys(c) : TERR_NONE;
-    if (err || (err = ctx_table(c, &w->t)))
+    if (err)
+        return err;
+    if (!(w->t = batch_table(c)) && (err = ctx_table(c, &w->t)))
         return err;
     struct entity body;
     if (!w->del) {
@@ -277,21 +280,27 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
      * write (absent; present; the ETag's version), and only a write it
      * refuses is read, to tell 409, 404 and 412 apart (entity_conflict).
      * A batch of inserts is then one store call. Merges read what they
-     * merge into; upserts read whether they create (the advisor's). */
+     * merge into; upserts read whether they create (the advisor's). On a
+     * shared store "*" reads too: the new Timestamp must exceed the
+     * version it replaces (store.h), which only the ETag names. */
+    int shared = store_shared(c->svc->store);
     if (c->op == OP_INSERT_ENTITY ||
-        ((c->op == OP_UPDATE_ENTITY || c->op == OP_DELETE_ENTITY) && pc.present && !pc.never)) {
+        ((c->op == OP_UPDATE_ENTITY || c->op == OP_DELETE_ENTITY) && pc.present && !pc.never &&
+         !(pc.any && shared))) {
         w->blind = 1;
         w->created = c->op == OP_INSERT_ENTITY;
+        w->cur_ticks = pc.present && !pc.any ? pc.ticks : 0;
         store_judge_blind(entity_intent(c->op), &pc, &w->cond);
         return TERR_NONE;
     }
     struct entity cur = {0};
     int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
     if (found < 0)
-        return TERR_InternalError;
+        return terr_from_backend(found);
     w->created = !found && !w->del;
-    enum terr verdict = entity_verdict(
-        store_judge(entity_intent(c->op), &pc, found, cur.timestamp, &w->cond));
+    w->cur_ticks = found ? cur.timestamp : 0;
+    enum terr verdict = entity_verdict(store_judge(entity_intent(c->op), &pc, found, cur.timestamp,
+                                                   store_shared(c->svc->store), &w->cond));
     if (verdict || !found)
         return verdict;
     if ((c->op == OP_MERGE_ENTITY || c->op == OP_INSERT_OR_MERGE)) {
@@ -311,7 +320,11 @@ int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *f
 {
     struct service *svc = c->svc;
     /* Every entity written together shares one Timestamp (SPEC 4.10). */
-    int64_t ts = store_next_timestamp(svc->store);
+    int64_t after = 0;
+    for (size_t i = 0; i < n; i++)
+        if (w[i].cur_ticks > after)
+            after = w[i].cur_ticks;
+    int64_t ts = store_next_timestamp(svc->store, after);
     int checks = store_checks_needed(svc->store), any = 0;
     struct backend_write *bw = arena_alloc(c->a, n * sizeof *bw);
     struct backend_cond *cond = arena_alloc(c->a, n * sizeof *cond);
@@ -399,7 +412,7 @@ void op_write(struct req_ctx *c)
             return;
         }
         if (rc != BACKEND_CONFLICT || round + 1 >= ENTITY_WRITE_ROUNDS) {
-            reply_error(c, rc == BACKEND_CONFLICT ? TERR_ServerBusy : TERR_InternalError);
+            reply_error(c, terr_from_backend(rc));
             return;
         }
     }

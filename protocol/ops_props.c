@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "protocol/cors.h"
 #include "protocol/ctx.h"
@@ -54,6 +55,7 @@ struct props {
 struct props_slot {
     char account[64];
     int loaded;
+    uint64_t loaded_us;         /* when (monotonic): shared stores reload */
     struct props p;
     char *pool;                 /* malloc'd: the CORS strings of p */
 };
@@ -409,7 +411,13 @@ static void props_read(struct service *svc, struct arena *a, const char *account
         *p = tmp;
 }
 
-/* The cached properties of account, loading them when needed. */
+/* How long a front end on a shared store trusts its cached properties:
+ * another front end may have set them (DESIGN: service properties are
+ * read on every CORS request, so not a read per request). */
+#define PROPS_SHARED_TTL_US 1000000u
+
+/* The cached properties of account, loading them when needed (on a
+ * shared store again once they are PROPS_SHARED_TTL_US old). */
 static const struct props *props_get(struct service *svc, const char *account)
 {
     if (cache.svc != svc) {
@@ -420,8 +428,11 @@ static const struct props *props_get(struct service *svc, const char *account)
     struct props_slot *free_slot = NULL;
     for (size_t i = 0; i < CONFIG_MAX_ACCOUNTS; i++) {
         struct props_slot *s = &cache.slot[i];
-        if (s->loaded && strcmp(s->account, account) == 0)
-            return &s->p;
+        if (s->loaded && strcmp(s->account, account) == 0) {
+            if (!svc->shared || clock_mono_us() - s->loaded_us < PROPS_SHARED_TTL_US)
+                return &s->p;
+            slot_drop(s);
+        }
         if (!s->loaded && !free_slot)
             free_slot = s;
     }
@@ -432,8 +443,12 @@ static const struct props *props_get(struct service *svc, const char *account)
     struct arena *a = arena_new(8192);
     struct props p;
     props_read(svc, a, account, &p);
+    /* another request may have filled the slot while this one waited */
+    if (free_slot->loaded)
+        slot_drop(free_slot);
     snprintf(free_slot->account, sizeof free_slot->account, "%s", account);
     slot_keep(free_slot, &p);
+    free_slot->loaded_us = clock_mono_us();
     arena_free(a);
     return &free_slot->p;
 }
@@ -494,7 +509,7 @@ void op_set_service_properties(struct req_ctx *c)
     int rc = service_apply(c, 0, &w, NULL, 1, NULL);
     props_forget(c->account->name);
     if (rc != 0) {
-        reply_error(c, TERR_InternalError);
+        reply_error(c, terr_from_backend(rc));
         return;
     }
     c->resp->status = 202;

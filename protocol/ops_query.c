@@ -81,9 +81,10 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
     struct service *svc = c->svc;
     struct buf *b = &c->resp->body;
     struct kv_iter *it = pg->it;
-    if (kv_iter_seek(it, start->data, start->len) != BACKEND_OK) {
+    int src = kv_iter_seek(it, start->data, start->len);
+    if (src != BACKEND_OK) {
         log_error("query: %s", kv_iter_error(it));
-        return -1;
+        return src < 0 ? src : BACKEND_IOERR;
     }
     const void *k, *v;
     size_t kl, vl;
@@ -131,7 +132,7 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
     }
     if (rc < 0)
         log_error("query: %s", kv_iter_error(it));
-    return rc < 0 ? -1 : 0;
+    return rc < 0 ? rc : 0;
 }
 
 void op_query_entities(struct req_ctx *c)
@@ -218,7 +219,6 @@ void op_query_entities(struct req_ctx *c)
     if (rc != BACKEND_OK) {
         log_error("query: %s", emsg);
         pg.it = NULL;
-        rc = -1;
     }
     pg.scratch = rc == 0 ? arena_new(16384) : NULL;
     for (size_t i = 0; i < plan.n && !pg.done && rc == 0; i++) {
@@ -248,7 +248,7 @@ void op_query_entities(struct req_ctx *c)
     if (c->svc->advisor && rc == 0)
         service_advise_query(c, t, &plan, (uint64_t)pg.examined, (uint64_t)pg.count);
     if (rc != 0) {
-        reply_error(c, TERR_InternalError);
+        reply_error(c, terr_from_backend(rc));
         return;
     }
     r->status = 200;

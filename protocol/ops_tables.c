@@ -73,6 +73,60 @@ static void write_atom_table(struct req_ctx *c, struct buf *b, const char *name,
     atom_write_table(b, name, n, &ac, 1);
 }
 
+/* Rounds of a create on a shared store that lost the id counter to
+ * another front end's create (store/tables.h). */
+#define CREATE_ROUNDS 64
+
+/* Writes the row of a new table name (expecting it absent) with a fresh id
+ * (*id); on a shared store the id counter's update goes in the same apply.
+ * 0, BACKEND_CONFLICT when the table exists, or a failure status. */
+static int create_row(struct req_ctx *c, const char *name, size_t n, uint64_t *id)
+{
+    struct service *svc = c->svc;
+    struct buf ckey, cval;
+    buf_init(&ckey);
+    buf_init(&cval);
+    int rc;
+    for (int round = 0;; round++) {
+        struct backend_cond cond[2] = {{BACKEND_EXPECT_ABSENT, 0}, {BACKEND_EXPECT_ANY, 0}};
+        buf_reset(&ckey);
+        buf_reset(&cval);
+        if (svc->shared) {
+            char err[256] = "";
+            rc = tables_claim_id(svc->tables, svc->kv, id, &ckey, &cval, &cond[1], err,
+                                 sizeof err);
+            if (rc != BACKEND_OK) {
+                log_error("reading the table id counter failed: %s", err);
+                break;
+            }
+        } else {
+            *id = tables_next_id(svc->tables);
+        }
+        struct table_info t = {.id = *id, .name = (char *)name, .name_len = n};
+        buf_reset(c->kbuf);
+        buf_reset(c->vbuf);
+        keys_table(c->kbuf, c->account->name, name, n);
+        tables_encode(&t, c->vbuf);
+        struct backend_write w[2] = {
+            {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data, c->vbuf->len},
+            {BACKEND_PUT, ckey.data, ckey.len, cval.data, cval.len},
+        };
+        /* a create that raced this one (it waited on storage) got there
+           first: the row's expectation fails */
+        size_t failed = 0;
+        rc = service_apply(c, 0, w, cond, svc->shared ? 2 : 1, &failed);
+        /* another front end took the id: claim the next one */
+        if (rc == BACKEND_CONFLICT && failed == 1 && round + 1 < CREATE_ROUNDS)
+            continue;
+        if (rc == BACKEND_CONFLICT && failed == 1)
+            rc = BACKEND_UNAVAILABLE;   /* still racing: 503, try again */
+        break;
+    }
+    buf_free(&ckey);
+    buf_free(&cval);
+    return rc;
+}
+
 void op_create_table(struct req_ctx *c)
 {
     const char *name;
@@ -80,7 +134,9 @@ void op_create_table(struct req_ctx *c)
     enum terr e = table_json_name(c->a, c->req->body, c->req->body_len, &name, &n);
     if (!e)
         e = check_table_name(name, n);
-    if (!e && tables_find(c->svc->tables, c->account->name, name, n))
+    struct service *svc = c->svc;
+    /* on a shared store the row's absent expectation is the only check */
+    if (!e && !svc->shared && tables_find(svc->tables, c->account->name, name, n))
         e = TERR_TableAlreadyExists;
     if (e) {
         reply_error_msg(c, e, e == TERR_OutOfRangeInput
@@ -89,23 +145,14 @@ void op_create_table(struct req_ctx *c)
                                   : NULL);
         return;
     }
-    struct service *svc = c->svc;
-    struct table_info t = {.id = tables_next_id(svc->tables), .name = (char *)name,
-                           .name_len = n};
-    buf_reset(c->kbuf);
-    buf_reset(c->vbuf);
-    keys_table(c->kbuf, c->account->name, name, n);
-    tables_encode(&t, c->vbuf);
-    struct backend_write w = {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data,
-                              c->vbuf->len};
-    /* a create that raced this one (it waited on storage) got there first */
-    struct backend_cond absent = {BACKEND_EXPECT_ABSENT, 0};
-    int rc = service_apply(c, 0, &w, &absent, 1, NULL);
+    uint64_t id;
+    int rc = create_row(c, name, n, &id);
     if (rc != 0) {
-        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableAlreadyExists : TERR_InternalError);
+        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableAlreadyExists : terr_from_backend(rc));
         return;
     }
-    tables_add(svc->tables, c->account->name, t.id, name, n, NULL, 0);
+    if (!svc->shared)
+        tables_add(svc->tables, c->account->name, id, name, n, NULL, 0);
 
     const char *url = arena_sprintf(c->a, "%s/Tables('%s')", c->base, name);
     struct response *r = c->resp;
@@ -138,10 +185,10 @@ void op_create_table(struct req_ctx *c)
 void op_delete_table(struct req_ctx *c)
 {
     struct service *svc = c->svc;
-    const struct table_info *t =
-        tables_find(svc->tables, c->account->name, c->table, c->table_len);
-    if (!t) {
-        reply_error(c, TERR_ResourceNotFound);
+    const struct table_info *t;
+    int rc = service_table(c, c->table, c->table_len, &t);
+    if (rc != BACKEND_OK) {
+        reply_error(c, rc == BACKEND_NOTFOUND ? TERR_ResourceNotFound : terr_from_backend(rc));
         return;
     }
     uint64_t id = t->id;
@@ -155,26 +202,31 @@ void op_delete_table(struct req_ctx *c)
         {BACKEND_DELETE, c->kbuf->data, c->kbuf->len, NULL, 0},
         {BACKEND_PUT, rkey.data, rkey.len, rval.data, rval.len},
     };
-    /* a delete that raced this one removed it first */
+    /* a delete that raced this one removed it first (on a shared store:
+       or another front end re-created it, with another id: the row's
+       version is its id) */
     struct backend_cond cond[2] = {{BACKEND_EXPECT_PRESENT, 0}, {BACKEND_EXPECT_ANY, 0}};
-    int rc = service_apply(c, 0, w, cond, 2, NULL);
+    if (svc->shared)
+        cond[0] = (struct backend_cond){BACKEND_EXPECT_VERSION, id};
+    rc = service_apply(c, 0, w, cond, 2, NULL);
     buf_free(&rkey);
     buf_free(&rval);
     if (rc != 0) {
-        reply_error(c, rc == BACKEND_CONFLICT ? TERR_ResourceNotFound : TERR_InternalError);
+        reply_error(c, rc == BACKEND_CONFLICT ? TERR_ResourceNotFound : terr_from_backend(rc));
         return;
     }
-    tables_remove(svc->tables, c->account->name, c->table, c->table_len);
+    if (!svc->shared)
+        tables_remove(svc->tables, c->account->name, c->table, c->table_len);
     service_purge_start(c, id);
     c->resp->status = 204;
 }
 
 void op_get_table(struct req_ctx *c)
 {
-    const struct table_info *t =
-        tables_find(c->svc->tables, c->account->name, c->table, c->table_len);
-    if (!t) {
-        reply_error(c, TERR_ResourceNotFound);
+    const struct table_info *t;
+    int rc = service_table(c, c->table, c->table_len, &t);
+    if (rc != BACKEND_OK) {
+        reply_error(c, rc == BACKEND_NOTFOUND ? TERR_ResourceNotFound : terr_from_backend(rc));
         return;
     }
     c->resp->status = 200;
@@ -219,12 +271,13 @@ void op_query_tables(struct req_ctx *c)
     }
     struct kv_iter *it;
     char err[256];
-    if (kv_iter_open(svc->kv, start.data, start.len, end.data, end.len, &it, err, sizeof err) !=
-        BACKEND_OK) {
+    int orc = kv_iter_open(svc->kv, start.data, start.len, end.data, end.len, &it, err,
+                           sizeof err);
+    if (orc != BACKEND_OK) {
         log_error("query tables: %s", err);
         buf_free(&start);
         buf_free(&end);
-        reply_error(c, TERR_InternalError);
+        reply_error(c, terr_from_backend(orc));
         return;
     }
     struct response *r = c->resp;
@@ -279,7 +332,7 @@ void op_query_tables(struct req_ctx *c)
         buf_free(&end);
         buf_free(&lower);
         buf_reset(b);
-        reply_error(c, TERR_InternalError);
+        reply_error(c, terr_from_backend(rc));
         return;
     }
     kv_iter_close(it);

@@ -67,6 +67,7 @@ struct service *service_new(const struct config *cfg, struct store *store, char 
     svc->cfg = cfg;
     svc->store = store;
     svc->kv = store_kv(store);
+    svc->shared = kv_shared(svc->kv);
     store_set_wake(store, service_store_wake, svc);
     svc->tables = tables_load(svc->kv, err, errlen);
     if (!svc->tables) {
@@ -161,10 +162,31 @@ int service_apply(struct req_ctx *c, int entities, const struct backend_write *w
     return store_apply(c->svc->store, account, w, cond, n, failed);
 }
 
+int service_table(struct req_ctx *c, const char *name, size_t name_len,
+                  const struct table_info **out)
+{
+    struct service *svc = c->svc;
+    if (!svc->shared) {
+        *out = tables_find(svc->tables, c->account->name, name, name_len);
+        return *out ? BACKEND_OK : BACKEND_NOTFOUND;
+    }
+    *out = NULL;
+    struct table_info *t = arena_alloc(c->a, sizeof *t);
+    char err[256] = "";
+    int rc = tables_read(svc->kv, c->a, c->account->name, name, name_len, t, err, sizeof err);
+    if (rc == BACKEND_OK)
+        *out = t;
+    else if (rc != BACKEND_NOTFOUND)
+        log_error("reading the table row failed: %s", err);
+    return rc;
+}
+
 enum terr ctx_table(struct req_ctx *c, const struct table_info **out)
 {
-    *out = tables_find(c->svc->tables, c->account->name, c->table, c->table_len);
-    return *out ? TERR_NONE : TERR_TableNotFound;
+    int rc = service_table(c, c->table, c->table_len, out);
+    if (rc == BACKEND_OK)
+        return TERR_NONE;
+    return rc == BACKEND_NOTFOUND ? TERR_TableNotFound : terr_from_backend(rc);
 }
 
 /* Random version-4 UUID text into out (>= 37 bytes). */
@@ -604,8 +626,8 @@ static void service_run(struct service *svc, struct request *req, struct respons
         /* a point read, found or not (but not of a missing table) */
         if (svc->advisor && c.op == OP_GET_ENTITY &&
             (resp->status == 200 ||
-             (resp->status == 404 && tables_find(svc->tables, c.account->name, c.table,
-                                                 c.table_len))))
+             (resp->status == 404 && !svc->shared &&
+              tables_find(svc->tables, c.account->name, c.table, c.table_len))))
             service_advise_read(&c, now);
         if (svc->metrics)
             metrics_request(svc->metrics, c.op, optable_name(c.op), resp->reset ? 0 : resp->status,
@@ -712,7 +734,7 @@ void service_set_wake(struct service *svc, void (*wake)(void *arg), void *arg)
     svc->wake = wake;
     svc->wake_arg = arg;
     metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
-    if (purge_pending(svc->purge) || store_failed(svc->store))
+    if (purge_pending(svc->purge) || store_failed(svc->store) || svc->shared)
         service_wake(svc);
 }
 
@@ -750,21 +772,50 @@ static int purge_once(struct service *svc)
     return purge_pending(svc->purge) ? 0 : -1;
 }
 
-/* One background step (see service_background). */
+/* Milliseconds between looks for other front ends' purge records. */
+#define PURGE_RESCAN_MS 5000
+
+/* Shared store: queues the purges other front ends started (and perhaps
+ * did not live to finish), every PURGE_RESCAN_MS. */
+static void purge_adopt(struct service *svc)
+{
+    uint64_t now = clock_mono_us();
+    if (now < svc->purge_scan_us)
+        return;
+    svc->purge_scan_us = now + PURGE_RESCAN_MS * 1000u;
+    char err[256] = "";
+    size_t before = purge_pending(svc->purge);
+    if (purge_rescan(svc->purge, svc->kv, err, sizeof err) != BACKEND_OK)
+        return;   /* the probe reports an unreachable store */
+    if (purge_pending(svc->purge) > before) {
+        log_info("%zu deleted table(s) found still holding entities: removing them",
+                 purge_pending(svc->purge) - before);
+        metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
+    }
+}
+
+/* One background step (see service_background): the store's probe (while
+ * it fails, and always on a shared store: /healthz), then a purge step. */
 static int service_background_step(struct service *svc)
 {
-    if (store_failed(svc->store)) {
+    int idle = -1;   /* the wait when there is no purge to do */
+    if (store_failed(svc->store) || svc->shared) {
         int wait_ms;
         if (!store_probe(svc->store, &wait_ms))
             return wait_ms;
         /* A backend may take no writes yet answer the probe (flatfile
            cannot tell a full disk): a pending purge step is the proof. */
-        if (!purge_pending(svc->purge))
+        if (store_failed(svc->store) && !purge_pending(svc->purge))
             store_note(svc->store, BACKEND_OK, NULL);
+        if (svc->shared) {
+            idle = wait_ms;
+            purge_adopt(svc);
+        }
     }
     if (!purge_pending(svc->purge))
-        return -1;
-    return purge_once(svc);
+        return idle;
+    int ms = purge_once(svc);
+    return ms < 0 ? idle : ms;
 }
 
 /* The background step on its coroutine (a deferred store). */

@@ -389,11 +389,15 @@ void admin_handle(struct admin *adm, const struct request *req, struct response 
             reply_method(resp, "GET, HEAD");
             return;
         }
-        /* 503 while the store refuses writes (reads still work) */
-        int failed = adm->metrics && adm->metrics->store_failed;
+        /* 503 while the store refuses writes (reads still work), or while
+           the database cannot be reached */
+        int failed = adm->metrics ? adm->metrics->store_failed : 0;
         resp->status = failed ? 503 : 200;
         response_header(resp, "Content-Type", "text/plain; charset=utf-8");
-        if (failed)
+        if (failed == 2)
+            buf_printf(&resp->body, "unavailable: the database cannot be reached: %s\n",
+                       adm->metrics->store_error);
+        else if (failed)
             buf_printf(&resp->body, "read-only: writes fail and are retried: %s\n",
                        adm->metrics->store_error);
         else

@@ -84,6 +84,12 @@ void keys_purge(struct buf *b, uint64_t table_id)
     buf_put_be64(b, table_id);
 }
 
+void keys_table_id_counter(struct buf *b)
+{
+    buf_put_u8(b, KEY_TAG_COUNTER);
+    buf_append(b, "tableid", 7);
+}
+
 /* 'e' be64(id): every entity of one table starts with it. */
 void keys_entity_table_prefix(struct buf *b, uint64_t table_id)
 {

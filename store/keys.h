@@ -6,6 +6,9 @@
  *     'e' be64(TABLE_ID) PK' 0x00 RK'           -> entity (entity_encode value)
  *     'd' be64(TABLE_ID)                        -> purge record of a deleted
  *                                                  table (store/purge.h)
+ *     'n' "tableid"                             -> the next table id, on
+ *                                                  stores shared by several
+ *                                                  front ends (store/tables.h)
  * where PK' and RK' are the keys in an order-preserving form of UTF-8: the
  * service compares UTF-16 code units, so code points U+E000..U+FFFF (UTF-8
  * lead bytes 0xEE, 0xEF) must sort after supplementary characters (lead
@@ -25,6 +28,7 @@
 #define KEY_TAG_PROPS 'p'
 #define KEY_TAG_ENTITY 'e'
 #define KEY_TAG_PURGE 'd'
+#define KEY_TAG_COUNTER 'n'
 
 /* Appends the order-preserving form of UTF-8 s (no terminator). */
 void keys_put_string(struct buf *b, const char *s, size_t n);
@@ -38,6 +42,8 @@ void keys_table_prefix(struct buf *b, const char *account);
 void keys_props(struct buf *b, const char *account);
 /* 'd' id: the purge record of deleted table id. */
 void keys_purge(struct buf *b, uint64_t table_id);
+/* 'n' "tableid": the table id counter of a shared store. */
+void keys_table_id_counter(struct buf *b);
 /* 'e' id PK' 0x00 RK' */
 void keys_entity(struct buf *b, uint64_t table_id, const char *pk, size_t pk_len,
                  const char *rk, size_t rk_len);

@@ -125,6 +125,11 @@ int kv_defers(const struct kv *kv)
     return kv->v2 && (kv->ops->caps & BACKEND_CAP_DEFERS);
 }
 
+int kv_shared(const struct kv *kv)
+{
+    return kv->v2 && (kv->ops->caps & BACKEND_CAP_SHARED);
+}
+
 void kv_set_waiter(struct kv *kv, void (*wait_once)(void *arg), void *arg)
 {
     kv->wait_once = wait_once;

@@ -47,6 +47,10 @@ const struct backend_ops *kv_ops(const struct kv *kv);
 /* 1 when calls may complete later (BACKEND_CAP_DEFERS): callers then run
    on coroutines, or have a waiter. */
 int kv_defers(const struct kv *kv);
+/* 1 when several processes may open the store at once
+   (BACKEND_CAP_SHARED): the callers then keep nothing of it in memory that
+   another process could change (store/tables.h, store/store.h). */
+int kv_shared(const struct kv *kv);
 /* How to wait on the main stack: wait_once(arg) runs one event-loop turn.
    NULL: no waiting there (a deferred call off a coroutine is then a bug,
    reported and answered BACKEND_IOERR). */

@@ -23,6 +23,7 @@ struct purge {
     struct buf keys;           /* the keys of one chunk, back to back */
     size_t offs[PURGE_CHUNK], lens[PURGE_CHUNK];
     struct backend_write w[PURGE_CHUNK + 1];
+    struct backend_cond cond[PURGE_CHUNK + 1];   /* shared stores */
     struct buf start, end, rkey, rval;
 };
 
@@ -238,16 +239,26 @@ int purge_load(struct purge *p, struct kv *kv,
     int rc = load_records(p, kv, err, errlen);
     if (rc != BACKEND_OK)
         return rc;
-    uint64_t *ids;
-    size_t nids;
-    if ((rc = live_ids(kv, &ids, &nids, err, errlen)) != BACKEND_OK)
-        return rc;
-    rc = find_orphans(p, kv, ids, nids, err, errlen);
-    free(ids);
+    /* Orphans come from data older than purge records; on a shared
+       store another front end may be creating a table right now, whose
+       entities would look orphaned (store/tables.h). */
+    if (!kv_shared(kv)) {
+        uint64_t *ids;
+        size_t nids;
+        if ((rc = live_ids(kv, &ids, &nids, err, errlen)) != BACKEND_OK)
+            return rc;
+        rc = find_orphans(p, kv, ids, nids, err, errlen);
+        free(ids);
+    }
     for (const struct purge_job *j = p->head; j; j = j->next)
         if (j->id > *max_id)
             *max_id = j->id;
     return rc;
+}
+
+int purge_rescan(struct purge *p, struct kv *kv, char *err, size_t errlen)
+{
+    return load_records(p, kv, err, errlen);
 }
 
 /* Removes the finished head job. */
@@ -320,7 +331,22 @@ int purge_step(struct purge *p, struct kv *kv,
         p->w[n] = (struct backend_write){BACKEND_PUT, p->rkey.data, p->rkey.len, p->rval.data,
                                          p->rval.len};
     }
-    if ((rc = kv_apply(kv, p->w, NULL, n + 1, 0, NULL, err, errlen)) != BACKEND_OK)
+    /* On a shared store another front end may purge the same table: the
+       record must still exist, or that one finished it (and deleted the
+       record, which this apply must not bring back). */
+    struct backend_cond *cond = NULL;
+    if (kv_shared(kv)) {
+        memset(p->cond, 0, (n + 1) * sizeof *p->cond);
+        p->cond[n].expect = BACKEND_EXPECT_PRESENT;
+        cond = p->cond;
+    }
+    rc = kv_apply(kv, p->w, cond, n + 1, 0, NULL, err, errlen);
+    if (rc == BACKEND_CONFLICT) {
+        pr->finished = 1;       /* by another front end */
+        job_done(p);
+        return BACKEND_OK;
+    }
+    if (rc != BACKEND_OK)
         return rc;
     pr->removed = n;
     if (last) {

@@ -20,6 +20,16 @@
  * have neither a row nor a record (a delete interrupted by a crash);
  * purge_load() finds those too and purges them the same way.
  *
+ * On a store shared by several front ends (kv_shared) any of them may
+ * have started a purge, and may die before it ends: each front end looks
+ * for purge records now and then (purge_rescan, from its background step)
+ * and purges what it finds, its own or not. Two front ends purging one
+ * table delete the same keys (harmless: deleting an absent key is no
+ * error); each chunk's record write expects the record present, so once
+ * one of them finished (deleted the record), the other's next chunk
+ * conflicts, writes nothing, and it drops the job. The orphan scan is
+ * skipped there (tables.h).
+ *
  * Everything here goes through the backend vtable (iter_open at the resume
  * key, iter_next, apply), so it works on every backend and plug-in. */
 #ifndef TABLED_PURGE_H
@@ -58,6 +68,10 @@ int purge_load(struct purge *p, struct kv *kv,
  * its value to val (to be written in the same apply() as the table row's
  * delete; then call purge_add). */
 void purge_record(struct buf *key, struct buf *val, uint64_t id);
+
+/* Queues the purges whose records are in the store and not queued yet
+ * (another front end's, on a shared store). 0, or a backend status. */
+int purge_rescan(struct purge *p, struct kv *kv, char *err, size_t errlen);
 
 /* Queues the purge of table id (its record is written). account: whose
  * entity count these entities are in (reported back by purge_step), -1

@@ -23,6 +23,7 @@ struct store {
                                   a write (deferred or shared): send the
                                   expectations with the writes */
     int64_t last_timestamp;    /* strictly increasing commit Timestamps */
+    int shared;                /* other processes write the store too */
     struct metrics *metrics;
     void (*wake)(void *arg);
     void *wake_arg;
@@ -38,8 +39,8 @@ struct store *store_new(struct kv *kv, enum durability durability)
         return NULL;
     s->kv = kv;
     s->durability = durability;
-    s->checks_needed = kv_defers(kv) || (kv_ops(kv)->version >= 2 &&
-                                         (kv_ops(kv)->caps & BACKEND_CAP_SHARED));
+    s->shared = kv_shared(kv);
+    s->checks_needed = kv_defers(kv) || s->shared;
     return s;
 }
 
@@ -66,11 +67,18 @@ static void store_wake(struct store *s)
         s->wake(s->wake_arg);
 }
 
-int64_t store_next_timestamp(struct store *s)
+int store_shared(const struct store *s)
+{
+    return s->shared;
+}
+
+int64_t store_next_timestamp(struct store *s, int64_t after)
 {
     int64_t now = timefmt_now_ticks();
     if (now <= s->last_timestamp)
         now = s->last_timestamp + 1;
+    if (now <= after)
+        now = after + 1;
     s->last_timestamp = now;
     return now;
 }
@@ -79,25 +87,32 @@ int64_t store_next_timestamp(struct store *s)
  * the failed state (logged once) until a write works again. */
 static void store_failure(struct store *s, int rc, const char *err)
 {
-    if (rc != BACKEND_FULL && rc != BACKEND_IOERR)
+    int down = rc == BACKEND_UNAVAILABLE || rc == BACKEND_UNKNOWN;
+    if (rc != BACKEND_FULL && rc != BACKEND_IOERR && !down)
         return;
     s->probe_us = clock_mono_us() + STORE_PROBE_MS * 1000u;
     if (s->failed)
         return;
-    s->failed = 1;
+    s->failed = down ? 2 : 1;
     s->failed_us = clock_mono_us();
-    log_error("the store refuses writes (%s): writes answer 500 and are retried every %d s",
-              rc == BACKEND_FULL ? "out of space" : err, STORE_PROBE_MS / 1000);
-    metrics_store_state(s->metrics, 1, err && *err ? err : "write failed");
+    if (down)
+        log_error("the database cannot be reached (%s): requests answer 503 ServerBusy "
+                  "until it can; tried every %d s", err, STORE_PROBE_MS / 1000);
+    else
+        log_error("the store refuses writes (%s): writes answer 500 and are retried every %d s",
+                  rc == BACKEND_FULL ? "out of space" : err, STORE_PROBE_MS / 1000);
+    metrics_store_state(s->metrics, s->failed,
+                        err && *err ? err : down ? "database unavailable" : "write failed");
     store_wake(s);
 }
 
 /* Writes work again after a failure. */
 static void store_recovered(struct store *s)
 {
-    s->failed = 0;
-    log_warn("the store takes writes again (after %.1f s)",
+    log_warn(s->failed == 2 ? "the database answers again (after %.1f s)"
+                            : "the store takes writes again (after %.1f s)",
              (double)(clock_mono_us() - s->failed_us) / 1e6);
+    s->failed = 0;
     metrics_store_state(s->metrics, 0, NULL);
     store_wake(s);
 }
@@ -119,16 +134,29 @@ int store_probe(struct store *s, int *wait_ms)
 {
     uint64_t now = clock_mono_us();
     *wait_ms = STORE_PROBE_MS;
-    if (!s->failed)
+    if (!s->failed && !s->shared)
         return 1;
     if (now < s->probe_us) {
         *wait_ms = (int)((s->probe_us - now + 999) / 1000);
-        return 0;
+        return !s->failed;
     }
+    s->probe_us = now + STORE_PROBE_MS * 1000u;
     char err[256] = "";
     struct backend_write none = {BACKEND_PUT, "", 0, NULL, 0};  /* never read */
-    if (kv_apply(s->kv, &none, NULL, 0, 0, NULL, err, sizeof err) != BACKEND_OK) {
-        s->probe_us = now + STORE_PROBE_MS * 1000u;
+    int rc = kv_apply(s->kv, &none, NULL, 0, 0, NULL, err, sizeof err);
+    if (rc == BACKEND_OK && s->shared) {
+        /* a database server: one read proves it answers (the empty apply
+           may only look at the connections) */
+        static const char key[] = {KEY_TAG_COUNTER, 't', 'a', 'b', 'l', 'e', 'i', 'd'};
+        const void *v;
+        size_t vl;
+        rc = kv_get(s->kv, key, sizeof key, &v, &vl, err, sizeof err);
+        if (rc == BACKEND_NOTFOUND)
+            rc = BACKEND_OK;
+    }
+    if (rc != BACKEND_OK) {
+        if (s->shared)
+            store_failure(s, rc, err);
         return 0;
     }
     return 1;
@@ -165,20 +193,21 @@ int store_entity_get(struct store *s, struct arena *a, const char *key, size_t k
         return 0;
     if (rc != BACKEND_OK) {
         log_error("backend get failed: %s", err);
-        return -1;
+        return rc;
     }
     /* the value is borrowed: the entity's strings point into a copy */
     char *copy = arena_alloc(a, vl ? vl : 1);
     memcpy(copy, val, vl);
     if (entity_decode(a, copy, vl, e) != 0) {
         log_error("corrupt entity value in the store");
-        return -1;
+        return BACKEND_CORRUPT;
     }
     return 1;
 }
 
 enum store_verdict store_judge(enum store_intent intent, const struct store_precond *pc,
-                               int found, int64_t cur_ticks, struct backend_cond *cond)
+                               int found, int64_t cur_ticks, int shared,
+                               struct backend_cond *cond)
 {
     cond->expect = BACKEND_EXPECT_ANY;
     cond->version = 0;
@@ -189,13 +218,22 @@ enum store_verdict store_judge(enum store_intent intent, const struct store_prec
     if (!found) {
         if (pc->present)
             return STORE_NOT_FOUND;
-        /* an upsert that creates: nobody else may have created it since */
-        if (intent != STORE_UPSERT)
+        /* an upsert that creates: nobody else may have created it since
+           (on a shared store a blind upsert too: its Timestamp must
+           exceed that of any version written meanwhile) */
+        if (intent != STORE_UPSERT || shared)
             cond->expect = BACKEND_EXPECT_ABSENT;
         return STORE_GO;
     }
     if (pc->present && !pc->any && (pc->never || pc->ticks != cur_ticks))
         return STORE_MISMATCH;
+    if (shared && intent != STORE_DELETE) {
+        /* the new Timestamp is above cur_ticks: it must still be the
+           current version, or two front ends could write the same ticks */
+        cond->expect = BACKEND_EXPECT_VERSION;
+        cond->version = (uint64_t)cur_ticks;
+        return STORE_GO;
+    }
     if (intent == STORE_MERGE || intent == STORE_UPSERT_MERGE) {
         /* the result is built from what was read: it must still be so */
         cond->expect = BACKEND_EXPECT_VERSION;

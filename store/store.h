@@ -4,7 +4,29 @@
  * storage and keeps the rules that hold for every write:
  *   - Timestamps: one per commit, strictly increasing in this process
  *     (entities written together share it, SPEC 4.10); the ETag is made of
- *     it, and it is the stored value's version (backend.h).
+ *     it, and it is the stored value's version (backend.h). A commit's
+ *     Timestamp is also above the Timestamp of every entity it replaces
+ *     (max(now, last + 1, current + 1)), so an entity's versions increase
+ *     even when the clock stepped back or another process wrote it.
+ *   - Several front ends on one store (kv_shared(): BACKEND_CAP_SHARED).
+ *     Every write of an existing entity then expects the version it read
+ *     (BACKEND_EXPECT_VERSION; a blind Insert Or Replace and an Update
+ *     with If-Match "*" too) and every write of an absent one expects it
+ *     absent (a blind upsert too). Since the new Timestamp exceeds the
+ *     version expected, and the backend checks the expectation atomically
+ *     with the write, each entity's Timestamps (its ETags) are strictly
+ *     increasing and unique across every front end: of two front ends
+ *     writing the same entity in the same 100 ns tick from the same
+ *     version, one write conflicts and is prepared again from a fresh read,
+ *     so it gets a Timestamp above the winner's. No front-end id is needed
+ *     for that; Timestamps of different entities may coincide across
+ *     front ends, as they may within one commit (SPEC 4.10). A delete and
+ *     re-create starts again from the clock: with clocks skewed between
+ *     hosts the new entity's first Timestamp may be below the deleted
+ *     one's (its ETag is still new: the entity did not exist in between).
+ *     Deletes keep their weaker expectations (present, or If-Match's
+ *     version): a delete's outcome does not depend on the version. The
+ *     local backends (one process) keep the cheaper expectations.
  *   - ETag preconditions: store_judge() turns If-Match and the entity's
  *     current state into an answer (go on, 404, 409, 412) and into the
  *     expectation the backend checks atomically with the write, so that a
@@ -16,7 +38,12 @@
  *   - Failures: a write or sync that fails for lack of space or an I/O
  *     error puts the store in the failed state (logged once, on /healthz,
  *     metric tabled_store_writable) until a write works again; store_probe
- *     tries an empty apply about once a second meanwhile.
+ *     tries an empty apply about once a second meanwhile. A database
+ *     server that cannot be reached (BACKEND_UNAVAILABLE, or UNKNOWN from
+ *     a write) is the failed state "unreachable" (2): on a shared store
+ *     store_probe runs about once a second even while all is well (an
+ *     empty apply and one get), so /healthz says 503 while the database is
+ *     away, with no requests needed to notice, and 200 once it answers.
  *   - Group commit: writes mark the store dirty; store_sync makes them
  *     durable. */
 #ifndef TABLED_STORE_H
@@ -47,11 +74,17 @@ int store_set_metrics(struct store *s, struct metrics *m, const struct config *c
    then probes it, and resumes purges). */
 void store_set_wake(struct store *s, void (*wake)(void *arg), void *arg);
 
-/* The Timestamp of the next commit: now in ticks, above every earlier. */
-int64_t store_next_timestamp(struct store *s);
+/* 1 when other processes share the store (kv_shared). */
+int store_shared(const struct store *s);
+
+/* The Timestamp of the next commit: now in ticks, above every earlier one
+   of this process and above after (the largest Timestamp the commit
+   replaces; 0: none). */
+int64_t store_next_timestamp(struct store *s, int64_t after);
 
 /* Reads the entity at key (an entity key of store/keys.h): 1 found (e
-   decoded, its strings in a), 0 absent, -1 failure (logged). */
+   decoded, its strings in a), 0 absent, or a failure: a negative backend
+   status (logged; BACKEND_CORRUPT for a value that does not decode). */
 int store_entity_get(struct store *s, struct arena *a, const char *key, size_t key_len,
                      struct entity *e);
 
@@ -83,9 +116,11 @@ enum store_verdict {
 
 /* Judges a write of intent under pc against the entity's current state
    (found, and its Timestamp cur_ticks), and sets the expectation that the
-   backend checks with the write (cond). */
+   backend checks with the write (cond); shared: the store is shared by
+   several front ends (store_shared; the stricter expectations above). */
 enum store_verdict store_judge(enum store_intent intent, const struct store_precond *pc,
-                               int found, int64_t cur_ticks, struct backend_cond *cond);
+                               int found, int64_t cur_ticks, int shared,
+                               struct backend_cond *cond);
 
 /* A write judged without reading (an insert; an update or delete under
    If-Match): its expectation alone (absent; present; the ETag's version). */
@@ -110,12 +145,14 @@ int store_dirty(const struct store *s);
 /* Makes them durable. 0 or a backend status (logged). */
 int store_sync(struct store *s);
 
-/* 1 while writes fail. */
+/* 0 while all is well; 1 while writes fail (read-only), 2 while the
+   database cannot be reached. */
 int store_failed(const struct store *s);
-/* While failed: tries an empty apply when the probe is due. Returns 1 when
-   the backend answered it (the caller may then confirm with a real write),
-   0 when still failing, and sets *wait_ms to the time until the next
-   probe. */
+/* While failed, and always on a shared store: tries an empty apply (and
+   on a shared store a get) when the probe is due. Returns 1 when the
+   backend answered it (the caller may then confirm with a real write), 0
+   when still failing (a shared store that fails it becomes unreachable),
+   and sets *wait_ms to the time until the next probe. */
 int store_probe(struct store *s, int *wait_ms);
 /* A write outside store_apply (a purge step) succeeded or failed. */
 void store_note(struct store *s, int rc, const char *err);

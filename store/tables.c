@@ -177,6 +177,64 @@ uint64_t tables_next_id(struct table_cache *tc)
     return tc->next_id++;
 }
 
+int tables_claim_id(struct table_cache *tc, struct kv *kv, uint64_t *id, struct buf *key,
+                    struct buf *val, struct backend_cond *cond, char *err, size_t errlen)
+{
+    size_t k0 = key->len;
+    keys_table_id_counter(key);
+    const void *v;
+    size_t vl;
+    int rc = kv_get(kv, key->data + k0, key->len - k0, &v, &vl, err, errlen);
+    if (rc != BACKEND_OK && rc != BACKEND_NOTFOUND)
+        return rc;
+    uint64_t next = tc->next_id;
+    if (rc == BACKEND_OK) {
+        uint64_t counter = backend_value_version(v, vl);
+        *cond = (struct backend_cond){BACKEND_EXPECT_VERSION, counter};
+        if (counter > next)
+            next = counter;
+    } else {
+        *cond = (struct backend_cond){BACKEND_EXPECT_ABSENT, 0};
+    }
+    *id = next;
+    buf_put_u8(val, 1);
+    buf_put_be64(val, next + 1);
+    if (next >= tc->next_id)
+        tc->next_id = next + 1;
+    return BACKEND_OK;
+}
+
+int tables_read(struct kv *kv, struct arena *a, const char *account, const char *name,
+                size_t name_len, struct table_info *out, char *err, size_t errlen)
+{
+    struct buf key;
+    buf_init(&key);
+    keys_table(&key, account, name, name_len);
+    const void *v;
+    size_t vl;
+    int rc = kv_get(kv, key.data, key.len, &v, &vl, err, errlen);
+    buf_free(&key);
+    if (rc != BACKEND_OK)
+        return rc;
+    uint64_t id;
+    const char *n;
+    size_t nl, al;
+    const unsigned char *acl;
+    if (tables_decode(v, vl, &id, &n, &nl, &acl, &al) != 0) {
+        snprintf(err, errlen, "corrupt table row in the store");
+        return BACKEND_CORRUPT;
+    }
+    out->id = id;
+    out->account = arena_strndup(a, account, strlen(account));
+    out->name = arena_strndup(a, n, nl);
+    out->name_len = nl;
+    out->acl = al ? arena_alloc(a, al) : NULL;
+    if (al)
+        memcpy(out->acl, acl, al);
+    out->acl_len = al;
+    return BACKEND_OK;
+}
+
 void tables_reserve_id(struct table_cache *tc, uint64_t id)
 {
     if (id >= tc->next_id)

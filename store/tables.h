@@ -6,13 +6,39 @@
  *     u8 version (=1), be64 table id, varint name length, name (original
  *     casing), varint ACL length, ACL bytes (opaque here; format in protocol/acl.h).
  * Table ids grow and are never reused, so a table's entities (keyed by id)
- * can never leak into a later table of the same name. */
+ * can never leak into a later table of the same name.
+ *
+ * Several front ends on one store (kv_shared(): BACKEND_CAP_SHARED). Any
+ * of them may create or delete a table or change its ACL at any moment, so
+ * the cache is not trusted there:
+ *   - every lookup reads the table's row (tables_read: one kv_get per
+ *     request that names a table; the row's value is small) into the
+ *     request's arena; the cache is neither used nor kept current. Query
+ *     Tables always lists the rows from the store.
+ *   - the row's version (backend.h: its bytes 1..8) is the table id, so a
+ *     delete or an ACL change expects BACKEND_EXPECT_VERSION(id): it
+ *     cannot hit a table of the same name created meanwhile by another
+ *     front end (it answers 404 instead).
+ *   - ids come from one counter row ('n' "tableid" -> u8 1, be64 next id;
+ *     its version is the next id). A create reads it (tables_claim_id),
+ *     takes max(counter, this process's tables_next_id) and writes, in one
+ *     atomic apply, the new row (expecting it absent) and the counter + 1
+ *     (expecting the version read, or the counter absent). Two front ends
+ *     that read the same counter cannot both succeed: the loser's apply
+ *     conflicts on the counter and it claims again. So ids are unique
+ *     across front ends and, as before, never reused.
+ *   - a table created by one front end may have entities written by
+ *     another that resolved it just before a delete: such entities are
+ *     unreachable (their id has no row) and are left in the store (the
+ *     start-up orphan scan of store/purge.h is skipped on shared stores,
+ *     since another front end may be creating a table at that moment). */
 #ifndef TABLED_TABLES_H
 #define TABLED_TABLES_H
 #include <stddef.h>
 #include <stdint.h>
 
 #include "store/kv.h"
+#include "core/arena.h"
 #include "core/buf.h"
 
 struct table_info {
@@ -35,8 +61,18 @@ void tables_free(struct table_cache *tc);
  * the table found last, to answer the next lookup of it at once. */
 const struct table_info *tables_find(struct table_cache *tc, const char *account,
                                      const char *name, size_t name_len);
-/* A fresh id for a new table. */
+/* A fresh id for a new table (one process's store). */
 uint64_t tables_next_id(struct table_cache *tc);
+/* Shared stores: reads the id counter; *id receives the id to take, and
+ * key/val/cond (appended / set) the counter's write that takes it, to be
+ * applied with the new table's row. 0 or a failure status (err). */
+int tables_claim_id(struct table_cache *tc, struct kv *kv, uint64_t *id, struct buf *key,
+                    struct buf *val, struct backend_cond *cond, char *err, size_t errlen);
+/* Shared stores: reads the row of account/name from the store into out
+ * (strings copied into a). 0, BACKEND_NOTFOUND, or a failure status (err;
+ * BACKEND_CORRUPT for a row that does not decode). */
+int tables_read(struct kv *kv, struct arena *a, const char *account, const char *name,
+                size_t name_len, struct table_info *out, char *err, size_t errlen);
 /* Makes every later tables_next_id() greater than id (the id of a deleted
  * table whose entities are still being purged, store/purge.h). */
 void tables_reserve_id(struct table_cache *tc, uint64_t id);
