@@ -18,7 +18,9 @@ Run as a program:
   pg_harness.py run CMD [ARG...]
       starts a server, runs CMD with PGHOST, PGPORT, PGUSER, PGDATABASE
       (libpq reads them), TABLED_PG_CONNINFO and PG_HARNESS_STATE in its
-      environment, removes the server and exits with CMD's status; prints
+      environment (in a process group of its own, killed whole when the
+      harness is signalled), removes the server and exits with CMD's
+      status; prints
       "1..0 # SKIP ..." (TAP) and exits 0 when the binaries are missing.
   pg_harness.py stop | start
       stops / starts the server of PG_HARNESS_STATE (for fault tests).
@@ -88,32 +90,41 @@ class PgError(Exception):
 
 
 _live = []          # servers to clean up at exit or on a signal
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Signalled(SystemExit):
+    """Raised in the main thread by SIGINT / SIGTERM / SIGHUP: the code
+    unwinds (finally blocks, atexit) and exits with status 128 + signal."""
+
+    def __init__(self, signum):
+        SystemExit.__init__(self, 128 + signum)
+        self.signum = signum
 
 
 def _cleanup_all():
     """Stops and removes every server this process started."""
     while _live:
-        _live.pop().cleanup()
+        _live[-1].cleanup()
 
 
 def _on_signal(signum, frame):
-    """Cleans up, then dies of the same signal (default action)."""
-    _cleanup_all()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
+    raise Signalled(signum)
 
 
 _handlers_set = False
 
 
 def _install_handlers():
-    """atexit and SIGINT / SIGTERM / SIGHUP cleanup, once per process."""
+    """atexit cleanup, and SIGINT / SIGTERM / SIGHUP turned into an
+    exception (so cleanup runs once, from the main flow, never re-entered
+    from a handler); once per process."""
     global _handlers_set
     if _handlers_set:
         return
     _handlers_set = True
     atexit.register(_cleanup_all)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for sig in _SIGNALS:
         try:
             if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
                 signal.signal(sig, _on_signal)
@@ -203,17 +214,39 @@ class PgServer:
         self.start()
 
     def cleanup(self):
-        """Stops the server (if running) and removes its directory."""
+        """Stops the server (if running; SIGKILL when pg_ctl could not)
+        and removes its directory. Signals wait until it is done."""
         if not self.owned or not self.dir:
             return
-        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
-            subprocess.run(self._as([self._tool("pg_ctl"), "-D", self.data, "-w", "-m",
-                                     "immediate", "stop"]),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=90)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.dir = None
-        if self in _live:
-            _live.remove(self)
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        try:
+            master = self.postmaster_pid()
+            if master:
+                try:
+                    subprocess.run(self._as([self._tool("pg_ctl"), "-D", self.data, "-w", "-t",
+                                             "30", "-m", "immediate", "stop"]),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   timeout=40)
+                except (OSError, subprocess.SubprocessError):
+                    pass
+                try:
+                    os.kill(master, signal.SIGKILL)     # still there: pg_ctl failed
+                except OSError:
+                    pass
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+            if self in _live:
+                _live.remove(self)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def postmaster_pid(self):
+        """The running server's process id (from postmaster.pid), or None."""
+        try:
+            with open(os.path.join(self.data, "postmaster.pid")) as f:
+                return int(f.readline())
+        except (OSError, ValueError):
+            return None
 
     def log_tail(self, n=20):
         try:
@@ -248,10 +281,8 @@ class PgServer:
 
     def backend_pids(self):
         """Process ids of the server's processes (postmaster and children)."""
-        try:
-            with open(os.path.join(self.data, "postmaster.pid")) as f:
-                master = int(f.readline())
-        except (OSError, ValueError):
+        master = self.postmaster_pid()
+        if not master:
             return []
         pids = [master]
         for d in os.listdir("/proc"):
@@ -302,14 +333,16 @@ def main(argv):
         env = dict(os.environ, TABLED_PG_CONNINFO=pg.conninfo(), PG_HARNESS_STATE=state,
                    **pg.env())
         sys.stdout.flush()
-        child = subprocess.Popen(argv[2:], env=env)
+        child = None
         try:
-            rc = child.wait()
+            # its own process group, so that all of it can be ended
+            child = subprocess.Popen(argv[2:], env=env, process_group=0)
+            child.wait()
         finally:
-            if child.poll() is None:
-                child.kill()
+            if child and child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
-            if rc_failed(child.returncode):
+            if child and child.returncode != 0:
                 for ln in pg.log_tail().splitlines():
                     print("# server: " + ln)
             pg.cleanup()
@@ -335,10 +368,6 @@ def main(argv):
             print("--backend postgres --backend-option 'conninfo=%s'" % ci)
         return 0
     sys.exit("pg_harness.py: unknown command %r" % cmd)
-
-
-def rc_failed(rc):
-    return rc is not None and rc != 0
 
 
 if __name__ == "__main__":
