@@ -171,6 +171,21 @@ class ServerError(Exception):
     pass
 
 
+def backend_prepare_args():
+    """Runs the command in TABLED_BACKEND_PREPARE (sh -c) and returns
+    the tabled arguments it prints (shell words). For a backend whose data
+    lives in a database server: the command creates an empty database for
+    this one server start (so every start sees an empty store, as with a
+    durable backend's fresh ./data) and prints e.g. "--backend postgres
+    --backend-option conninfo=..."."""
+    p = subprocess.run(os.environ["TABLED_BACKEND_PREPARE"], shell=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    if p.returncode != 0:
+        raise ServerError("TABLED_BACKEND_PREPARE failed (status %d): %s"
+                          % (p.returncode, p.stderr.decode("utf-8", "replace")))
+    return shlex.split(p.stdout.decode("utf-8", "replace"))
+
+
 class Server:
     """One tabled process on an ephemeral port."""
 
@@ -203,6 +218,8 @@ class Server:
             cmd += ["--backend", self.backend]
         elif os.environ.get("TABLED_BACKEND_ARGS"):
             cmd += shlex.split(os.environ["TABLED_BACKEND_ARGS"])
+        elif os.environ.get("TABLED_BACKEND_PREPARE"):
+            cmd += backend_prepare_args()
         else:
             cmd += ["--backend", "memory"]
         cmd += self.args

@@ -18,6 +18,7 @@ extern char base_dir[4096];             /* this backend's directory */
 extern const char *const *bt_params;    /* backend_options.params */
 extern int bt_durable;                  /* data survives close/reopen */
 extern const char *bt_backend_name;     /* name or plug-in path */
+extern const char *bt_section_cmd;      /* -s CMD: a shared store per section, or NULL */
 
 /* One TAP check, named with the label of the backend run ("[leveldb]
    point: get hit"). tap.h keeps its counters per file, so every part of
@@ -38,6 +39,9 @@ struct kv {
     size_t vl;
 };
 
+/* The options -s CMD printed for a section (an empty list without -s;
+   NULL when the command failed). */
+const char *const *section_params(const char *section);
 /* Path of one section's data directory (base_dir/section). */
 void section_dir(char *out, size_t cap, const char *section);
 /* Opens the store of one section; NULL (with a diagnostic) on failure.

@@ -4,13 +4,21 @@
  *                                      example plug-in (version 1) and
  *                                      the deferred test plug-in when
  *                                      TOP_BUILDDIR is set (make check)
- *     test_backend [-n] [-o NAME=VALUE]... BACKEND [DIR]
+ *     test_backend [-n] [-o NAME=VALUE]... [-s CMD] BACKEND [DIR]
  *
  * BACKEND is a built-in name or a path to a plug-in .so. -n says the
  * backend is not durable (it loses its data on close, like "memory" and
  * the example plug-in that wraps it); -o passes a backend option. Each
  * backend run gets a directory (DIR or a fresh mkdtemp() one, removed at
  * the end) and every section opens its own store in a subdirectory.
+ * -s CMD is for a backend whose data lives outside the directory (a
+ * database server, like postgres): before a section first opens its
+ * store, "CMD SECTION" runs (sh -c) and prepares an empty store for that
+ * section alone; each line it prints is one more option for that
+ * section's opens (e.g. conninfo=... naming a fresh database). Such a
+ * store is shared by design (several front ends open it at once) and
+ * never written through local files, so the exclusive-lock and disk-full
+ * checks are not run; reopen and kill -9 are.
  *
  * The checks every backend passes are here; the durable backends also run
  * test_backend_durable.c (reopen, kill -9, disk full, flat-file recovery).
@@ -38,6 +46,7 @@ char base_dir[4096];
 const char *const *bt_params;
 int bt_durable;
 const char *bt_backend_name;
+const char *bt_section_cmd;
 static char bt_label[64];
 
 int bt_check(int ok, const char *file, int line, const char *what)
@@ -54,6 +63,53 @@ void section_dir(char *out, size_t cap, const char *section)
     snprintf(out, cap, "%s/%s", base_dir, section);
 }
 
+/* The options "CMD SECTION" printed for one section (-s CMD); an empty
+ * list without -s. The command runs once per section: a section opened
+ * again (reopen checks) gets the same store. NULL when the command failed
+ * (a failed check says so). */
+const char *const *section_params(const char *section)
+{
+    static struct {
+        char name[64];
+        char *params[9];
+    } cache[64];
+    static size_t ncache;
+    static const char *const none[] = {NULL};
+    if (!bt_section_cmd)
+        return none;
+    for (size_t i = 0; i < ncache; i++)
+        if (!strcmp(cache[i].name, section))
+            return (const char *const *)cache[i].params;
+    char cmd[4400], line[4096], what[200];
+    snprintf(cmd, sizeof(cmd), "%s '%s'", bt_section_cmd, section);
+    fflush(stdout);
+    FILE *f = ncache < 64 ? popen(cmd, "r") : NULL;
+    if (!f) {
+        snprintf(what, sizeof(what), "section %s: the -s command runs", section);
+        BT_CHECK(0, what);
+        return NULL;
+    }
+    size_t n = 0;
+    char **params = cache[ncache].params;
+    while (fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (line[0] && n < 8)
+            params[n++] = strdup(line);
+    }
+    params[n] = NULL;
+    int status = pclose(f);
+    if (status != 0) {
+        snprintf(what, sizeof(what), "section %s: the -s command succeeds", section);
+        BT_CHECK(0, what);
+        printf("# %s: status %d\n", cmd, status);
+        for (size_t i = 0; i < n; i++)
+            free(params[i]);
+        return NULL;
+    }
+    snprintf(cache[ncache++].name, sizeof(cache[0].name), "%s", section);
+    return (const char *const *)params;
+}
+
 struct backend_store *store_open_with(const char *section, enum backend_durability d,
                                       const char *const *extra, int *rc_out, char *err,
                                       size_t errlen)
@@ -62,7 +118,15 @@ struct backend_store *store_open_with(const char *section, enum backend_durabili
     section_dir(dir, sizeof(dir), section);
     const char *params[32];
     size_t n = 0;
-    for (const char *const *p = bt_params; p && *p && n < 16; p++)
+    const char *const *sp = section_params(section);
+    if (!sp) {
+        if (rc_out)
+            *rc_out = BACKEND_IOERR;
+        return NULL;
+    }
+    for (const char *const *p = sp; *p && n < 8; p++)
+        params[n++] = *p;
+    for (const char *const *p = bt_params; p && *p && n < 24; p++)
         params[n++] = *p;
     for (const char *const *p = extra; p && *p && n < 31; p++)
         params[n++] = *p;
@@ -1266,8 +1330,11 @@ int main(int argc, char **argv)
             not_durable = 1;
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc && nopts < 16) {
             opts[nopts++] = argv[++i];
+        } else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
+            bt_section_cmd = argv[++i];
         } else {
-            fprintf(stderr, "usage: test_backend [-n] [-o NAME=VALUE]... [BACKEND [DIR]]\n");
+            fprintf(stderr,
+                    "usage: test_backend [-n] [-o NAME=VALUE]... [-s CMD] [BACKEND [DIR]]\n");
             return 2;
         }
     }

