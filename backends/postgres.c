@@ -27,7 +27,10 @@
  * Applies run as the implicit transaction of one pipeline (no BEGIN: an
  * error anywhere rolls back the whole pipeline and skips the rest up to the
  * sync; the commit happens at the sync, whose result arrives only after
- * it). Expectations are checked inside that transaction by statements that
+ * it). Every expectation is checked before the first write, so all see the
+ * store as it was before the call (pg_plan() in pg_sql.c has the details
+ * and why this is safe for concurrent front ends). Expectations are
+ * checked inside that transaction by statements that
  * divide by the number of matching rows: a failed expectation raises
  * SQLSTATE 22012 (division_by_zero) at a known statement, which aborts the
  * pipeline, so nothing is applied and the statement's index names the
