@@ -91,8 +91,17 @@ static int pg_send_step(struct pg_conn *c, struct pg_op *op)
         it->conn = c;
         c->holder = it;
     }
+    /* The end bound as "k < ANY (ARRAY[$2])" (the same condition, still an
+       index bound): on a table without statistics (before its first
+       ANALYZE) "k > $1 AND k < $2" is estimated as a tiny range (0.5% of
+       the rows), and PostgreSQL then picks a bitmap scan of the whole range
+       and a sort over the index scan that stops after LIMIT rows (19 ms
+       against 0.3 ms a page on 20000 rows). The ANY form is estimated as
+       an independent inequality, which keeps the ordered index scan; no
+       planner settings are needed (other engines lack them). */
     snprintf(sql, sizeof sql, "SELECT k, v FROM tabled_kv WHERE k %s $1%s ORDER BY k LIMIT %u",
-             it->pos_incl ? ">=" : ">", it->end ? " AND k < $2" : "", it->st->batch_rows);
+             it->pos_incl ? ">=" : ">", it->end ? " AND k < ANY (ARRAY[$2])" : "",
+             it->st->batch_rows);
     const char *vals[2] = { it->pos_len ? (const char *)it->pos : "", (const char *)it->end };
     int lens[2] = { (int)it->pos_len, (int)it->end_len };
     return pg_query(c, op, sql, it->end ? 2 : 1, types, vals, lens);
