@@ -38,6 +38,9 @@ enum pg_stmt_kind {
     ST_CHECK_ABSENT,    /* inserts an empty placeholder row (a later write
                            of the array replaces or deletes it); error
                            22012 when the key exists */
+    ST_INSERT_ABSENT,   /* the same with the write's value: an ABSENT put
+                           that is the only write of its key (no write
+                           statement follows) */
     ST_CHECK_PRESENT,   /* error 22012 unless the key exists (locks it) */
     ST_CHECK_VERSION,   /* error 22012 unless it exists with that ver */
     ST_FAIL,            /* error 22012: contradicts an earlier ABSENT check

@@ -60,6 +60,10 @@ static int pg_send_stmt(struct pg_conn *c, struct pg_op *op, const struct pg_stm
         return pg_query(c, op, "SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE k = $1 "
                         "AND ver = $2 FOR UPDATE) s", 2, kver, cv, cl);
     }
+    case ST_INSERT_ABSENT:
+        return pg_query(c, op, "WITH i AS (INSERT INTO tabled_kv (k, v, ver) VALUES ($1, $2, $3) "
+                        "ON CONFLICT (k) DO NOTHING RETURNING 1) SELECT 1 / count(*) FROM i",
+                        3, kvv, vals, lens);
     case ST_FAIL:
         return pg_query(c, op, "SELECT 1 / count(*) FROM tabled_kv WHERE false", 0, NULL, NULL,
                         NULL);
@@ -174,8 +178,8 @@ int pg_send(struct pg_conn *c, struct pg_op *op)
 /* True for statements whose 22012 means "expectation failed". */
 static int pg_is_check(enum pg_stmt_kind k)
 {
-    return k == ST_CHECK_ABSENT || k == ST_CHECK_PRESENT || k == ST_CHECK_VERSION ||
-           k == ST_FAIL;
+    return k == ST_CHECK_ABSENT || k == ST_INSERT_ABSENT || k == ST_CHECK_PRESENT ||
+           k == ST_CHECK_VERSION || k == ST_FAIL;
 }
 
 /* Reads an int8 column in binary format. */
@@ -386,7 +390,9 @@ static int pg_first(struct pg_op *op)
  * passed ABSENT check of the same key must fail (ST_FAIL); a check before
  * the ABSENT one sees the real row, which no statement has touched. Every
  * placeholder is then replaced or deleted by the writes, since its own
- * write comes after it.
+ * write comes after it. The common case, an ABSENT put that is the only
+ * write of its key, inserts its value at once (ST_INSERT_ABSENT) and has
+ * no write statement: nothing after it reads or checks that key.
  *
  * Concurrent front ends (READ COMMITTED): every check holds its key until
  * the commit: PRESENT and VERSION lock the row (FOR UPDATE, re-evaluated
@@ -404,7 +410,10 @@ static int pg_first(struct pg_op *op)
 int pg_plan(struct pg_op *op, int want_counts)
 {
     enum { K_UNKNOWN, K_ABSENT, K_PRESENT };
-    unsigned char *known = calloc(op->n, 1);
+    /* known: per first write of a key, what its passed checks say; multi:
+       1 when the key has several writes, 2 when its only write is done by
+       its ABSENT check. */
+    unsigned char *known = calloc(2 * op->n, 1), *multi = known + op->n;
     op->stmts = malloc(2 * op->n * sizeof *op->stmts);
     if (want_counts)
         op->before = calloc(op->n, 1);
@@ -414,12 +423,19 @@ int pg_plan(struct pg_op *op, int want_counts)
     }
     struct pg_stmt *s = op->stmts;
     size_t k = 0;
+    for (size_t i = 0; i < op->n; i++)
+        if (op->first[i] != i)
+            multi[op->first[i]] = 1;
     for (size_t i = 0; i < op->n; i++) {
         enum backend_expect e = op->cond ? op->cond[i].expect : BACKEND_EXPECT_ANY;
         unsigned char *kn = &known[op->first[i]];
         if (e == BACKEND_EXPECT_ABSENT) {
-            if (*kn != K_ABSENT)
+            if (*kn != K_ABSENT && op->w[i].op == BACKEND_PUT && !multi[op->first[i]]) {
+                s[k++] = (struct pg_stmt){ ST_INSERT_ABSENT, i };
+                multi[i] = 2;
+            } else if (*kn != K_ABSENT) {
                 s[k++] = (struct pg_stmt){ ST_CHECK_ABSENT, i };
+            }
             *kn = K_ABSENT;
         } else if (e == BACKEND_EXPECT_PRESENT || e == BACKEND_EXPECT_VERSION) {
             if (*kn == K_ABSENT)
@@ -439,7 +455,8 @@ int pg_plan(struct pg_op *op, int want_counts)
         op->before[i] = known[i] == K_PRESENT;
     }
     for (size_t i = 0; i < op->n; i++)
-        s[k++] = (struct pg_stmt){ op->w[i].op == BACKEND_PUT ? ST_UPSERT : ST_DELETE, i };
+        if (multi[i] != 2)
+            s[k++] = (struct pg_stmt){ op->w[i].op == BACKEND_PUT ? ST_UPSERT : ST_DELETE, i };
     op->nstmts = k;
     free(known);
     return 0;
