@@ -32,13 +32,21 @@ enum pgc_state {
 
 enum pg_kind { OP_GET, OP_STEP, OP_APPLY, OP_ROLLBACK };
 
-/* Statements an apply sends for one write (see pg_plan). */
+/* Statements an apply sends (see pg_plan): every check first, then every
+   write. */
 enum pg_stmt_kind {
+    ST_CHECK_ABSENT,    /* inserts an empty placeholder row (a later write
+                           of the array replaces or deletes it); error
+                           22012 when the key exists */
+    ST_INSERT_ABSENT,   /* the same with the write's value: an ABSENT put
+                           that is the only write of its key (no write
+                           statement follows) */
     ST_CHECK_PRESENT,   /* error 22012 unless the key exists (locks it) */
     ST_CHECK_VERSION,   /* error 22012 unless it exists with that ver */
-    ST_INSERT_ABSENT,   /* insert; error 22012 when the key exists */
-    ST_PLACEHOLDER,     /* the same with an empty value (ABSENT + DELETE) */
-    ST_EXISTS,          /* count of rows with the key (want_counts) */
+    ST_FAIL,            /* error 22012: contradicts an earlier ABSENT check
+                           of the same key, which passed */
+    ST_EXISTS,          /* count of rows with the key (want_counts; locks
+                           it when present) */
     ST_UPSERT,
     ST_DELETE,
 };
@@ -46,7 +54,6 @@ enum pg_stmt_kind {
 struct pg_stmt {
     enum pg_stmt_kind kind;
     size_t w;           /* index of its write */
-    int count;          /* ST_DELETE: add the affected rows to removed */
 };
 
 struct pg_conn;
@@ -70,6 +77,9 @@ struct pg_op {
     size_t n;
     struct pg_stmt *stmts;
     size_t nstmts;
+    size_t *first;                  /* per write: first write of its key */
+    unsigned char *before;          /* per first write: its key existed
+                                       before the call (want_counts) */
     int retries;
     int fresh;                      /* OP_STEP: began the cursor's transaction */
     int resent;                     /* a read already moved to a new connection */
@@ -201,7 +211,7 @@ int pg_iter_serve(struct backend_iter *it, struct backend_call *call);
    connection goes back to the pool or to its cursor. */
 void pg_finish(struct pg_conn *c, struct pg_op *op);
 
-/* Plans an apply's statements (check, then write; see the file comment). */
+/* Plans an apply's statements: all checks, then all writes (see there). */
 int pg_plan(struct pg_op *op, int want_counts);
 
 /* Creates the tables when missing and checks the schema version (at open,

@@ -71,6 +71,8 @@ void pg_op_free(struct pg_op *op)
         op->st->host->timer_cancel(op->st->host->arg, op->timer);
     PQclear(op->res);
     free(op->stmts);
+    free(op->first);
+    free(op->before);
     free(op);
 }
 

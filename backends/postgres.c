@@ -27,7 +27,10 @@
  * Applies run as the implicit transaction of one pipeline (no BEGIN: an
  * error anywhere rolls back the whole pipeline and skips the rest up to the
  * sync; the commit happens at the sync, whose result arrives only after
- * it). Expectations are checked inside that transaction by statements that
+ * it). Every expectation is checked before the first write, so all see the
+ * store as it was before the call (pg_plan() in pg_sql.c has the details
+ * and why this is safe for concurrent front ends). Expectations are
+ * checked inside that transaction by statements that
  * divide by the number of matching rows: a failed expectation raises
  * SQLSTATE 22012 (division_by_zero) at a known statement, which aborts the
  * pipeline, so nothing is applied and the statement's index names the
@@ -69,10 +72,20 @@
 #include "backends/pg.h"
 #include "backends/postgres.h"
 
+/* Returns a method's status, recording a final one in call->status as
+   backend.h requires of a call completed at once (BACKEND_PENDING: done()
+   fills it later). */
+static int pg_ret(struct backend_call *call, int rc)
+{
+    if (rc != BACKEND_PENDING)
+        call->status = rc;
+    return rc;
+}
+
 /* get_v2: SELECT v ... WHERE k = $1; the value is borrowed from the kept
    result until done() returns. */
-static int pg_get_v2(struct backend_store *st, const void *key, size_t key_len,
-                     struct backend_call *call)
+static int pg_get_v2_run(struct backend_store *st, const void *key, size_t key_len,
+                         struct backend_call *call)
 {
     if (!key_len || key_len > 65536) {
         snprintf(call->err, sizeof call->err, "bad key length %zu", key_len);
@@ -88,9 +101,16 @@ static int pg_get_v2(struct backend_store *st, const void *key, size_t key_len,
     return pg_start(st, op);
 }
 
+/* get_v2 (see pg_get_v2_run) with call->status filled. */
+static int pg_get_v2(struct backend_store *st, const void *key, size_t key_len,
+                     struct backend_call *call)
+{
+    return pg_ret(call, pg_get_v2_run(st, key, key_len, call));
+}
+
 /* apply_v2: the writes and their checks as one pipelined transaction. */
-static int pg_apply_v2(struct backend_store *st, const struct backend_write *w,
-                       const struct backend_cond *cond, size_t n, struct backend_call *call)
+static int pg_apply_v2_run(struct backend_store *st, const struct backend_write *w,
+                           const struct backend_cond *cond, size_t n, struct backend_call *call)
 {
     call->created = call->removed = call->failed = 0;
     if (n == 0) {
@@ -133,6 +153,13 @@ static int pg_apply_v2(struct backend_store *st, const struct backend_write *w,
         return BACKEND_NOMEM;
     }
     return pg_start(st, op);
+}
+
+/* apply_v2 (see pg_apply_v2_run) with call->status filled. */
+static int pg_apply_v2(struct backend_store *st, const struct backend_write *w,
+                       const struct backend_cond *cond, size_t n, struct backend_call *call)
+{
+    return pg_ret(call, pg_apply_v2_run(st, w, cond, n, call));
 }
 
 /* Copies bytes into a malloc()ed buffer (one byte more, never NULL). */
@@ -216,7 +243,7 @@ static int pg_iter_seek(struct backend_iter *it, const void *key, size_t key_len
 }
 
 /* iter_next_v2: a buffered row at once, else fetches the next batch. */
-static int pg_iter_next_v2(struct backend_iter *it, struct backend_call *call)
+static int pg_iter_next_v2_run(struct backend_iter *it, struct backend_call *call)
 {
     struct backend_store *st = it->st;
     if (it->broken) {
@@ -251,6 +278,12 @@ static int pg_iter_next_v2(struct backend_iter *it, struct backend_call *call)
     }
     op->timer = st->host->timer_add(st->host->arg, st->timeout_ms, pg_op_timeout, op);
     return BACKEND_PENDING;
+}
+
+/* iter_next_v2 (see pg_iter_next_v2_run) with call->status filled. */
+static int pg_iter_next_v2(struct backend_iter *it, struct backend_call *call)
+{
+    return pg_ret(call, pg_iter_next_v2_run(it, call));
 }
 
 /* iter_close: rolls the cursor's transaction back (asynchronously; the

@@ -606,6 +606,50 @@ static void test_counts(struct backend_store *st)
     kdel(st, "n3");
 }
 
+/* Same-array expectations that meet ABSENT's placeholder row: a later
+   PRESENT/VERSION of a key checked ABSENT fails, an ABSENT delete leaves
+   no row, and counts replay the writes over the store before the call. */
+static void test_placeholders(struct backend_store *st)
+{
+    struct waiter w;
+    char out[64];
+    struct backend_write a[2] = {
+        { BACKEND_PUT, "pa", 2, "1", 1 },
+        { BACKEND_PUT, "pa", 2, "2", 1 },
+    };
+    struct backend_cond ca[2] = { { BACKEND_EXPECT_ABSENT, 0 }, { BACKEND_EXPECT_VERSION, 0 } };
+    TEST_EQ_INT(kapply(st, a, ca, 2, 0, &w), BACKEND_CONFLICT, "ABSENT then VERSION 0 of one absent key");
+    TEST_EQ_INT(w.call.failed, 1, "... the VERSION write fails");
+    ca[1].expect = BACKEND_EXPECT_PRESENT;
+    TEST_EQ_INT(kapply(st, a, ca, 2, 0, &w), BACKEND_CONFLICT, "ABSENT then PRESENT of one absent key");
+    TEST_EQ_INT(w.call.failed, 1, "... the PRESENT write fails");
+    TEST_EQ_INT(kget(st, "pa", out, sizeof out), BACKEND_NOTFOUND, "... nothing applied");
+    struct backend_write d[3] = {
+        { BACKEND_DELETE, "pb", 2, NULL, 0 },
+        { BACKEND_PUT, "pc", 2, "1", 1 },
+        { BACKEND_DELETE, "pc", 2, NULL, 0 },
+    };
+    struct backend_cond cd[3] = { { BACKEND_EXPECT_ABSENT, 0 }, { BACKEND_EXPECT_ABSENT, 0 },
+                                  { BACKEND_EXPECT_ANY, 0 } };
+    TEST_EQ_INT(kapply(st, d, cd, 3, 1, &w), BACKEND_OK, "ABSENT deletes and a put then delete");
+    TEST_CHECK(w.call.created == 1 && w.call.removed == 1, "... created 1, removed 1");
+    TEST_CHECK(kget(st, "pb", out, sizeof out) == BACKEND_NOTFOUND &&
+               kget(st, "pc", out, sizeof out) == BACKEND_NOTFOUND, "... no placeholder is left");
+    kput(st, "pd", "x");
+    struct backend_write e[3] = {
+        { BACKEND_DELETE, "pd", 2, NULL, 0 },
+        { BACKEND_PUT, "pd", 2, "y", 1 },
+        { BACKEND_PUT, "pe", 2, "y", 1 },
+    };
+    struct backend_cond ce[3] = { { BACKEND_EXPECT_PRESENT, 0 }, { BACKEND_EXPECT_PRESENT, 0 },
+                                  { BACKEND_EXPECT_ANY, 0 } };
+    TEST_EQ_INT(kapply(st, e, ce, 3, 1, &w), BACKEND_OK, "delete and put of a present key, both PRESENT");
+    TEST_CHECK(w.call.created == 2 && w.call.removed == 1, "... created 2, removed 1");
+    TEST_CHECK(kget(st, "pd", out, sizeof out) == BACKEND_OK && !strcmp(out, "y"), "... the put wins");
+    kdel(st, "pd");
+    kdel(st, "pe");
+}
+
 /* 100 writes: atomic on conflict, one transaction when applied. */
 static void test_batch100(struct backend_store *st, PGconn *side)
 {
@@ -1121,6 +1165,7 @@ int main(int argc, char **argv)
     test_order_random(st);
     test_conditions(st);
     test_counts(st);
+    test_placeholders(st);
     test_batch100(st, side);
     if (st2) {
         test_race(st, st2);
