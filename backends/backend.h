@@ -374,6 +374,12 @@ struct backend_ops {
        apply(). (version 2) */
     int (*apply_v2)(struct backend_store *st, const struct backend_write *w,
                     const struct backend_cond *cond, size_t n, struct backend_call *call);
+
+    /* The longest key this backend stores, in bytes; 0: the interface's
+       64 KiB. A backend whose engine limits index entries (PostgreSQL's
+       btree: about 2.7 KiB) says so here; the server refuses longer keys
+       with BACKEND_INVALID before the backend sees them. (version 2) */
+    size_t max_key_len;
 };
 
 /* backend_ops.caps bits (version 2). */

@@ -458,4 +458,5 @@ const struct backend_ops backend_postgres_ops = {
     .get_v2 = pg_get_v2,
     .iter_next_v2 = pg_iter_next_v2,
     .apply_v2 = pg_apply_v2,
+    .max_key_len = PG_MAX_KEY,
 };

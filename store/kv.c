@@ -14,6 +14,7 @@ struct kv {
     const struct backend_ops *ops;
     struct backend_store *st;
     int v2;                    /* the vtable is version 2 or newer */
+    size_t max_key;            /* the backend's key limit (max_key_len) */
     void *v1_val;              /* a version-1 get()'s copy, freed at the next */
     void (*wait_once)(void *arg);
     void *wait_arg;
@@ -94,6 +95,9 @@ int kv_open(const struct backend_ops *ops, const struct backend_options *opt, st
     }
     kv->ops = ops;
     kv->v2 = ops->version >= 2;
+    kv->max_key = kv->v2 && ops->max_key_len && ops->max_key_len < BACKEND_KEY_MAX
+                      ? ops->max_key_len
+                      : BACKEND_KEY_MAX;
     struct backend_options o = *opt;
     if (!kv->v2)
         o.host = NULL;
@@ -136,11 +140,13 @@ void kv_set_waiter(struct kv *kv, void (*wait_once)(void *arg), void *arg)
     kv->wait_arg = arg;
 }
 
-/* The key check of backends/checks.h, with its message. */
-static int kv_check_key(const void *key, size_t key_len, char *err, size_t errlen)
+/* The key check of backends/checks.h and the backend's own key limit,
+   with a message. */
+static int kv_check_key(const struct kv *kv, const void *key, size_t key_len, char *err,
+                        size_t errlen)
 {
-    if (!backend_key_ok(key, key_len)) {
-        errfmt_set(err, errlen, "key length %zu is outside 1..%u", key_len, BACKEND_KEY_MAX);
+    if (!backend_key_ok(key, key_len) || key_len > kv->max_key) {
+        errfmt_set(err, errlen, "key length %zu is outside 1..%zu", key_len, kv->max_key);
         return BACKEND_INVALID;
     }
     return BACKEND_OK;
@@ -149,7 +155,7 @@ static int kv_check_key(const void *key, size_t key_len, char *err, size_t errle
 int kv_get(struct kv *kv, const void *key, size_t key_len, const void **val, size_t *val_len,
            char *err, size_t errlen)
 {
-    int rc = kv_check_key(key, key_len, err, errlen);
+    int rc = kv_check_key(kv, key, key_len, err, errlen);
     if (rc != BACKEND_OK)
         return rc;
     if (kv->v2 && kv->ops->get_v2) {
@@ -318,6 +324,9 @@ int kv_apply(struct kv *kv, const struct backend_write *w, const struct backend_
         errfmt_set(err, errlen, "%s", why);
         return BACKEND_INVALID;
     }
+    for (size_t i = 0; kv->max_key < BACKEND_KEY_MAX && i < n; i++)
+        if (kv_check_key(kv, w[i].key, w[i].key_len, err, errlen) != BACKEND_OK)
+            return BACKEND_INVALID;
     if (kv->v2 && kv->ops->apply_v2) {
         struct backend_call call;
         struct kv_wait wt;

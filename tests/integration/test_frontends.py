@@ -373,8 +373,12 @@ def test_conditional(tap, fes, seconds=12.0, per_thread=None):
 
 
 def etag_time(etag):
-    m = re.search(r"datetime'([^']+)'", etag or "")
-    return m.group(1) if m else None
+    """The ETag's Timestamp as a sortable string: the service drops trailing
+    zeros of the fraction (.1234Z, .12341Z), so it is padded to 7 digits."""
+    m = re.search(r"datetime'([^'.Z]+)(?:\.(\d+))?Z'", etag or "")
+    if not m:
+        return None
+    return m.group(1) + "." + (m.group(2) or "").ljust(7, "0")
 
 
 def test_upserts(tap, fes, per_client=150):
