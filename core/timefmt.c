@@ -81,6 +81,16 @@ static void put_digits(char *out, int n, int64_t v)
     }
 }
 
+/* "hh:mm:ss" of secs seconds into the day (8 bytes, no NUL). */
+static void put_hms(char *out, int64_t secs)
+{
+    put_digits(out, 2, secs / 3600);
+    out[2] = ':';
+    put_digits(out + 3, 2, secs / 60 % 60);
+    out[5] = ':';
+    put_digits(out + 6, 2, secs % 60);
+}
+
 /* ---------------------------------------------------------------- DateTime */
 
 /* Parses "YYYY-MM-DDThh:mm[:ss[.f+]][Z|+hh:mm|-hh:mm]"; see timefmt.h. Field
@@ -173,11 +183,7 @@ static size_t format_base(int64_t ticks, char *out, int64_t *frac)
     out[7] = '-';
     put_digits(out + 8, 2, d);
     out[10] = 'T';
-    put_digits(out + 11, 2, secs / 3600);
-    out[13] = ':';
-    put_digits(out + 14, 2, secs / 60 % 60);
-    out[16] = ':';
-    put_digits(out + 17, 2, secs % 60);
+    put_hms(out + 11, secs);
     return 19;
 }
 
@@ -244,11 +250,7 @@ size_t timefmt_rfc1123_format(int64_t unix_seconds, char *out)
     out[11] = ' ';
     put_digits(out + 12, 4, y);
     out[16] = ' ';
-    put_digits(out + 17, 2, secs / 3600);
-    out[19] = ':';
-    put_digits(out + 20, 2, secs / 60 % 60);
-    out[22] = ':';
-    put_digits(out + 23, 2, secs % 60);
+    put_hms(out + 17, secs);
     memcpy(out + 25, " GMT", 5); /* includes the NUL */
     return 29;
 }

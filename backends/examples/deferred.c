@@ -334,6 +334,24 @@ static int dfr_queue(struct backend_store *st, struct dfr_op *op)
     return BACKEND_PENDING;
 }
 
+/* Queues a copy of op (a get or an apply) on st; what, for messages.
+ * BACKEND_PENDING, or the failure with call->status set. */
+static int dfr_submit(struct backend_store *st, struct dfr_op tmpl, const char *what)
+{
+    struct backend_call *call = tmpl.call;
+    struct dfr_op *op = st ? malloc(sizeof(*op)) : NULL;
+    if (!op) {
+        snprintf(call->err, sizeof call->err, "deferred: %s: %s", what,
+                 st ? "out of memory" : "no store");
+        return call->status = st ? BACKEND_NOMEM : BACKEND_INVALID;
+    }
+    *op = tmpl;
+    int rc = dfr_queue(st, op);
+    if (rc != BACKEND_PENDING)
+        free(op);
+    return rc;
+}
+
 /* Starts a call: clears its outputs; NULL when the call is unusable. */
 static int dfr_call_ok(struct backend_call *call)
 {
@@ -357,17 +375,8 @@ static int dfr_get_v2(struct backend_store *st, const void *key, size_t key_len,
 {
     if (!dfr_call_ok(call))
         return BACKEND_INVALID;
-    struct dfr_op *op = st ? calloc(1, sizeof(*op)) : NULL;
-    if (!op) {
-        snprintf(call->err, sizeof call->err, "deferred: get: %s",
-                 st ? "out of memory" : "no store");
-        return call->status = st ? BACKEND_NOMEM : BACKEND_INVALID;
-    }
-    *op = (struct dfr_op){.kind = DFR_GET, .call = call, .key = key, .key_len = key_len};
-    int rc = dfr_queue(st, op);
-    if (rc != BACKEND_PENDING)
-        free(op);
-    return rc;
+    return dfr_submit(st, (struct dfr_op){.kind = DFR_GET, .call = call, .key = key,
+                                          .key_len = key_len}, "get");
 }
 
 static int dfr_apply_v2(struct backend_store *st, const struct backend_write *w,
@@ -375,17 +384,8 @@ static int dfr_apply_v2(struct backend_store *st, const struct backend_write *w,
 {
     if (!dfr_call_ok(call))
         return BACKEND_INVALID;
-    struct dfr_op *op = st ? calloc(1, sizeof(*op)) : NULL;
-    if (!op) {
-        snprintf(call->err, sizeof call->err, "deferred: apply: %s",
-                 st ? "out of memory" : "no store");
-        return call->status = st ? BACKEND_NOMEM : BACKEND_INVALID;
-    }
-    *op = (struct dfr_op){.kind = DFR_APPLY, .call = call, .w = w, .cond = cond, .n = n};
-    int rc = dfr_queue(st, op);
-    if (rc != BACKEND_PENDING)
-        free(op);
-    return rc;
+    return dfr_submit(st, (struct dfr_op){.kind = DFR_APPLY, .call = call, .w = w, .cond = cond,
+                                          .n = n}, "apply");
 }
 
 /* Opens the inner cursor at once (with leveldb: its snapshot). */
