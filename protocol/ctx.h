@@ -56,6 +56,10 @@ struct service {
     int bg_running, bg_waited, bg_result;
     int quiescing;             /* service_quiesce: no new background step */
     uint64_t bg_not_before_us;         /* the last purge step failed (logged once) */
+    /* giving freed memory back when idle (core/heap.h, give_back_step):
+       requests begun, their number when the wait began, and the time the
+       wait ends (0: none) */
+    uint64_t requests, give_back_seen, give_back_at_us;
 };
 
 struct req_ctx {
