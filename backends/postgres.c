@@ -108,6 +108,37 @@ static int pg_get_v2(struct backend_store *st, const void *key, size_t key_len,
     return pg_ret(call, pg_get_v2_run(st, key, key_len, call));
 }
 
+/* get_multi_v2: SELECT k, v ... WHERE k = ANY ($1), one statement for
+   every key (one round trip, one snapshot); the values are borrowed from
+   the kept result until done() returns. */
+static int pg_get_multi_v2_run(struct backend_store *st, struct backend_mget *keys, size_t n,
+                               struct backend_call *call)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!keys[i].key_len || keys[i].key_len > PG_MAX_KEY) {
+            snprintf(call->err, sizeof call->err, "bad key length %zu (key %zu)",
+                     keys[i].key_len, i);
+            return BACKEND_INVALID;
+        }
+        keys[i].status = BACKEND_NOTFOUND;
+    }
+    if (n == 0)
+        return BACKEND_OK;
+    struct pg_op *op = pg_op_new(st, OP_MGET, call);
+    if (!op)
+        return BACKEND_NOMEM;
+    op->mget = keys;
+    op->nmget = n;
+    return pg_start(st, op);
+}
+
+/* get_multi_v2 (see pg_get_multi_v2_run) with call->status filled. */
+static int pg_get_multi_v2(struct backend_store *st, struct backend_mget *keys, size_t n,
+                           struct backend_call *call)
+{
+    return pg_ret(call, pg_get_multi_v2_run(st, keys, n, call));
+}
+
 /* apply_v2: the writes and their checks as one pipelined transaction. */
 static int pg_apply_v2_run(struct backend_store *st, const struct backend_write *w,
                            const struct backend_cond *cond, size_t n, struct backend_call *call)
@@ -459,4 +490,5 @@ const struct backend_ops backend_postgres_ops = {
     .iter_next_v2 = pg_iter_next_v2,
     .apply_v2 = pg_apply_v2,
     .max_key_len = PG_MAX_KEY,
+    .get_multi_v2 = pg_get_multi_v2,
 };
