@@ -339,20 +339,59 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
     free_subs(&sresp, 1);
 }
 
+/* Reads at once the entities of the writes w[0..n) judged on their
+ * current state (upserts, merges, and on a shared store If-Match "*":
+ * one store call, one round trip on postgres, instead of one read each)
+ * and judges them in order. Returns n, or the index of the first that
+ * fails with its error in *e (a failed read fails the first of them). */
+static size_t batch_judge(struct req_ctx *c, struct req_ctx *subs, struct entity_write *w,
+                          size_t n, enum terr *e)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += w[i].need_read != 0;
+    if (!m)
+        return n;
+    const char **keys = arena_alloc(c->a, m * sizeof *keys);
+    size_t *lens = arena_alloc(c->a, m * sizeof *lens), *idx = arena_alloc(c->a, m * sizeof *idx);
+    struct entity *cur = arena_alloc(c->a, m * sizeof *cur);
+    int *found = arena_alloc(c->a, m * sizeof *found);
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (w[i].need_read) {
+            keys[k] = w[i].key;
+            lens[k] = w[i].key_len;
+            idx[k++] = i;
+        }
+    int rc = store_entity_get_many(c->svc->store, c->a, keys, lens, m, cur, found);
+    if (rc < 0) {
+        *e = terr_from_backend(rc);
+        return idx[0];
+    }
+    for (size_t k = 0; k < m; k++)
+        if ((*e = entity_judge(&subs[idx[k]], &w[idx[k]], found[k], &cur[k])))
+            return idx[k];
+    return n;
+}
+
 /* Routes, checks and prepares every operation of a changeset into w (one
- * sub-request each). admit: charge the throttle (the first round only).
- * 0, or -1 when the batch was answered (an operation failed). */
+ * sub-request each): first every check that needs no read, up to the
+ * first operation that fails one; then the reads of the operations before
+ * it, all in one store call (batch_judge). The first operation in batch
+ * order that fails answers the changeset, as if each had been prepared
+ * in turn. admit: charge the throttle (the first round only). 0, or -1
+ * when the batch was answered (an operation failed). */
 static int batch_prepare(struct req_ctx *c, const struct multipart_batch *mb,
                          struct entity_write *w, struct req_ctx *subs, struct request *sreqs,
                          struct response *sresps, struct multipart_part *parts, int admit)
 {
     struct req_ctx tmpl;           /* routing of the last operation routed in full */
     const struct multipart_op *tmpl_op = NULL;
+    size_t stop = mb->nops;        /* the operation whose checks failed */
+    enum terr e = TERR_NONE;
     for (size_t i = 0; i < mb->nops; i++) {
         struct req_ctx *sub = &subs[i];
         int reuse = tmpl_op && same_route(tmpl_op, &mb->ops[i]);
-        enum terr e =
-            prepare_part(c, &mb->ops[i], sub, &sreqs[i], &sresps[i], reuse ? &tmpl : NULL);
+        e = prepare_part(c, &mb->ops[i], sub, &sreqs[i], &sresps[i], reuse ? &tmpl : NULL);
         if (!e && !reuse) {
             tmpl = *sub;
             tmpl_op = &mb->ops[i];
@@ -371,26 +410,32 @@ static int batch_prepare(struct req_ctx *c, const struct multipart_batch *mb,
             return -1;
         }
         if (!e)
-            e = entity_prepare(sub, &w[i]);
+            e = entity_prepare_early(sub, &w[i]);
         if (e) {
-            /* an earlier write prepared without a read may fail first */
-            size_t prepared = i + 1;
-            for (size_t j = 0; j < i; j++) {
-                enum terr ej = w[j].blind ? entity_conflict(&subs[j], &w[j]) : TERR_NONE;
-                if (ej) {
-                    sub = &subs[j];
-                    e = ej;
-                    i = j;
-                    break;
-                }
-            }
-            fail_part(c, sub, i, e, mb->ops[i].content_id, &parts[0]);
-            batch_reply(c, parts, 1, 0);
-            free_subs(sresps, prepared);
-            return -1;
+            stop = i;
+            break;
         }
     }
-    return 0;
+    size_t prepared = stop < mb->nops ? stop + 1 : mb->nops;   /* sub-responses made */
+    enum terr je;
+    size_t fail = batch_judge(c, subs, w, stop, &je);
+    if (fail < stop)
+        e = je;
+    if (fail == mb->nops)
+        return 0;
+    /* an earlier write prepared without a read may fail first */
+    for (size_t j = 0; j < fail; j++) {
+        enum terr ej = w[j].blind ? entity_conflict(&subs[j], &w[j]) : TERR_NONE;
+        if (ej) {
+            e = ej;
+            fail = j;
+            break;
+        }
+    }
+    fail_part(c, &subs[fail], fail, e, mb->ops[fail].content_id, &parts[0]);
+    batch_reply(c, parts, 1, 0);
+    free_subs(sresps, prepared);
+    return -1;
 }
 
 void op_batch(struct req_ctx *c)
