@@ -42,6 +42,11 @@
  * LISTEN/NOTIFY or extensions): PostgreSQL, and the distributed engines
  * that speak its protocol, accept it.
  *
+ * Multi-get (get_multi_v2, for a $batch's reads): one statement,
+ * "SELECT k, v ... WHERE k = ANY ($1)" with every key in one binary bytea[]
+ * parameter: one round trip and one snapshot for all the keys; its rows are
+ * matched to the keys by binary search (pg_mget_answer in pg_sql.c).
+ *
  * Cursors. iter_open sends nothing. The first step takes a connection and
  * begins a REPEATABLE READ transaction on it (one snapshot for the cursor's
  * life); steps fetch batch-rows rows at a time (k >= pos or k > last key,
