@@ -186,6 +186,9 @@ int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *f
  * entity now and judges again (409, 404, 412), or TERR_NONE when the
  * write would go now (it raced another: prepare it again). */
 enum terr entity_conflict(struct req_ctx *c, const struct entity_write *w);
+/* entity_conflict on a state already read (found; cur when found). */
+enum terr entity_conflict_on(struct req_ctx *c, const struct entity_write *w, int found,
+                             const struct entity *cur);
 void entity_respond(struct req_ctx *c, const struct entity_write *w);
 void op_get_entity(struct req_ctx *c);
 void op_write(struct req_ctx *c);          /* insert/update/merge/upserts/delete */

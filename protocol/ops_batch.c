@@ -339,37 +339,77 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
     free_subs(&sresp, 1);
 }
 
-/* Reads at once the entities of the writes w[0..n) judged on their
- * current state (upserts, merges, and on a shared store If-Match "*":
- * one store call, one round trip on postgres, instead of one read each)
- * and judges them in order. Returns n, or the index of the first that
- * fails with its error in *e (a failed read fails the first of them). */
+/* The current state of the entities of some of the writes w[0..n) (those
+ * prepared without a read when blind, else those judged on one), read in
+ * one store call (one round trip on postgres, instead of one read each):
+ * r->m of them, write r->idx[k] found (r->found[k]) as r->cur[k]. 0, or a
+ * negative backend status. */
+struct batch_reads {
+    size_t m;
+    size_t *idx;
+    struct entity *cur;
+    int *found;
+};
+
+static int batch_read(struct req_ctx *c, const struct entity_write *w, size_t n, int blind,
+                      struct batch_reads *r)
+{
+    r->m = 0;
+    r->idx = NULL;
+    for (size_t i = 0; i < n; i++)
+        r->m += (blind ? w[i].blind : w[i].need_read) != 0;
+    if (!r->m)
+        return 0;
+    const char **keys = arena_alloc(c->a, r->m * sizeof *keys);
+    size_t *lens = arena_alloc(c->a, r->m * sizeof *lens);
+    r->idx = arena_alloc(c->a, r->m * sizeof *r->idx);
+    r->cur = arena_alloc(c->a, r->m * sizeof *r->cur);
+    r->found = arena_alloc(c->a, r->m * sizeof *r->found);
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (blind ? w[i].blind : w[i].need_read) {
+            keys[k] = w[i].key;
+            lens[k] = w[i].key_len;
+            r->idx[k++] = i;
+        }
+    return store_entity_get_many(c->svc->store, c->a, keys, lens, r->m, r->cur, r->found);
+}
+
+/* Judges, in batch order, the writes w[0..n) judged on their entities'
+ * current state (upserts, merges, and on a shared store If-Match "*"),
+ * all read at once. Returns n, or the index of the first that fails with
+ * its error in *e (a failed read fails the first of them). */
 static size_t batch_judge(struct req_ctx *c, struct req_ctx *subs, struct entity_write *w,
                           size_t n, enum terr *e)
 {
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        m += w[i].need_read != 0;
-    if (!m)
-        return n;
-    const char **keys = arena_alloc(c->a, m * sizeof *keys);
-    size_t *lens = arena_alloc(c->a, m * sizeof *lens), *idx = arena_alloc(c->a, m * sizeof *idx);
-    struct entity *cur = arena_alloc(c->a, m * sizeof *cur);
-    int *found = arena_alloc(c->a, m * sizeof *found);
-    for (size_t i = 0, k = 0; i < n; i++)
-        if (w[i].need_read) {
-            keys[k] = w[i].key;
-            lens[k] = w[i].key_len;
-            idx[k++] = i;
-        }
-    int rc = store_entity_get_many(c->svc->store, c->a, keys, lens, m, cur, found);
+    struct batch_reads r;
+    int rc = batch_read(c, w, n, 0, &r);
     if (rc < 0) {
         *e = terr_from_backend(rc);
-        return idx[0];
+        return r.idx ? r.idx[0] : 0;
     }
-    for (size_t k = 0; k < m; k++)
-        if ((*e = entity_judge(&subs[idx[k]], &w[idx[k]], found[k], &cur[k])))
-            return idx[k];
+    for (size_t k = 0; k < r.m; k++)
+        if ((*e = entity_judge(&subs[r.idx[k]], &w[r.idx[k]], r.found[k], &r.cur[k])))
+            return r.idx[k];
+    return n;
+}
+
+/* The first of the writes w[0..n) prepared without a read (blind) that
+ * its entity's current state refuses, all read at once: its index with
+ * its error in *e, or n when none is (a failed read fails the first blind
+ * write). Only a changeset that fails anyway asks: an earlier blind
+ * write's failure comes first in batch order. */
+static size_t batch_blind_first(struct req_ctx *c, struct req_ctx *subs,
+                                const struct entity_write *w, size_t n, enum terr *e)
+{
+    struct batch_reads r;
+    int rc = batch_read(c, w, n, 1, &r);
+    if (rc < 0) {
+        *e = terr_from_backend(rc);
+        return r.idx ? r.idx[0] : 0;
+    }
+    for (size_t k = 0; k < r.m; k++)
+        if ((*e = entity_conflict_on(&subs[r.idx[k]], &w[r.idx[k]], r.found[k], &r.cur[k])))
+            return r.idx[k];
     return n;
 }
 
@@ -424,13 +464,11 @@ static int batch_prepare(struct req_ctx *c, const struct multipart_batch *mb,
     if (fail == mb->nops)
         return 0;
     /* an earlier write prepared without a read may fail first */
-    for (size_t j = 0; j < fail; j++) {
-        enum terr ej = w[j].blind ? entity_conflict(&subs[j], &w[j]) : TERR_NONE;
-        if (ej) {
-            e = ej;
-            fail = j;
-            break;
-        }
+    enum terr be;
+    size_t bf = batch_blind_first(c, subs, w, fail, &be);
+    if (bf < fail) {
+        e = be;
+        fail = bf;
     }
     fail_part(c, &subs[fail], fail, e, mb->ops[fail].content_id, &parts[0]);
     batch_reply(c, parts, 1, 0);

@@ -216,15 +216,22 @@ static enum terr entity_verdict(enum store_verdict v)
     return TERR_NONE;
 }
 
+enum terr entity_conflict_on(struct req_ctx *c, const struct entity_write *w, int found,
+                             const struct entity *cur)
+{
+    struct backend_cond cond;
+    return entity_verdict(store_judge(entity_intent(c->op), &w->pc, found,
+                                      found ? cur->timestamp : 0, store_shared(c->svc->store),
+                                      &cond));
+}
+
 enum terr entity_conflict(struct req_ctx *c, const struct entity_write *w)
 {
     struct entity cur = {0};
     int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
     if (found < 0)
         return terr_from_backend(found);
-    struct backend_cond cond;
-    return entity_verdict(store_judge(entity_intent(c->op), &w->pc, found, cur.timestamp,
-                                      store_shared(c->svc->store), &cond));
+    return entity_conflict_on(c, w, found, &cur);
 }
 
 enum terr entity_prepare_early(struct req_ctx *c, struct entity_write *w)

@@ -20,7 +20,10 @@ writes); before the reads were combined a changeset of 100 upserts took
 
 Also checked through the answers: every operation succeeded, ETags of a
 rewritten entity increase, merges keep the properties they do not name,
-deletes delete; a changeset whose operation 20 fails on its read (Merge
+deletes delete; a changeset of inserts whose last operation is invalid
+(its earlier inserts are read, in one statement, to see whether one of
+them fails first) answers that one in at most MAX_TRIPS round trips too;
+a changeset whose operation 20 fails on its read (Merge
 "*" of an absent entity, 404) and whose operation 37 fails without one
 (a stale ETag, 412) answers 20, and the reverse answers 20 too; neither
 writes anything.
@@ -219,6 +222,19 @@ def check(tap, srv, trips):
                r.body[:600])
         _, e = etag_of(http, rks[0])
         tap.ok(e and "x" not in e, "%s: nothing written" % name, e)
+
+    # a changeset that fails reads its earlier blind writes at once too
+    ops = [("POST", "p", "f%03d" % i, {"PartitionKey": "p", "RowKey": "f%03d" % i}, None)
+           for i in range(N)]
+    ops[N - 1] = ("POST", "p", "bad", {"PartitionKey": "p", "RowKey": "bad", "x": []}, None)
+    body, ctype = batch_body(http.server.base, "trips", ops)
+    trips.mark()
+    r = http.request("POST", "/$batch", body=body, content_type=ctype)
+    n, stmts = trips.count()
+    tap.ok(r.status == 202 and len(parts_of(r)) == 1 and b'"%d:' % (N - 1) in r.body,
+           "inserts, the last one invalid: it answers", r.body[:600])
+    tap.ok(n <= MAX_TRIPS, "inserts, the last one invalid: %d round trips (at most %d), "
+           "%d statements" % (n, MAX_TRIPS, stmts))
 
     run_batch(tap, http, trips, "delete If-Match *",
               [("DELETE", "p", rk, None, "*") for rk in rks], 204)
