@@ -339,18 +339,19 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
     free_subs(&sresp, 1);
 }
 
+/* Entities read for some writes of a changeset (batch_read). */
+struct batch_reads {
+    size_t m;                  /* how many */
+    size_t *idx;               /* the write of each (arena) */
+    struct entity *cur;        /* its entity, when found */
+    int *found;
+};
+
 /* The current state of the entities of some of the writes w[0..n) (those
  * prepared without a read when blind, else those judged on one), read in
  * one store call (one round trip on postgres, instead of one read each):
  * r->m of them, write r->idx[k] found (r->found[k]) as r->cur[k]. 0, or a
  * negative backend status. */
-struct batch_reads {
-    size_t m;
-    size_t *idx;
-    struct entity *cur;
-    int *found;
-};
-
 static int batch_read(struct req_ctx *c, const struct entity_write *w, size_t n, int blind,
                       struct batch_reads *r)
 {
