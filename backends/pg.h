@@ -21,6 +21,7 @@
 #define PG_MAX_KEY 2600
 #define PG_OID_BYTEA 17
 #define PG_OID_INT8 20
+#define PG_OID_BYTEA_ARRAY 1001
 
 enum pgc_state {
     PGC_DOWN,           /* no connection */
@@ -30,7 +31,7 @@ enum pgc_state {
     PGC_BUSY,           /* an op is running on it */
 };
 
-enum pg_kind { OP_GET, OP_STEP, OP_APPLY, OP_ROLLBACK };
+enum pg_kind { OP_GET, OP_MGET, OP_STEP, OP_APPLY, OP_ROLLBACK };
 
 /* Statements an apply sends (see pg_plan): every check first, then every
    write. */
@@ -70,7 +71,11 @@ struct pg_op {
     /* get */
     const void *key;
     size_t key_len;
-    PGresult *res;                  /* kept until done() returns */
+    PGresult *res;                  /* kept until done() returns (get,
+                                       get_multi) */
+    /* get_multi: the caller's keys, answered from res's rows */
+    struct backend_mget *mget;
+    size_t nmget;
     /* apply */
     const struct backend_write *w;
     const struct backend_cond *cond;

@@ -1,6 +1,6 @@
 /* pg_sql.c - what the postgres backend sends and how it reads the
  * answers: the statements of an apply (all checks, then all writes), a
- * cursor's batch query, a get, the pipeline sync; results turned into
+ * cursor's batch query, a get, a multi-get, the pipeline sync; results turned into
  * statuses, counts and buffered rows; the schema created and checked at
  * open. See postgres.c for the design. */
 #include <stdarg.h>
@@ -111,6 +111,49 @@ static int pg_send_step(struct pg_conn *c, struct pg_op *op)
     return pg_query(c, op, sql, it->end ? 2 : 1, types, vals, lens);
 }
 
+/* Puts a big-endian 32-bit number. */
+static unsigned char *pg_put32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+    return p + 4;
+}
+
+/* Sends a get_multi's one query: the keys as one bytea[] parameter in
+   the binary array format (dimensions 1, no nulls, element type bytea,
+   n elements from index 1, then each element's length and bytes), and
+   "k = ANY ($1)", an index lookup per key in one statement. */
+static int pg_send_mget(struct pg_conn *c, struct pg_op *op)
+{
+    static const Oid types[1] = { PG_OID_BYTEA_ARRAY };
+    size_t len = 20;
+    for (size_t i = 0; i < op->nmget; i++)
+        len += 4 + op->mget[i].key_len;
+    if (len > 0x7fffffff || op->nmget > 0x7fffffff)
+        return -1;
+    unsigned char *buf = malloc(len), *p = buf;
+    if (!buf)
+        return -1;
+    p = pg_put32(p, 1);
+    p = pg_put32(p, 0);
+    p = pg_put32(p, PG_OID_BYTEA);
+    p = pg_put32(p, (uint32_t)op->nmget);
+    p = pg_put32(p, 1);
+    for (size_t i = 0; i < op->nmget; i++) {
+        p = pg_put32(p, (uint32_t)op->mget[i].key_len);
+        memcpy(p, op->mget[i].key, op->mget[i].key_len);
+        p += op->mget[i].key_len;
+    }
+    const char *vals[1] = { (const char *)buf };
+    int lens[1] = { (int)len };
+    int rc = pg_query(c, op, "SELECT k, v FROM tabled_kv WHERE k = ANY ($1)", 1, types, vals,
+                      lens);
+    free(buf);                          /* libpq has copied it */
+    return rc;
+}
+
 /* Sends an op's queries and the pipeline sync on connection c (idle, or
    held by the op's cursor). Returns 0, or a failure status with op->err
    set (the connection is then dropped). */
@@ -130,6 +173,11 @@ int pg_send(struct pg_conn *c, struct pg_op *op)
         rc = pg_query(c, op, "SELECT v FROM tabled_kv WHERE k = $1", 1, t, v, l);
         break;
     }
+    case OP_MGET:
+        PQclear(op->res);               /* an earlier attempt's */
+        op->res = NULL;
+        rc = pg_send_mget(c, op);
+        break;
     case OP_STEP:
         rc = pg_send_step(c, op);
         break;
@@ -242,6 +290,15 @@ void pg_result(struct pg_op *op, PGresult *r)
         }
         op->status = BACKEND_NOTFOUND;
         break;
+    case OP_MGET:
+        if (s == PGRES_TUPLES_OK && PQnfields(r) == 2) {
+            PQclear(op->res);
+            op->res = r;
+            return;
+        }
+        op->status = BACKEND_CORRUPT;
+        snprintf(op->err, sizeof op->err, "unexpected result shape");
+        break;
     case OP_STEP:
         if (s == PGRES_TUPLES_OK) {
             struct backend_iter *it = op->it;
@@ -297,6 +354,56 @@ static void pg_count(struct pg_op *op)
     }
 }
 
+/* Orders an array of get_multi keys (pointers) by their bytes as
+   backend.h orders keys. */
+static int pg_mget_cmp(const void *a, const void *b)
+{
+    const struct backend_mget *x = *(const struct backend_mget *const *)a;
+    const struct backend_mget *y = *(const struct backend_mget *const *)b;
+    int c = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len : y->key_len);
+    return c ? c : (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+/* A get_multi's rows given to its keys (sorted, each row found by binary
+   search; a key named twice gets the row twice); keys without a row are
+   BACKEND_NOTFOUND. Values are borrowed from op->res. */
+static void pg_mget_answer(struct pg_op *op)
+{
+    struct backend_mget **sorted = malloc((op->nmget ? op->nmget : 1) * sizeof *sorted);
+    if (!sorted) {
+        op->status = BACKEND_NOMEM;
+        snprintf(op->err, sizeof op->err, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < op->nmget; i++) {
+        op->mget[i].status = BACKEND_NOTFOUND;
+        op->mget[i].val = NULL;
+        op->mget[i].val_len = 0;
+        sorted[i] = &op->mget[i];
+    }
+    qsort(sorted, op->nmget, sizeof *sorted, pg_mget_cmp);
+    int rows = op->res ? PQntuples(op->res) : 0;
+    for (int r = 0; r < rows; r++) {
+        struct backend_mget row = { PQgetvalue(op->res, r, 0),
+                                    (size_t)PQgetlength(op->res, r, 0), 0, NULL, 0 };
+        const struct backend_mget *rp = &row;
+        size_t lo = 0, hi = op->nmget;
+        while (lo < hi) {               /* the first key >= the row's */
+            size_t mid = lo + (hi - lo) / 2;
+            if (pg_mget_cmp(&sorted[mid], &rp) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < op->nmget && pg_mget_cmp(&sorted[lo], &rp) == 0; lo++) {
+            sorted[lo]->status = BACKEND_OK;
+            sorted[lo]->val = PQgetvalue(op->res, r, 1);
+            sorted[lo]->val_len = (size_t)PQgetlength(op->res, r, 1);
+        }
+    }
+    free(sorted);
+}
+
 /* The pipeline sync of op arrived: the op is over on this connection
    (retried when a serialization failure allows), completed, and the
    connection goes back to the pool or to its cursor. */
@@ -324,6 +431,8 @@ void pg_finish(struct pg_conn *c, struct pg_op *op)
             op->call->val_len = (size_t)PQgetlength(op->res, 0, 0);
         }
     }
+    if (op->kind == OP_MGET && op->status == BACKEND_OK)
+        pg_mget_answer(op);
     if (op->kind == OP_APPLY && op->status == BACKEND_OK && op->before)
         pg_count(op);
     if (op->kind == OP_STEP) {

@@ -42,6 +42,11 @@
  * LISTEN/NOTIFY or extensions): PostgreSQL, and the distributed engines
  * that speak its protocol, accept it.
  *
+ * Multi-get (get_multi_v2, for a $batch's reads): one statement,
+ * "SELECT k, v ... WHERE k = ANY ($1)" with every key in one binary bytea[]
+ * parameter: one round trip and one snapshot for all the keys; its rows are
+ * matched to the keys by binary search (pg_mget_answer in pg_sql.c).
+ *
  * Cursors. iter_open sends nothing. The first step takes a connection and
  * begins a REPEATABLE READ transaction on it (one snapshot for the cursor's
  * life); steps fetch batch-rows rows at a time (k >= pos or k > last key,
@@ -106,6 +111,37 @@ static int pg_get_v2(struct backend_store *st, const void *key, size_t key_len,
                      struct backend_call *call)
 {
     return pg_ret(call, pg_get_v2_run(st, key, key_len, call));
+}
+
+/* get_multi_v2: SELECT k, v ... WHERE k = ANY ($1), one statement for
+   every key (one round trip, one snapshot); the values are borrowed from
+   the kept result until done() returns. */
+static int pg_get_multi_v2_run(struct backend_store *st, struct backend_mget *keys, size_t n,
+                               struct backend_call *call)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!keys[i].key_len || keys[i].key_len > PG_MAX_KEY) {
+            snprintf(call->err, sizeof call->err, "bad key length %zu (key %zu)",
+                     keys[i].key_len, i);
+            return BACKEND_INVALID;
+        }
+        keys[i].status = BACKEND_NOTFOUND;
+    }
+    if (n == 0)
+        return BACKEND_OK;
+    struct pg_op *op = pg_op_new(st, OP_MGET, call);
+    if (!op)
+        return BACKEND_NOMEM;
+    op->mget = keys;
+    op->nmget = n;
+    return pg_start(st, op);
+}
+
+/* get_multi_v2 (see pg_get_multi_v2_run) with call->status filled. */
+static int pg_get_multi_v2(struct backend_store *st, struct backend_mget *keys, size_t n,
+                           struct backend_call *call)
+{
+    return pg_ret(call, pg_get_multi_v2_run(st, keys, n, call));
 }
 
 /* apply_v2: the writes and their checks as one pipelined transaction. */
@@ -459,4 +495,5 @@ const struct backend_ops backend_postgres_ops = {
     .iter_next_v2 = pg_iter_next_v2,
     .apply_v2 = pg_apply_v2,
     .max_key_len = PG_MAX_KEY,
+    .get_multi_v2 = pg_get_multi_v2,
 };

@@ -184,6 +184,51 @@ int kv_get(struct kv *kv, const void *key, size_t key_len, const void **val, siz
     return rc;
 }
 
+int kv_get_multi(struct kv *kv, struct backend_mget *keys, size_t n,
+                 void (*found)(void *arg, size_t i, const void *val, size_t val_len), void *arg,
+                 char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = kv_check_key(kv, keys[i].key, keys[i].key_len, err, errlen);
+        if (rc != BACKEND_OK)
+            return rc;
+    }
+    if (n == 0)
+        return BACKEND_OK;
+    if (!kv->v2 || !kv->ops->get_multi_v2) {
+        /* one get per key: each value is handed on before the next get
+           (which invalidates it) */
+        for (size_t i = 0; i < n; i++) {
+            const void *v;
+            size_t vl;
+            int rc = kv_get(kv, keys[i].key, keys[i].key_len, &v, &vl, err, errlen);
+            if (rc == BACKEND_OK)
+                found(arg, i, v, vl);
+            else if (rc != BACKEND_NOTFOUND)
+                return rc;
+        }
+        return BACKEND_OK;
+    }
+    struct backend_call call;
+    struct kv_wait w;
+    kv_call_init(&call, &w);
+    int rc = kv_finish(kv, &call, kv->ops->get_multi_v2(kv->st, keys, n, &call));
+    if (rc != BACKEND_OK) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s", call.err);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (keys[i].status == BACKEND_OK)
+            found(arg, i, keys[i].val, keys[i].val_len);
+        else if (keys[i].status != BACKEND_NOTFOUND) {
+            errfmt_set(err, errlen, "multi-get: key %zu answered status %d", i, keys[i].status);
+            return BACKEND_IOERR;
+        }
+    }
+    return BACKEND_OK;
+}
+
 int kv_iter_open(struct kv *kv, const void *start, size_t start_len, const void *end,
                  size_t end_len, struct kv_iter **out, char *err, size_t errlen)
 {

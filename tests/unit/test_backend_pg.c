@@ -1093,6 +1093,10 @@ static void test_outage(struct backend_store *st, PGconn **side)
     printf("# %s\n", w.call.err);
     rc = kget(st, "held", out, sizeof out);
     TEST_EQ_INT(rc, BACKEND_UNAVAILABLE, "a get while the database is down: UNAVAILABLE");
+    struct backend_mget mg[2] = { { "held", 4, 0, NULL, 0 }, { "nope", 4, 0, NULL, 0 } };
+    w_init(&ws);
+    TEST_EQ_INT(w_wait(&ws, backend_postgres_ops.get_multi_v2(st, mg, 2, &ws.call)),
+                BACKEND_UNAVAILABLE, "a multi-get while the database is down: UNAVAILABLE");
     rc = kput(st, "other", "v");
     TEST_EQ_INT(rc, BACKEND_UNAVAILABLE, "a put while the database is down: UNAVAILABLE");
     w_init(&w);
@@ -1121,6 +1125,13 @@ static void test_outage(struct backend_store *st, PGconn **side)
         kget(st, "held", out, sizeof out);
     TEST_CHECK(system(stop_script) == 0 && system(start_script) == 0, "database restarted");
     TEST_EQ_INT(kget(st, "held", out, sizeof out), BACKEND_OK, "the first get after the restart succeeds");
+    for (int i = 0; i < 3; i++)
+        kget(st, "held", out, sizeof out);
+    TEST_CHECK(system(stop_script) == 0 && system(start_script) == 0, "database restarted");
+    w_init(&ws);
+    TEST_CHECK(w_wait(&ws, backend_postgres_ops.get_multi_v2(st, mg, 2, &ws.call)) == BACKEND_OK &&
+                   mg[0].status == BACKEND_OK && mg[1].status == BACKEND_NOTFOUND,
+               "the first multi-get after the restart succeeds");
     TEST_CHECK(system(stop_script) == 0 && system(start_script) == 0, "database restarted again");
     TEST_EQ_INT(scan(st, "held", 4, "hele", 4, out, sizeof out), 1,
                 "the first scan after the restart succeeds");
