@@ -220,7 +220,8 @@ int fnode_eval_cmp(const struct filter *f, const struct fnode *n, const struct e
 /* What the filter is evaluated against. */
 struct subject {
     const struct filter_row *row; /* FILTER_ENTITIES */
-    int64_t timestamp;            /* the row's, read once its header is */
+    struct entity_cursor first;   /* its value opened at the first property */
+    int64_t timestamp;            /* its Timestamp (from the header) */
     const char *table;            /* FILTER_TABLES */
     size_t table_len;
     int bad;                      /* the row's value is malformed */
@@ -255,11 +256,8 @@ static const struct edm_value *lookup(struct subject *s, const struct fnode *n,
     case FP_CUSTOM: {
         if (!s->row)
             return NULL;
-        struct entity_cursor c;
-        int64_t ts;
-        int rc = entity_cursor_open(&c, s->row->val, s->row->val_len, &ts);
-        if (rc == 0)
-            rc = entity_cursor_find(&c, n->name, n->name_len, tmp);
+        struct entity_cursor c = s->first;
+        int rc = entity_cursor_find(&c, n->name, n->name_len, tmp);
         if (rc < 0)
             s->bad = 1;
         return rc == 1 ? tmp : NULL;
@@ -332,11 +330,10 @@ int filter_needs_keys(const struct filter *f)
 
 int filter_match(const struct filter *f, const struct filter_row *row)
 {
-    struct subject s = {row, 0, NULL, 0, 0};
+    struct subject s = {.row = row};
     if (f->target != FILTER_ENTITIES)
         return count(f, 0);
-    struct entity_cursor c;
-    if (row && entity_cursor_open(&c, row->val, row->val_len, &s.timestamp) < 0)
+    if (row && entity_cursor_open(&s.first, row->val, row->val_len, &s.timestamp) < 0)
         return -1;
     int r = eval(f, f->root, &s);
     if (s.bad)
@@ -346,7 +343,7 @@ int filter_match(const struct filter *f, const struct filter_row *row)
 
 int filter_match_table(const struct filter *f, const char *name, size_t len)
 {
-    struct subject s = {NULL, 0, name, len, 0};
+    struct subject s = {.table = name, .table_len = len};
     if (f->target != FILTER_TABLES || f->never)
         return count(f, 0);
     return count(f, eval(f, f->root, &s));

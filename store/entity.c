@@ -4,6 +4,7 @@
 
 #include "core/coding.h"
 
+#include <endian.h>
 #include <string.h>
 
 
@@ -150,6 +151,17 @@ static int rd_be(struct reader *r, int nbytes, uint64_t *out)
     if (rd_bytes(r, (size_t)nbytes, &p) < 0)
         return -1;
     uint64_t v = 0;
+    if (nbytes == 8) {   /* the common widths as one load each */
+        memcpy(&v, p, 8);
+        *out = be64toh(v);
+        return 0;
+    }
+    if (nbytes == 4) {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        *out = be32toh(w);
+        return 0;
+    }
     for (int i = 0; i < nbytes; i++)
         v = v << 8 | p[i];
     *out = v;
