@@ -677,10 +677,11 @@ static void put_escaped(struct buf *b, const char *s, size_t n)
             }
             i += 16;
         }
-#else
-        /* eight bytes at a time while none of them is special: a byte
-         * below 0x20, '"' or '\\' (the classic has-zero-byte tests; only
-         * the "any" answer is used, so borrows do not matter) */
+#endif
+        /* then (or without SSE2) eight bytes at a time while none of them
+         * is special: a byte below 0x20, '"' or '\\' (the classic
+         * has-zero-byte tests; only the "any" answer is used, so borrows do
+         * not matter) */
         while (n - i >= 8) {
             uint64_t x;
             memcpy(&x, p + i, 8);
@@ -691,7 +692,6 @@ static void put_escaped(struct buf *b, const char *s, size_t n)
                 break;
             i += 8;
         }
-#endif
         while (i < n && !json_special[p[i]])
             i++;
         buf_append(b, s + start, i - start);
@@ -722,6 +722,18 @@ void json_put_string(struct buf *b, const char *s, size_t n)
     buf_putc(b, '"');
     put_escaped(b, s, n);
     buf_putc(b, '"');
+}
+
+/* Appends "s" for text that has nothing to escape (dates, GUIDs and ETags
+ * this file formats itself): one copy, no scan. */
+static void put_plain_string(struct buf *b, const char *s, size_t n)
+{
+    buf_reserve(b, n + 2);
+    b->data[b->len++] = '"';
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len++] = '"';
+    b->data[b->len] = '\0';
 }
 
 /* ,"name": (with the comma unless first) */
@@ -799,7 +811,7 @@ static void put_value(struct buf *b, const struct edm_value *v)
         break;
     case EDM_DATETIME:
         n = edm_datetime_format(v->u.ticks, tmp);
-        json_put_string(b, tmp, n);
+        put_plain_string(b, tmp, n);
         break;
     case EDM_DOUBLE:
         n = edm_double_format(v->u.d, tmp);
@@ -810,7 +822,7 @@ static void put_value(struct buf *b, const struct edm_value *v)
         break;
     case EDM_GUID:
         n = edm_guid_format(v->u.guid, tmp);
-        json_put_string(b, tmp, n);
+        put_plain_string(b, tmp, n);
         break;
     case EDM_INT32:
         n = put_int(v->u.i32, tmp);
@@ -946,8 +958,12 @@ static int write_entry(struct buf *b, const char *pk, size_t pk_len, const char 
     char ts[40];
     size_t tn = edm_datetime_format(timestamp, ts);
     if (ctx->level != ODATA_NOMETADATA) {
-        n = etag_from_text(ts, tn, tmp);
-        put_string_member(b, &first, "odata.etag", tmp, n);
+        /* the ETag's JSON text: its two inner quotes escaped */
+        n = etag_from_text(ts, tn, tmp + 1);   /* W/"datetime'...'" */
+        memcpy(tmp, "W/\\", 3);                 /* W/\"datetime'...'" */
+        memcpy(tmp + n, "\\\"", 2);              /* W/\"datetime'...'\" */
+        put_member(b, &first, "odata.etag", 10);
+        put_plain_string(b, tmp, n + 2);
     }
     if (ctx->level == ODATA_FULL) {
         put_member(b, &first, "odata.editLink", 14);
@@ -962,7 +978,8 @@ static int write_entry(struct buf *b, const char *pk, size_t pk_len, const char 
     if (selected(ctx, all, "Timestamp", 9)) {
         if (ctx->level == ODATA_FULL)
             put_annotation(b, &first, "Timestamp", 9, EDM_DATETIME);
-        put_string_member(b, &first, "Timestamp", ts, tn);
+        put_member(b, &first, "Timestamp", 9);
+        put_plain_string(b, ts, tn);
     }
     const char *name;
     size_t name_len;
