@@ -24,6 +24,13 @@ round is compared, and a difference is an error. Medians of --rounds.
 
   bench_scan.py [--base BINARY] [--backends memory,leveldb] [--rounds 7]
                 [--pages 300] [--scans 5] [--entities 100000] [--dir DIR]
+                [--backend-option NAME=VALUE ...] [--wrapper COMMAND]
+
+--wrapper runs the servers under a command: with callgrind
+(`--wrapper "valgrind --tool=callgrind --collect-atstart=no
+--toggle-collect=op_query_entities --callgrind-out-file=/tmp/cg.%p"`,
+--entities 20000 --rounds 1 --scans 1 --pages 10) the instructions of the
+query operation are counted, which the machine's noise does not blur.
 
 TABLED names the binary (default ./tabled of the build tree).
 """
@@ -48,14 +55,17 @@ ACCT = tload.ACCOUNT
 TABLE = "scan"
 LEVELS = ["nometadata", "minimalmetadata", "fullmetadata"]
 TICK = os.sysconf("SC_CLK_TCK")
+WRAPPER = []  # --wrapper: a command the servers run under
 
 
-def start(exe, backend, data):
+def start(exe, backend, data, options=()):
     """Starts exe on a free port; returns (process, port)."""
-    cmd = [exe, "--port", "0", "--auth", "off", "--access-log", "off", "--log-level", "warn",
+    cmd = WRAPPER + [exe, "--port", "0", "--auth", "off", "--access-log", "off", "--log-level", "warn",
            "--backend", backend, "--durability", "none"]
     if backend != "memory":
         cmd += ["--data", data]
+        for o in options:
+            cmd += ["--backend-option", o]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     for raw in iter(p.stdout.readline, b""):
         m = re.search(rb"ready at http://[^:]+:(\d+)", raw)
@@ -125,9 +135,9 @@ def get_page(c, query, token, level):
 class Server:
     """One binary under test, loaded and running."""
 
-    def __init__(self, name, exe, backend, data):
+    def __init__(self, name, exe, backend, data, options=()):
         self.name, self.exe = name, exe
-        self.proc, self.port = start(exe, backend, data)
+        self.proc, self.port = start(exe, backend, data, options)
         self.c = None
         self.token = None  # where the page walk goes on
         self.scan_ms, self.scan_cpu_ms = [], []
@@ -169,10 +179,16 @@ class Server:
         return bodies
 
     def stop(self):
+        """SIGTERM (a wrapper such as callgrind writes its counts on the
+        way out), SIGKILL if that takes over a minute."""
         if self.c:
             self.c.close()
-        self.proc.kill()
-        self.proc.wait()
+        self.proc.terminate()
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def one_backend(backend, args):
@@ -200,7 +216,7 @@ def one_backend(backend, args):
             for name, exe in bins:
                 d = os.path.join(tmp, name)
                 shutil.copytree(first, d)
-                servers.append(Server(name, exe, backend, d))
+                servers.append(Server(name, exe, backend, d, args.backend_option))
         for s in servers:
             s.connect()
         compare = backend != "memory" and len(servers) == 2
@@ -248,7 +264,14 @@ def main():
     ap.add_argument("--scans", type=int, default=5, help="scans per round")
     ap.add_argument("--entities", type=int, default=100000)
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--wrapper", default="",
+                    help="run the servers under this command, e.g. \"valgrind --tool=callgrind "
+                         "--collect-atstart=no --toggle-collect=op_query_entities\"")
+    ap.add_argument("--backend-option", action="append", default=[],
+                    help="NAME=VALUE for the disk backends' servers under test, repeatable "
+                         "(e.g. cache-size=256M)")
     args = ap.parse_args()
+    WRAPPER[:] = args.wrapper.split()
     for b in args.backends.split(","):
         one_backend(b, args)
 
