@@ -677,9 +677,9 @@ static void put_escaped(struct buf *b, const char *s, size_t n)
             }
             i += 16;
         }
-#endif
-        /* then (or without SSE2) eight bytes at a time while none of them
-         * is special: a byte below 0x20, '"' or '\\' (the classic
+#else
+        /* without SSE2, eight bytes at a time while none of them is
+         * special: a byte below 0x20, '"' or '\\' (the classic
          * has-zero-byte tests; only the "any" answer is used, so borrows do
          * not matter) */
         while (n - i >= 8) {
@@ -692,6 +692,7 @@ static void put_escaped(struct buf *b, const char *s, size_t n)
                 break;
             i += 8;
         }
+#endif
         while (i < n && !json_special[p[i]])
             i++;
         buf_append(b, s + start, i - start);
