@@ -135,22 +135,51 @@ static int pg_send_step(struct pg_conn *c, struct pg_op *op)
        against 0.3 ms a page on 20000 rows). The ANY form is estimated as
        an independent inequality, which keeps the ordered index scan; no
        planner settings are needed (other engines lack them).
-       Keys are (kp, kr) (see pg_key_split): "(kp, kr) > ($1, $2)" is the
-       whole key's order, and "kp >= $1", "kp <= ANY (ARRAY[$3])" bound
-       the index scan (a key above the position has a prefix at least the
-       position's, and one below the end a prefix at most the end's).
-       ORDER BY kp, kr is an incremental sort over the index order of kp:
-       only keys sharing their first PG_KEY_PREFIX bytes are sorted. */
+       Keys are (kp, kr) (see pg_key_split), and "(kp, kr) > ($1, $2)" is
+       the whole key's order. A bound that is itself a short key (kp alone,
+       as every bound of the service's keys under 2600 bytes is) needs only
+       kp: "key >= b" is "kp >= b" and "key < b" is "kp < b" for a b of at
+       most PG_KEY_PREFIX bytes, and "key > b" is "kp > b" for a shorter b
+       (a key whose kp is b is then b itself). Other bounds add the row
+       comparison as a filter beside the kp bound of the index scan (a key
+       above the position has a prefix at least the position's, and one
+       below the end a prefix at most the end's). ORDER BY kp, kr is an
+       incremental sort over the index order of kp, which sorts only keys
+       sharing their first PG_KEY_PREFIX bytes (measured: 20% more database
+       CPU than the single-column key's plain index scan for a page of
+       1000 rows of 200 bytes, 1.09 against 0.91 ms). */
     struct pg_key p, e;
+    const char *vals[4];
+    int lens[4], n = 0;
+    char lo[80], hi[96] = "";
+    const char *op_ = it->pos_incl ? ">=" : ">";
     pg_key_split(it->pos, it->pos_len, &p);
-    pg_key_split(it->end, it->end_len, &e);
-    snprintf(sql, sizeof sql, "SELECT kp || kr, v FROM tabled_kv WHERE kp >= $1 AND "
-             "(kp, kr) %s ($1, $2)%s ORDER BY kp, kr LIMIT %u", it->pos_incl ? ">=" : ">",
-             it->end ? " AND kp <= ANY (ARRAY[$3]) AND (kp, kr) < ($3, $4)" : "",
-             it->st->batch_rows);
-    const char *vals[4] = { p.kp, p.kr, e.kp, e.kr };
-    int lens[4] = { p.kp_len, p.kr_len, e.kp_len, e.kr_len };
-    return pg_query(c, op, sql, it->end ? 4 : 2, types, vals, lens);
+    vals[n] = p.kp;
+    lens[n++] = p.kp_len;
+    if (it->pos_len < PG_KEY_PREFIX || (it->pos_incl && it->pos_len == PG_KEY_PREFIX)) {
+        snprintf(lo, sizeof lo, "kp %s $1", op_);
+    } else {
+        vals[n] = p.kr;
+        lens[n++] = p.kr_len;
+        snprintf(lo, sizeof lo, "kp >= $1 AND (kp, kr) %s ($1, $2)", op_);
+    }
+    if (it->end) {
+        int b = n + 1;
+        pg_key_split(it->end, it->end_len, &e);
+        vals[n] = e.kp;
+        lens[n++] = e.kp_len;
+        if (it->end_len <= PG_KEY_PREFIX) {
+            snprintf(hi, sizeof hi, " AND kp < ANY (ARRAY[$%d])", b);
+        } else {
+            vals[n] = e.kr;
+            lens[n++] = e.kr_len;
+            snprintf(hi, sizeof hi, " AND kp <= ANY (ARRAY[$%d]) AND (kp, kr) < ($%d, $%d)", b,
+                     b, b + 1);
+        }
+    }
+    snprintf(sql, sizeof sql, "SELECT kp || kr, v FROM tabled_kv WHERE %s%s ORDER BY kp, kr "
+             "LIMIT %u", lo, hi, it->st->batch_rows);
+    return pg_query(c, op, sql, n, types, vals, lens);
 }
 
 /* Sends an op's queries and the pipeline sync on connection c (idle, or

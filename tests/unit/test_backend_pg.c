@@ -524,6 +524,10 @@ static void test_long_keys(struct backend_store *st)
     static const int mid[5] = { 4, 5, 6, 7, 12 };
     TEST_CHECK(long_scan(st, keys[4], len[4], keys[8], len[8], mid, 5),
                "[key 4, key 8): long keys as both bounds");
+    static const int below[3] = { 0, 1, 2 }, upto[8] = { 3, 4, 5, 6, 7, 12, 8, 9 };
+    TEST_CHECK(long_scan(st, keys[0], len[0], keys[3], len[3], below, 3) &&
+                   long_scan(st, keys[3], len[3], keys[10], len[10], upto, 8),
+               "[key 0, key 3), [key 3, key 10): bounds of exactly 2600 bytes");
     size_t kl = long_key(4, k);
     k[kl++] = 0x01;                                 /* between keys 5 and 6 */
     unsigned char *e = k + 65536 / 2;               /* A + 0x01 + 'b'*3000 + 'a' */
@@ -575,6 +579,94 @@ static void test_long_keys(struct backend_store *st)
     TEST_EQ_INT(w.call.removed, NLONG - 1, "12 were left");
     char out[64];
     TEST_EQ_INT(scan(st, "", 0, NULL, 0, out, sizeof out), 0, "none is left");
+}
+
+/* Random keys of 2597 to 2603 bytes (one shared 2597-byte prefix, then up
+   to 6 bytes of 0x00, 0x7f, 0x80, 0xff: every way around the stored
+   prefix's length) and 40 random ranges [lo, hi) and exclusive resumes
+   between them (3 rows a batch), checked against a sorted reference. */
+struct rkey {
+    unsigned char b[2604];
+    size_t n;
+};
+
+/* qsort order of struct rkey: memcmp, shorter prefix first. */
+static int rkey_cmp(const void *a, const void *b)
+{
+    const struct rkey *x = a, *y = b;
+    int c = memcmp(x->b, y->b, x->n < y->n ? x->n : y->n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+/* A random key of the family (see test_long_random). */
+static void rkey_make(struct rkey *k, unsigned *seed)
+{
+    static const unsigned char alpha[4] = { 0x00, 0x7f, 0x80, 0xff };
+    memset(k->b, 'q', 2597);
+    *seed = *seed * 1103515245 + 12345;
+    k->n = 2597 + (*seed >> 16) % 7;
+    for (size_t i = 2597; i < k->n; i++) {
+        *seed = *seed * 1103515245 + 12345;
+        k->b[i] = alpha[(*seed >> 16) % 4];
+    }
+}
+
+static void test_long_random(struct backend_store *st)
+{
+    enum { N = 200, R = 40 };
+    static struct rkey k[N];
+    struct backend_write wr[N];
+    struct waiter w;
+    unsigned seed = 2600;
+    size_t n = 0;
+    while (n < N) {
+        rkey_make(&k[n], &seed);
+        int dup = 0;
+        for (size_t j = 0; j < n && !dup; j++)
+            dup = rkey_cmp(&k[j], &k[n]) == 0;
+        n += !dup;
+    }
+    for (size_t i = 0; i < N; i++)
+        wr[i] = (struct backend_write){ BACKEND_PUT, k[i].b, k[i].n, "r", 1 };
+    TEST_EQ_INT(kapply(st, wr, NULL, N, 0, &w), BACKEND_OK,
+                "200 random keys of 2597 to 2603 bytes in one apply");
+    qsort(k, N, sizeof *k, rkey_cmp);
+    int bad = 0;
+    for (int r = 0; r < R; r++) {
+        struct rkey lo, hi;
+        rkey_make(&lo, &seed);
+        rkey_make(&hi, &seed);
+        if (rkey_cmp(&lo, &hi) > 0) {
+            struct rkey t = lo;
+            lo = hi;
+            hi = t;
+        }
+        size_t i = 0;
+        while (i < N && rkey_cmp(&k[i], &lo) < 0)
+            i++;
+        struct backend_iter *it;
+        char err[256];
+        backend_postgres_ops.iter_open(st, lo.b, lo.n, hi.b, hi.n, &it, err, sizeof err);
+        for (;;) {
+            w_init(&w);
+            int rc = w_wait(&w, backend_postgres_ops.iter_next_v2(it, &w.call));
+            int want = i < N && rkey_cmp(&k[i], &hi) < 0;
+            if (rc != want || (rc == 1 && (w.call.key_len != k[i].n ||
+                                           memcmp(w.call.key, k[i].b, k[i].n)))) {
+                if (!bad++)
+                    printf("# range %d: row for reference %zu wrong (rc %d)\n", r, i, rc);
+                break;
+            }
+            if (rc != 1)
+                break;
+            i++;
+        }
+        backend_postgres_ops.iter_close(it);
+    }
+    TEST_EQ_INT(bad, 0, "40 random ranges: the keys in byte order, resumed across batches");
+    for (size_t i = 0; i < N; i++)
+        wr[i] = (struct backend_write){ BACKEND_DELETE, k[i].b, k[i].n, NULL, 0 };
+    kapply(st, wr, NULL, N, 0, &w);
 }
 
 /* Byte order of binary keys, range bounds and seek. */
@@ -1353,6 +1445,7 @@ int main(int argc, char **argv)
     test_basic(st);
     test_order(st);
     test_long_keys(st);
+    test_long_random(st);
     test_order_random(st);
     test_conditions(st);
     test_counts(st);
