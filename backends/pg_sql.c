@@ -20,7 +20,8 @@
    differ decide as the keys would (a shorter kp is a whole key, ordered
    before the longer keys it begins); equal prefixes of PG_KEY_PREFIX
    bytes leave the rest to decide. (kp, kh) is unique: a short key is its
-   kp, and long keys with one kp differ in their digest. */
+   kp, and long keys with one kp differ in their digest (two keys of one
+   SHA-256, a collision nobody has found, would share a row). */
 void pg_key_split(const void *key, size_t len, struct pg_key *k)
 {
     size_t p = len < PG_KEY_PREFIX ? len : PG_KEY_PREFIX;
