@@ -100,7 +100,7 @@ class Trips:
         for t in txs.values():
             if not t["stmts"]:
                 continue
-            probe = (len(t["stmts"]) == 1 and "WHERE k = $1" in t["stmts"][0] and
+            probe = (len(t["stmts"]) == 1 and "WHERE kp = $1 AND kh = $2" in t["stmts"][0] and
                      any(PROBE_HEX in p for p in t["params"]))
             if probe:
                 continue
