@@ -394,6 +394,32 @@ static void test_multi(void)
     BT_CHECK(rc == BACKEND_OK && k2[0].status == BACKEND_NOTFOUND && k2[1].status == BACKEND_OK &&
                  k2[1].val_len == 3 && memcmp(k2[1].val, "now", 3) == 0,
              "multi: a delete and an overwrite before the call are seen");
+
+    /* long keys sharing a 3,000-byte prefix (postgres stores a key's first
+       2,600 bytes in its index column): each answered with its own value,
+       the prefix itself and a longer absent key not confused with them */
+    static unsigned char lk[4][3200];
+    size_t ll[4] = { 3000, 3100, 3200, 3150 };
+    for (int i = 0; i < 4; i++) {
+        memset(lk[i], 'p', sizeof lk[i]);
+        for (size_t j = 3000; j < ll[i]; j++)
+            lk[i][j] = (unsigned char)('a' + i);
+    }
+    put(st, lk[0], ll[0], "zero", 4);
+    put(st, lk[1], ll[1], "one", 3);
+    put(st, lk[2], ll[2], "two", 3);
+    struct backend_mget k3[4] = {
+        {lk[3], ll[3], 99, NULL, 0}, {lk[2], ll[2], 99, NULL, 0},
+        {lk[0], ll[0], 99, NULL, 0}, {lk[1], ll[1], 99, NULL, 0},
+    };
+    rc = bta_get_multi(ops, st, k3, 4, err, sizeof err);
+    BT_CHECK(rc == BACKEND_OK && k3[0].status == BACKEND_NOTFOUND &&
+                 k3[1].status == BACKEND_OK && k3[1].val_len == 3 &&
+                 memcmp(k3[1].val, "two", 3) == 0 && k3[2].status == BACKEND_OK &&
+                 k3[2].val_len == 4 && memcmp(k3[2].val, "zero", 4) == 0 &&
+                 k3[3].status == BACKEND_OK && k3[3].val_len == 3 &&
+                 memcmp(k3[3].val, "one", 3) == 0,
+             "multi: keys of 3,000-3,200 bytes sharing their first 3,000");
     ops->close(st);
 }
 
