@@ -67,8 +67,13 @@ def find_bindir():
     return None
 
 
-def skip_reason():
-    """Why no private server can run here (a TAP skip message), or None."""
+def skip_reason(top=None):
+    """Why no private server can run here (a TAP skip message), or None.
+    With top (the build tree), also when tabled was built without libpq
+    (no postgres backend: its test_backend_pg program is not built)."""
+    if top is not None and not os.path.exists(
+            os.path.join(top, "tests", "unit", "test_backend_pg")):
+        return "tabled was configured without libpq (no postgres backend)"
     if find_bindir() is None:
         return ("PostgreSQL server binaries (initdb, postgres, pg_ctl, psql; "
                 "Debian postgresql-15) not installed")
