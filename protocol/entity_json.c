@@ -648,6 +648,19 @@ static const unsigned char json_special[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
 };
 
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* Nonzero when one of the eight bytes of w needs an escape: is below 0x20,
+ * '"' or '\\' (bytes from 0x80 up are UTF-8 and pass). The tests are the
+ * exact "has a zero byte" / "has a byte below n" ones, restricted to bytes
+ * below 0x80 by ~w. */
+static uint64_t word_special(uint64_t w)
+{
+    uint64_t quote = w ^ (ONES * '"'), bslash = w ^ (ONES * '\\');
+    return ((w - ONES * 0x20) | (quote - ONES) | (bslash - ONES)) & ~w & HIGHS;
+}
+
 /* Appends s with JSON escapes; runs of plain bytes are copied in one go
  * (this is the hot loop of every entity response). */
 static void put_escaped(struct buf *b, const char *s, size_t n)
@@ -657,6 +670,14 @@ static void put_escaped(struct buf *b, const char *s, size_t n)
     size_t start = 0, i = 0;
     buf_reserve(b, n);
     for (;;) {
+        /* Eight bytes at a time while none is below 0x20, '"' or '\\'. */
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (word_special(w))
+                break;
+            i += 8;
+        }
         while (i < n && !json_special[p[i]])
             i++;
         buf_append(b, s + start, i - start);
