@@ -32,6 +32,9 @@
 
 #include <math.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <yajl/yajl_parse.h>
 
 #include "core/coding.h"
@@ -670,6 +673,18 @@ static void put_escaped(struct buf *b, const char *s, size_t n)
     size_t start = 0, i = 0;
     buf_reserve(b, n);
     for (;;) {
+#ifdef __SSE2__
+        /* Sixteen bytes at a time while none is below 0x20, '"' or '\\'. */
+        while (i + 16 <= n) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+            __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+            __m128i quote = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
+            __m128i bslash = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
+            if (_mm_movemask_epi8(_mm_or_si128(ctl, _mm_or_si128(quote, bslash))))
+                break;
+            i += 16;
+        }
+#endif
         /* Eight bytes at a time while none is below 0x20, '"' or '\\'. */
         while (i + 8 <= n) {
             uint64_t w;
