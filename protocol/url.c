@@ -123,7 +123,7 @@ int url_parse_query(struct arena *a, const char *q, size_t n, struct query_param
 const struct query_param *url_query_get(const struct query_param *p, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(p[i].name, name) == 0)
+        if (p[i].name[0] == name[0] && strcmp(p[i].name, name) == 0)
             return &p[i];
     return NULL;
 }
