@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "auth/auth_int.h"
+#include "core/texthash.h"
 
 #define SAS_CACHE_SLOTS 64
 #define SAS_CACHE_MAX_QUERY 2048
@@ -33,15 +34,6 @@ struct sas_entry {
 
 static struct sas_entry sas_cache[SAS_CACHE_SLOTS];
 
-/* FNV-1a over the query text. */
-static uint64_t query_hash(const char *q, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)q[i]) * 1099511628211ull;
-    return h;
-}
-
 /* Whether e was verified for this account, its current keys and ctx's
  * version list. */
 static int same_account(const struct sas_entry *e, const struct auth_ctx *ctx,
@@ -58,7 +50,7 @@ const struct sas_grant *auth_sas_cache_find(const struct auth_ctx *ctx, const ch
 {
     if (query_len == 0 || query_len > SAS_CACHE_MAX_QUERY)
         return NULL;
-    uint64_t h = query_hash(query, query_len);
+    uint64_t h = texthash(query, query_len);
     const struct sas_entry *e = &sas_cache[h % SAS_CACHE_SLOTS];
     if (!e->query || e->hash != h || e->query_len != query_len ||
         memcmp(e->query, query, query_len) != 0)
@@ -91,7 +83,7 @@ void auth_sas_cache_put(const struct auth_ctx *ctx, const char *account,
     if (query_len == 0 || query_len > SAS_CACHE_MAX_QUERY ||
         strlen(account) >= sizeof sas_cache[0].account)
         return;
-    uint64_t h = query_hash(query, query_len);
+    uint64_t h = texthash(query, query_len);
     struct sas_entry *e = &sas_cache[h % SAS_CACHE_SLOTS];
     char *copy = malloc(query_len);
     if (!copy)

@@ -9,6 +9,8 @@ drift. For each binary:
           valgrind --tool=callgrind; one ~1 KiB entity inserted; N
           keep-alive GETs of it on one connection; the count of a run
           with N GETs minus the count of a run with none, over N.
+  SAS GET: the same with authentication on and every GET signed by one
+          account SAS on its URL (the server verifies it each time).
   $batch: tests/bench/bench_batch with the server under callgrind, one
           connection, batches of 100 ~1 KiB inserts (-m 20000: 200
           batches); the count minus that of a one-batch run, over 199.
@@ -18,6 +20,9 @@ drift. For each binary:
 Prints both counts and NEW/BASE for each workload. Needs valgrind.
 TOP_BUILDDIR names the build tree (bench_batch)."""
 import argparse
+import base64
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -26,6 +31,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 TOP = os.environ.get("TOP_BUILDDIR") or os.getcwd()
 BENCH_BATCH = os.path.join(TOP, "tests", "bench", "bench_batch")
@@ -60,11 +66,27 @@ def http(sock, method, path, body=b""):
     return int(head.split(b" ")[1])
 
 
-def gets(binary, n, tmp):
-    """Instructions of a server run that answers n GETs."""
-    out = os.path.join(tmp, "get-%d.out" % n)
+def account_sas():
+    """"?" and an account SAS (SPEC 10.7) of devstoreaccount1 for tables,
+    valid until 2099."""
+    key = base64.b64decode("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
+                           "K1SZFPTOtr/KBHBeksoGMGw==")
+    f = [("sv", "2019-02-02"), ("ss", "t"), ("srt", "sco"), ("sp", "rwdlacu"),
+         ("se", "2099-01-01T00:00:00Z")]
+    d = dict(f)
+    sts = "\n".join(["devstoreaccount1", d["sp"], d["ss"], d["srt"], "", d["se"], "", "",
+                     d["sv"], ""])
+    sig = base64.b64encode(hmac.new(key, sts.encode(), hashlib.sha256).digest()).decode()
+    return "?" + urllib.parse.urlencode(f + [("sig", sig)])
+
+
+def gets(binary, n, tmp, sas=False):
+    """Instructions of a server run that answers n GETs (sas: with
+    authentication on, each GET signed by an account SAS)."""
+    out = os.path.join(tmp, "get-%d%s.out" % (n, "-sas" if sas else ""))
+    q = account_sas() if sas else ""
     p = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, binary,
-                          "--port", "0", "--backend", "memory", "--auth", "off",
+                          "--port", "0", "--backend", "memory", "--auth", "on" if sas else "off",
                           "--log-level", "warn", "--access-log", "off"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp, text=True)
     port = None
@@ -74,11 +96,11 @@ def gets(binary, n, tmp):
             port = int(m.group(1))
             break
     s = socket.create_connection(("127.0.0.1", port))
-    assert http(s, "POST", "/Tables", b'{"TableName":"bench"}') == 201
+    assert http(s, "POST", "/Tables" + q, b'{"TableName":"bench"}') == 201
     ent = json.dumps({"PartitionKey": "p", "RowKey": "r", "Data": "x" * 1000}).encode()
-    assert http(s, "POST", "/bench", ent) in (201, 204)
+    assert http(s, "POST", "/bench" + q, ent) in (201, 204)
     for _ in range(n):
-        assert http(s, "GET", "/bench(PartitionKey='p',RowKey='r')") == 200
+        assert http(s, "GET", "/bench(PartitionKey='p',RowKey='r')" + q) == 200
     s.close()
     p.send_signal(signal.SIGTERM)
     p.wait()
@@ -109,13 +131,15 @@ def main():
     for label, binary in (("base", os.path.abspath(a.base)), ("new", os.path.abspath(a.new))):
         with tempfile.TemporaryDirectory(prefix="instr-ab-") as tmp:
             g = (gets(binary, a.gets, tmp) - gets(binary, 0, tmp)) / a.gets
+            sg = (gets(binary, a.gets, tmp, True) - gets(binary, 0, tmp, True)) / a.gets
             b = (batches(binary, 20000, tmp) - batches(binary, 100, tmp)) / 199
-        res[label] = (g, b)
-        print("%-4s %s: %.0f instructions per point GET, %.0f per $batch of 100 inserts"
-              % (label, binary, g, b))
+        res[label] = (g, sg, b)
+        print("%-4s %s: %.0f instructions per point GET, %.0f per account-SAS point GET, "
+              "%.0f per $batch of 100 inserts" % (label, binary, g, sg, b))
         sys.stdout.flush()
-    print("new/base: point GET %.4f, $batch %.4f"
-          % (res["new"][0] / res["base"][0], res["new"][1] / res["base"][1]))
+    print("new/base: point GET %.4f, SAS point GET %.4f, $batch %.4f"
+          % (res["new"][0] / res["base"][0], res["new"][1] / res["base"][1],
+             res["new"][2] / res["base"][2]))
 
 
 if __name__ == "__main__":
