@@ -154,32 +154,10 @@ long coding_b64_decode(const char *s, size_t n, uint8_t *out, unsigned flags)
 }
 
 /* One pass; the output is never longer than the input. */
-/* Nonzero when one of the eight bytes of w is '%', '+' or NUL: the bytes
- * percent-decoding may change or refuse (the exact "has a zero byte" test
- * of w, w ^ '%'... and w ^ '+'...). */
-static uint64_t pct_word_special(uint64_t w)
-{
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    uint64_t pct = w ^ (ones * '%'), plus = w ^ (ones * '+');
-    return (((w - ones) & ~w) | ((pct - ones) & ~pct) | ((plus - ones) & ~plus)) & highs;
-}
-
 long coding_pct_decode(const char *s, size_t n, char *out, size_t cap, unsigned flags)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
-        /* Words of bytes that stay as they are are copied whole. */
-        while (n - i >= 8 && cap - o > 8) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (pct_word_special(w))
-                break;
-            memcpy(out + o, &w, 8);
-            o += 8;
-            i += 8;
-        }
-        if (i == n)
-            break;
         char c = s[i];
         if (c == '%') {
             if (n - i < 3)

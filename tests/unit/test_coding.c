@@ -156,64 +156,10 @@ static void test_pct(void)
     TEST_EQ_INT(coding_pct_decode("", 0, out, 0, 0), -1, "no room for the NUL refused");
 }
 
-/* The byte-at-a-time decoder coding_pct_decode's word-at-a-time copy must
- * agree with. */
-static long ref_pct(const char *s, size_t n, char *out, size_t cap, unsigned flags)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '%') {
-            if (n - i < 3 || coding_hexval((unsigned char)s[i + 1]) < 0 ||
-                coding_hexval((unsigned char)s[i + 2]) < 0)
-                return -1;
-            c = (char)(coding_hexval((unsigned char)s[i + 1]) << 4 |
-                       coding_hexval((unsigned char)s[i + 2]));
-            i += 2;
-        } else if (c == '+' && (flags & CODING_PCT_PLUS)) {
-            c = ' ';
-        }
-        if ((c == '\0' && (flags & CODING_PCT_NO_NUL)) || o + 1 >= cap)
-            return -1;
-        out[o++] = c;
-    }
-    if (cap == 0)
-        return -1;
-    out[o] = '\0';
-    return (long)o;
-}
-
-/* Each of '%', '%41', '+', a raw NUL and a high byte at every position of
- * a 20-byte text, with every flag set and output room from 0 to 22 bytes,
- * against ref_pct. */
-static void test_pct_words(void)
-{
-    static const char *const pieces[] = {"%", "%41", "+", "\0", "\xe9", "%4", "%00"};
-    static const size_t plen[] = {1, 3, 1, 1, 1, 2, 3};
-    int bad = 0, runs = 0;
-    for (size_t k = 0; k < sizeof pieces / sizeof pieces[0]; k++)
-        for (size_t at = 0; at + plen[k] <= 20; at++)
-            for (unsigned flags = 0; flags < 4; flags++)
-                for (size_t cap = 0; cap <= 22; cap++) {
-                    char s[20], got[32], want[32];
-                    memset(s, 'a', sizeof s);
-                    memcpy(s + at, pieces[k], plen[k]);
-                    memset(got, 0x55, sizeof got);
-                    memset(want, 0x55, sizeof want);
-                    long g = coding_pct_decode(s, sizeof s, got, cap, flags);
-                    long w = ref_pct(s, sizeof s, want, cap, flags);
-                    runs++;
-                    if (g != w || (w >= 0 && memcmp(got, want, (size_t)w + 1) != 0))
-                        bad++;
-                }
-    TEST_CHECK(bad == 0 && runs > 1000, "word-at-a-time percent-decoding agrees with bytewise");
-}
-
 int main(void)
 {
     test_hex();
     test_b64();
     test_pct();
-    test_pct_words();
     return test_done();
 }
