@@ -651,19 +651,6 @@ static const unsigned char json_special[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
 };
 
-#define ONES 0x0101010101010101ull
-#define HIGHS 0x8080808080808080ull
-
-/* Nonzero when one of the eight bytes of w needs an escape: is below 0x20,
- * '"' or '\\' (bytes from 0x80 up are UTF-8 and pass). The tests are the
- * exact "has a zero byte" / "has a byte below n" ones, restricted to bytes
- * below 0x80 by ~w. */
-static uint64_t word_special(uint64_t w)
-{
-    uint64_t quote = w ^ (ONES * '"'), bslash = w ^ (ONES * '\\');
-    return ((w - ONES * 0x20) | (quote - ONES) | (bslash - ONES)) & ~w & HIGHS;
-}
-
 /* Appends s with JSON escapes; runs of plain bytes are copied in one go
  * (this is the hot loop of every entity response). */
 static void put_escaped(struct buf *b, const char *s, size_t n)
@@ -685,14 +672,6 @@ static void put_escaped(struct buf *b, const char *s, size_t n)
             i += 16;
         }
 #endif
-        /* Eight bytes at a time while none is below 0x20, '"' or '\\'. */
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            if (word_special(w))
-                break;
-            i += 8;
-        }
         while (i < n && !json_special[p[i]])
             i++;
         buf_append(b, s + start, i - start);
@@ -764,22 +743,6 @@ static int needs_annotation(const struct edm_value *v)
     }
 }
 
-/* Appends v in decimal, as printf's %lld would (without its cost: this
- * runs for every integer property of every entity written). */
-static void put_int(struct buf *b, int64_t v)
-{
-    char tmp[24];
-    size_t n = sizeof tmp;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[--n] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[--n] = '-';
-    buf_append(b, tmp + n, sizeof tmp - n);
-}
-
 /* The value in its JSON form (SPEC 4.6.1). */
 static void put_value(struct buf *b, const struct edm_value *v)
 {
@@ -813,12 +776,10 @@ static void put_value(struct buf *b, const struct edm_value *v)
         json_put_string(b, tmp, n);
         break;
     case EDM_INT32:
-        put_int(b, v->u.i32);
+        buf_printf(b, "%ld", (long)v->u.i32);
         break;
     case EDM_INT64:
-        buf_putc(b, '"');
-        put_int(b, v->u.i64);
-        buf_putc(b, '"');
+        buf_printf(b, "\"%lld\"", (long long)v->u.i64);
         break;
     }
 }
