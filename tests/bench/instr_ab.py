@@ -15,7 +15,10 @@ drift. For each binary:
           connection, batches of 100 ~1 KiB inserts (-m 20000: 200
           batches); the count minus that of a one-batch run, over 199.
 
-  instr_ab.py [--gets N] BASE_BINARY NEW_BINARY
+  instr_ab.py [--gets N] [--int] [--no-batch] BASE_BINARY NEW_BINARY
+
+--int adds an Int32 property to the entity (as tests/bench/bench_get.py's
+has); --no-batch skips the $batch workload.
 
 Prints both counts and NEW/BASE for each workload. Needs valgrind.
 TOP_BUILDDIR names the build tree (bench_batch)."""
@@ -80,7 +83,7 @@ def account_sas():
     return "?" + urllib.parse.urlencode(f + [("sig", sig)])
 
 
-def gets(binary, n, tmp, sas=False):
+def gets(binary, n, tmp, sas=False, with_int=False):
     """Instructions of a server run that answers n GETs (sas: with
     authentication on, each GET signed by an account SAS)."""
     out = os.path.join(tmp, "get-%d%s.out" % (n, "-sas" if sas else ""))
@@ -97,7 +100,10 @@ def gets(binary, n, tmp, sas=False):
             break
     s = socket.create_connection(("127.0.0.1", port))
     assert http(s, "POST", "/Tables" + q, b'{"TableName":"bench"}') == 201
-    ent = json.dumps({"PartitionKey": "p", "RowKey": "r", "Data": "x" * 1000}).encode()
+    ent = {"PartitionKey": "p", "RowKey": "r", "Data": "x" * 1000}
+    if with_int:
+        ent["Qty"] = 3
+    ent = json.dumps(ent).encode()
     assert http(s, "POST", "/bench" + q, ent) in (201, 204)
     for _ in range(n):
         assert http(s, "GET", "/bench(PartitionKey='p',RowKey='r')" + q) == 200
@@ -124,22 +130,25 @@ def batches(binary, entities, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gets", type=int, default=2000)
+    ap.add_argument("--int", action="store_true", help="an Int32 property in the entity")
+    ap.add_argument("--no-batch", action="store_true", help="skip the $batch workload")
     ap.add_argument("base")
     ap.add_argument("new")
     a = ap.parse_args()
     res = {}
     for label, binary in (("base", os.path.abspath(a.base)), ("new", os.path.abspath(a.new))):
         with tempfile.TemporaryDirectory(prefix="instr-ab-") as tmp:
-            g = (gets(binary, a.gets, tmp) - gets(binary, 0, tmp)) / a.gets
-            sg = (gets(binary, a.gets, tmp, True) - gets(binary, 0, tmp, True)) / a.gets
-            b = (batches(binary, 20000, tmp) - batches(binary, 100, tmp)) / 199
+            g = (gets(binary, a.gets, tmp, False, a.int) - gets(binary, 0, tmp, False, a.int)) / a.gets
+            sg = (gets(binary, a.gets, tmp, True, a.int) - gets(binary, 0, tmp, True, a.int)) / a.gets
+            b = 1.0 if a.no_batch else (batches(binary, 20000, tmp) - batches(binary, 100, tmp)) / 199
         res[label] = (g, sg, b)
-        print("%-4s %s: %.0f instructions per point GET, %.0f per account-SAS point GET, "
-              "%.0f per $batch of 100 inserts" % (label, binary, g, sg, b))
+        print("%-4s %s: %.0f instructions per point GET, %.0f per account-SAS point GET%s"
+              % (label, binary, g, sg,
+                 "" if a.no_batch else ", %.0f per $batch of 100 inserts" % b))
         sys.stdout.flush()
-    print("new/base: point GET %.4f, SAS point GET %.4f, $batch %.4f"
+    print("new/base: point GET %.4f, SAS point GET %.4f%s"
           % (res["new"][0] / res["base"][0], res["new"][1] / res["base"][1],
-             res["new"][2] / res["base"][2]))
+             "" if a.no_batch else ", $batch %.4f" % (res["new"][2] / res["base"][2])))
 
 
 if __name__ == "__main__":
