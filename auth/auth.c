@@ -104,10 +104,13 @@ enum auth_status auth_check(const struct auth_ctx *ctx, const struct request *re
         account = "";
 
     enum auth_status rc;
+    const struct sas_grant *grant;
     size_t len = 0;
     const char *authz = auth_header(req, "Authorization", &len);
     if (authz) {
         rc = from_header(ctx, req, account, op, authz, len, out);
+    } else if ((grant = auth_sas_cache_find(ctx, account, req->query, req->query_len))) {
+        rc = auth_sas_grant(ctx, req, grant, out);
     } else {
         struct authq *params;
         size_t nparams;

@@ -56,6 +56,32 @@ enum auth_status auth_sas_verify(const struct auth_ctx *ctx, const struct reques
                                  const char *account, const struct auth_op *op,
                                  const struct authq *params, size_t nparams,
                                  struct auth_result *out);
+/* What an account SAS grants, as far as it follows from the query text,
+ * the account's keys and the known versions (its signature checked, its
+ * fields well-formed): the rest is checked per request. */
+struct sas_grant {
+    unsigned perms, rtypes;
+    int has_start;
+    int64_t start, expiry;
+    const char *sip, *spr, *sv; /* NULL when absent (sv never is) */
+    int table_service;          /* ss names the table service */
+};
+
+/* The per-request checks of an account SAS whose grant is g (time window,
+ * source IP, protocol, service, SPEC 10.9), filling out; the cached and
+ * the uncached path both end here. */
+enum auth_status auth_sas_grant(const struct auth_ctx *ctx, const struct request *req,
+                                const struct sas_grant *g, struct auth_result *out);
+/* The grant verified earlier for exactly this query text, account and the
+ * account's current keys, or NULL (sas_cache.c). */
+const struct sas_grant *auth_sas_cache_find(const struct auth_ctx *ctx, const char *account,
+                                            const char *query, size_t query_len);
+/* Remembers g for the query text (a copy); quietly does nothing when the
+ * query is empty or too long to keep. */
+void auth_sas_cache_put(const struct auth_ctx *ctx, const char *account,
+                        const struct account_cfg *acct, const char *query, size_t query_len,
+                        const struct sas_grant *g);
+
 enum auth_status auth_bearer_verify(const struct auth_ctx *ctx, const struct request *req,
                                     const char *account, const char *token, size_t token_len,
                                     struct auth_result *out);

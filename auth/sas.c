@@ -296,23 +296,36 @@ static enum auth_status verify_account(const struct auth_ctx *ctx, const struct 
     if (rc != AUTH_OK)
         return rc;
 
-    unsigned perms, rtypes;
-    int64_t start = 0, expiry;
-    if (perm_bits(s->sp, "rwdlacup", "xytfi", &perms) || rtype_bits(s->srt, &rtypes) ||
-        strspn(s->ss, "bqtf") != strlen(s->ss) || (s->st && sas_time(s->st, &start)) ||
-        sas_time(s->se, &expiry)) {
+    struct sas_grant g;
+    memset(&g, 0, sizeof g);
+    if (perm_bits(s->sp, "rwdlacup", "xytfi", &g.perms) || rtype_bits(s->srt, &g.rtypes) ||
+        strspn(s->ss, "bqtf") != strlen(s->ss) || (s->st && sas_time(s->st, &g.start)) ||
+        sas_time(s->se, &g.expiry)) {
         out->detail = "A SAS parameter is not in the correct format.";
         return AUTH_FAILED;
     }
-    rc = check_window(ctx, req, s->st != NULL, start, expiry, s->sip, s->spr, out);
+    g.has_start = s->st != NULL;
+    g.sip = s->sip;
+    g.spr = s->spr;
+    g.sv = s->sv;
+    g.table_service = strchr(s->ss, 't') != NULL;
+    auth_sas_cache_put(ctx, account, acct, req->query, req->query_len, &g);
+    return auth_sas_grant(ctx, req, &g, out);
+}
+
+enum auth_status auth_sas_grant(const struct auth_ctx *ctx, const struct request *req,
+                                const struct sas_grant *g, struct auth_result *out)
+{
+    enum auth_status rc =
+        check_window(ctx, req, g->has_start, g->start, g->expiry, g->sip, g->spr, out);
     if (rc != AUTH_OK)
         return rc;
-    if (!strchr(s->ss, 't'))
+    if (!g->table_service)
         return AUTH_SERVICE_MISMATCH;
     out->scheme = AUTH_SCHEME_ACCOUNT_SAS;
-    out->perms = perms;
-    out->rtypes = rtypes;
-    out->sas_version = s->sv;
+    out->perms = g->perms;
+    out->rtypes = g->rtypes;
+    out->sas_version = arena_strdup(req->arena, g->sv); /* g may be the cache's */
     return AUTH_OK;
 }
 

@@ -32,10 +32,10 @@
 
 #include <math.h>
 #include <string.h>
-#include <yajl/yajl_parse.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#include <yajl/yajl_parse.h>
 
 #include "core/coding.h"
 #include "core/jsonwalk.h"

@@ -116,15 +116,19 @@ static void write_single(struct req_ctx *c, const struct table_info *t, const st
         atom_write_entity(&c->resp->body, e, &ac, 1);
         return;
     }
-    const char *md = q && q->select_text
-                         ? arena_sprintf(c->a, "%s/@Element&$select=%s", t->name, q->select_text)
-                         : arena_sprintf(c->a, "%s/@Element", t->name);
+    /* odata.metadata, written at minimal and full metadata only. */
+    const char *md = NULL;
+    if (c->level != ODATA_NOMETADATA)
+        md = reply_metadata_url(
+            c, q && q->select_text
+                   ? arena_sprintf(c->a, "%s/@Element&$select=%s", t->name, q->select_text)
+                   : arena_sprintf(c->a, "%s/@Element", t->name));
     struct entity_json_ctx jc = {
         .level = c->level,
         .base = c->base,
         .account = c->account->name,
         .table = t->name,
-        .metadata = reply_metadata_url(c, md),
+        .metadata = md,
         .select = q ? q->select : NULL,
         .nselect = q ? q->nselect : 0,
     };

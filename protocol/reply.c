@@ -16,7 +16,8 @@ static const char *const content_types[] = {
 
 void reply_json_content_type(struct req_ctx *c)
 {
-    response_header(c->resp, "Content-Type", content_types[c->level]);
+    response_header_ref(c->resp, "Content-Type", content_types[c->level],
+                        strlen(content_types[c->level]));
 }
 
 const char *reply_metadata_url(struct req_ctx *c, const char *suffix)
@@ -167,18 +168,25 @@ static const char *http_date(void)
     return text;
 }
 
+/* A header whose name and value outlive the response (literals, the
+ * version table, the request's own header text): not copied. */
+static void header_lit(struct response *r, const char *name, const char *value)
+{
+    response_header_ref(r, name, value, strlen(value));
+}
+
 void reply_finish(struct req_ctx *c)
 {
     struct response *r = c->resp;
     if (c->odata)
-        response_header(r, "Cache-Control", "no-cache");
-    response_header(r, "Server", "Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0");
+        header_lit(r, "Cache-Control", "no-cache");
+    header_lit(r, "Server", "Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0");
     response_header(r, "x-ms-request-id", c->request_id);
     const char *cid = request_header(c->req, "x-ms-client-request-id");
     if (cid)
-        response_header(r, "x-ms-client-request-id", cid);
-    response_header(r, "x-ms-version", c->version_echo ? c->version_echo : c->version);
+        header_lit(r, "x-ms-client-request-id", cid);
+    header_lit(r, "x-ms-version", c->version_echo ? c->version_echo : c->version);
     if (c->odata)
-        response_header(r, "X-Content-Type-Options", "nosniff");
-    response_header(r, "Date", http_date());
+        header_lit(r, "X-Content-Type-Options", "nosniff");
+    response_header(r, "Date", http_date()); /* the text changes each second */
 }

@@ -272,10 +272,13 @@ static int unsupported_option(const struct req_ctx *c)
 {
     static const char *const opts[] = {"$orderby", "$skip", "$expand", "$inlinecount",
                                        "$count", "$skiptoken", "$search"};
-    for (size_t i = 0; i < c->nqp; i++)
+    for (size_t i = 0; i < c->nqp; i++) {
+        if (c->qp[i].name[0] != '$')  /* as every one of opts: most are SAS fields */
+            continue;
         for (size_t j = 0; j < sizeof opts / sizeof opts[0]; j++)
             if (strcasecmp(c->qp[i].name, opts[j]) == 0)
                 return 1;
+    }
     return 0;
 }
 

@@ -2,9 +2,11 @@
  * service uses for entity paths (SPEC 1.2, 1.2.1, 15.2). */
 #include "protocol/url.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/coding.h"
+#include "core/texthash.h"
 #include "protocol/edm.h"
 
 /* Decodes %XX (both hex digits required) and optionally '+'; the result
@@ -82,12 +84,93 @@ void url_entity_path(struct buf *b, const char *table, const char *pk, size_t pk
     buf_puts(b, "')");
 }
 
+/* The decoded parameters of recent query strings. A client tends to send
+ * the same query again and again (a SAS on every URL; one $filter page
+ * after another differs only in its continuation), so decoding the same
+ * text twice is common: a hit copies the decoded strings into the arena
+ * in one go. Only successful parses are kept; direct-mapped by a hash of
+ * the text; single-threaded like the loop. */
+#define QUERY_MEMO_SLOTS 16
+#define QUERY_MEMO_MAX 2048 /* longer queries are decoded every time */
+
+struct query_memo {
+    char *text;               /* malloc'd raw query, NULL: empty slot */
+    size_t len;
+    uint64_t hash;
+    struct query_param *params; /* malloc'd; names and values in strings */
+    size_t count;
+    char *strings;            /* malloc'd: each name and value with its NUL */
+    size_t strings_len;
+};
+
+static struct query_memo query_memo[QUERY_MEMO_SLOTS];
+
+/* The memo's answer for q copied into the arena; 0, or -1 on a miss. */
+static int memo_get(struct arena *a, const char *q, size_t n, uint64_t h,
+                    struct query_param **out, size_t *count)
+{
+    const struct query_memo *m = &query_memo[h % QUERY_MEMO_SLOTS];
+    if (!m->text || m->hash != h || m->len != n || memcmp(m->text, q, n) != 0)
+        return -1;
+    struct query_param *p = arena_alloc(a, (m->count ? m->count : 1) * sizeof *p);
+    char *s = arena_alloc(a, m->strings_len);
+    memcpy(s, m->strings, m->strings_len);
+    for (size_t i = 0; i < m->count; i++) {
+        p[i].name = s + (m->params[i].name - m->strings);
+        p[i].value = s + (m->params[i].value - m->strings);
+        p[i].value_len = m->params[i].value_len;
+    }
+    *out = p;
+    *count = m->count;
+    return 0;
+}
+
+/* Keeps the parse of q (its names up to their first NUL, as every reader
+ * sees them; values whole). Quietly keeps nothing when memory is short. */
+static void memo_put(const char *q, size_t n, uint64_t h, const struct query_param *p,
+                     size_t count)
+{
+    struct query_memo *m = &query_memo[h % QUERY_MEMO_SLOTS];
+    size_t len = 0;
+    for (size_t i = 0; i < count; i++)
+        len += strlen(p[i].name) + 1 + p[i].value_len + 1;
+    char *text = malloc(n), *strings = malloc(len ? len : 1);
+    struct query_param *params = malloc((count ? count : 1) * sizeof *params);
+    if (!text || !strings || !params) {
+        free(text);
+        free(strings);
+        free(params);
+        return;
+    }
+    free(m->text);
+    free(m->strings);
+    free(m->params);
+    memcpy(text, q, n);
+    char *s = strings;
+    for (size_t i = 0; i < count; i++) {
+        size_t nl = strlen(p[i].name) + 1;
+        memcpy(s, p[i].name, nl);
+        params[i].name = s;
+        s += nl;
+        memcpy(s, p[i].value, p[i].value_len + 1);
+        params[i].value = s;
+        params[i].value_len = p[i].value_len;
+        s += p[i].value_len + 1;
+    }
+    *m = (struct query_memo){.text = text, .len = n, .hash = h, .params = params,
+                             .count = count, .strings = strings, .strings_len = len};
+}
+
 /* Splits q on '&' (empty pieces skipped), each piece on its first '=' (no
  * '=' means an empty value); names and values are decoded with '+' as a
  * space. The array and strings are arena memory. */
 int url_parse_query(struct arena *a, const char *q, size_t n, struct query_param **out,
                     size_t *count)
 {
+    int memo = n > 0 && n <= QUERY_MEMO_MAX;
+    uint64_t h = memo ? texthash(q, n) : 0;
+    if (memo && memo_get(a, q, n, h, out, count) == 0)
+        return 0;
     size_t max = 1;
     for (size_t i = 0; i < n; i++)
         if (q[i] == '&')
@@ -116,6 +199,8 @@ int url_parse_query(struct arena *a, const char *q, size_t n, struct query_param
     }
     *out = params;
     *count = k;
+    if (memo)
+        memo_put(q, n, h, params, k);
     return 0;
 }
 
@@ -123,7 +208,7 @@ int url_parse_query(struct arena *a, const char *q, size_t n, struct query_param
 const struct query_param *url_query_get(const struct query_param *p, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(p[i].name, name) == 0)
+        if (p[i].name[0] == name[0] && strcmp(p[i].name, name) == 0)
             return &p[i];
     return NULL;
 }

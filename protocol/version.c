@@ -38,9 +38,9 @@ static int version_well_formed(const char *v)
     return !(m == 2 && d == 29 && !leap);
 }
 
-/* See version.h: v itself when known, else the newest known version
- * older than v (a binary search: every request asks). */
-const char *version_behaviour(const char *v, int strict)
+/* v itself when known, else the newest known version older than v (a
+ * binary search); version_behaviour() without the memo. */
+static const char *version_lookup(const char *v, int strict)
 {
     if (!v || !version_well_formed(v) || strcmp(v, versions[0]) < 0)
         return NULL;
@@ -57,6 +57,28 @@ const char *version_behaviour(const char *v, int strict)
     if (strcmp(versions[i - 1], v) == 0)
         return versions[i - 1];
     return strict ? NULL : versions[i - 1];
+}
+
+/* The answers for one version text, worked out once: a service sees the
+ * same few versions over and over, and asks up to three times a request. */
+struct version_memo {
+    char v[16];
+    const char *answer[2]; /* lenient, strict */
+};
+
+/* See version.h. */
+const char *version_behaviour(const char *v, int strict)
+{
+    static struct version_memo memo;
+    if (v && memo.v[0] && strcmp(v, memo.v) == 0)
+        return memo.answer[strict != 0];
+    const char *lenient = version_lookup(v, 0);
+    if (v && lenient && strlen(v) < sizeof memo.v) {
+        strcpy(memo.v, v);
+        memo.answer[0] = lenient;
+        memo.answer[1] = version_lookup(v, 1);
+    }
+    return strict ? version_lookup(v, 1) : lenient;
 }
 
 int version_sas_strict(const char *v)

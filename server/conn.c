@@ -627,16 +627,20 @@ static struct evbuffer *reply_buffer(struct conn *c)
 }
 
 /* Headers the wing writes itself (copies from the handler are dropped), and
- * headers that would break the framing (CR/LF inside: response splitting). */
-static int skip_header(const struct http_header *h)
+ * headers that would break the framing (CR/LF inside: response splitting).
+ * Sets *name_len to the length of the name. */
+static int skip_header(const struct http_header *h, size_t *name_len)
 {
-    char first = (char)(h->name[0] | 0x20);
-    if ((first == 'c' && (strcasecmp(h->name, "Content-Length") == 0 ||
-                          strcasecmp(h->name, "Connection") == 0)) ||
-        (first == 't' && strcasecmp(h->name, "Transfer-Encoding") == 0))
+    size_t n = 0;
+    int bad = 0;
+    for (const char *p = h->name; *p; p++, n++)
+        bad |= *p == '\r' || *p == '\n' || *p == ':' || *p == ' ';
+    *name_len = n;
+    if ((n == 14 && strcasecmp(h->name, "Content-Length") == 0) ||
+        (n == 10 && strcasecmp(h->name, "Connection") == 0) ||
+        (n == 17 && strcasecmp(h->name, "Transfer-Encoding") == 0))
         return 1;
-    if (strpbrk(h->name, "\r\n: ") || memchr(h->value, '\r', h->value_len) ||
-        memchr(h->value, '\n', h->value_len)) {
+    if (bad || memchr(h->value, '\r', h->value_len) || memchr(h->value, '\n', h->value_len)) {
         log_warn("dropping response header %s: invalid characters", h->name);
         return 1;
     }
@@ -685,9 +689,10 @@ static void conn_respond(struct conn *c, int close)
     buf_append(h, "\r\n", 2);
     for (size_t i = 0; i < resp->nheaders; i++) {
         const struct http_header *hd = &resp->headers[i];
-        if (skip_header(hd))
+        size_t name_len;
+        if (skip_header(hd, &name_len))
             continue;
-        buf_puts(h, hd->name);
+        buf_append(h, hd->name, name_len);
         buf_append(h, ": ", 2);
         buf_append(h, hd->value, hd->value_len);
         buf_append(h, "\r\n", 2);

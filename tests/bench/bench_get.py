@@ -6,6 +6,11 @@ One ~1 KiB entity is inserted into table `bench`, then wrk (one thread,
 
   tabled-noauth  ./tabled --auth off            (memory backend)
   tabled-auth    ./tabled, SharedKey verified   (memory backend)
+  tabled-sas     ./tabled, the GET signed with an account SAS on the URL
+  nginx          nginx with one worker answering `return 204;` to the
+                 same request (SAS URL) over the same keep-alive
+                 connections: the floor of an HTTP server on this machine
+                 (Debian package nginx-light; --no-nginx skips it)
   azurite        azurite-table --inMemoryPersistence, SharedKey verified
                  (npm package `azurite`, installed into tests/bench-deps of
                  the build tree on first use; --no-azurite skips it)
@@ -17,8 +22,14 @@ servers round by round so machine noise hits them alike; the median
 requests/s of --rounds rounds is printed with min, max, wrk's p50/p99
 latency of the median round and the server's resident memory after it.
 
+Each run also reads the server's CPU time (utime + stime in /proc/PID/stat,
+children included) before and after wrk: req/s per server core is req/s
+divided by the CPU seconds the server used per second of the run. That
+figure hardly depends on how busy the shared machine is, and it is the one
+compared between tabled-sas and nginx (the median of the per-round ratios).
+
   bench_get.py [--seconds S] [--conns C] [--rounds R] [--value BYTES]
-               [--no-azurite] [--backend NAME] [--atom]
+               [--no-azurite] [--no-nginx] [--backend NAME] [--atom]
 
 --atom adds tabled-atom: the same signed GET with x-ms-version 2013-08-15
 and Accept: application/atom+xml (an AtomPub entry instead of JSON), and
@@ -42,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 TOP = os.environ.get("TOP_BUILDDIR") or os.getcwd()
@@ -70,6 +82,19 @@ def signed_headers(method, path, content_type="", atom=False):
             "Accept": "application/atom+xml" if atom else "application/json;odata=nometadata",
             "DataServiceVersion": "3.0", "MaxDataServiceVersion": "3.0",
             "Authorization": "SharedKey %s:%s" % (ACCOUNT, sig)}
+
+
+def account_sas():
+    """An account SAS query string (SPEC 10.7) for table reads and writes,
+    valid until 2099: static, so wrk replays it and the server verifies its
+    signature on every request."""
+    f = [("sv", VERSION), ("ss", "t"), ("srt", "sco"), ("sp", "rwdlacu"),
+         ("se", "2099-01-01T00:00:00Z")]
+    d = dict(f)
+    sts = "\n".join([ACCOUNT, d["sp"], d["ss"], d["srt"], "", d["se"], "", "", d["sv"], ""])
+    sig = base64.b64encode(hmac.new(base64.b64decode(KEY), sts.encode(),
+                                    hashlib.sha256).digest()).decode()
+    return urllib.parse.urlencode(f + [("sig", sig)])
 
 
 def call(port, method, path, body=None):
@@ -114,6 +139,27 @@ def rss_kib(pid):
         except OSError:
             pass
     return total
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of pid and its children so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    pids = [pid]
+    try:
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], stdout=subprocess.PIPE,
+                             text=True).stdout
+        pids += [int(x) for x in out.split()]
+    except OSError:
+        pass
+    total = 0
+    for p in pids:
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / ticks
 
 
 class Proc:
@@ -185,13 +231,54 @@ def azurite_proc(exe, tmp):
     return Proc("azurite", argv, port, cwd=loc)
 
 
-def wrk(port, seconds, conns, atom=False):
-    """One wrk run of the signed point GET; returns (req/s, p50, p99, non-2xx)."""
-    hdrs = signed_headers("GET", ENTITY_PATH, atom=atom)
+NGINX_CONF = """daemon off;
+master_process off;
+worker_processes 1;
+error_log stderr warn;
+pid %(tmp)s/nginx.pid;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    keepalive_timeout 75s;
+    keepalive_requests 100000000;
+    client_body_temp_path %(tmp)s/body;
+    proxy_temp_path %(tmp)s/proxy;
+    fastcgi_temp_path %(tmp)s/fastcgi;
+    uwsgi_temp_path %(tmp)s/uwsgi;
+    scgi_temp_path %(tmp)s/scgi;
+    server {
+        listen 127.0.0.1:%(port)d;
+        location / { return 204; }
+    }
+}
+"""
+
+
+def nginx_proc(exe, tmp):
+    """nginx in one process (master_process off: the worker is the server)
+    answering 204 to everything, with its files under tmp/nginx."""
+    port = free_port()
+    d = os.path.join(tmp, "nginx")
+    os.makedirs(d, exist_ok=True)
+    conf = os.path.join(d, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(NGINX_CONF % {"tmp": d, "port": port})
+    return Proc("nginx", [exe, "-p", d, "-c", conf], port)
+
+
+def wrk(port, seconds, conns, atom=False, sas=None):
+    """One wrk run of the signed point GET (SharedKey headers, or the
+    account SAS query sas); returns (req/s, p50, p99, non-2xx)."""
+    if sas:
+        hdrs = {"x-ms-version": VERSION, "Accept": "application/json;odata=nometadata",
+                "DataServiceVersion": "3.0", "MaxDataServiceVersion": "3.0"}
+    else:
+        hdrs = signed_headers("GET", ENTITY_PATH, atom=atom)
     argv = ["wrk", "-t1", "-c%d" % conns, "-d%ds" % seconds, "--latency"]
     for k, v in hdrs.items():
         argv += ["-H", "%s: %s" % (k, v)]
-    argv.append("http://127.0.0.1:%d/%s%s" % (port, ACCOUNT, ENTITY_PATH))
+    argv.append("http://127.0.0.1:%d/%s%s%s" % (port, ACCOUNT, ENTITY_PATH,
+                                                "?" + sas if sas else ""))
     out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True).stdout
     m = re.search(r"Requests/sec:\s*([\d.]+)", out)
@@ -210,12 +297,23 @@ def main():
     ap.add_argument("--value", type=int, default=1000, help="bytes of the Data property")
     ap.add_argument("--backend", default="memory")
     ap.add_argument("--no-azurite", action="store_true")
+    ap.add_argument("--no-nginx", action="store_true")
     ap.add_argument("--atom", action="store_true", help="also the GET in AtomPub XML")
     a = ap.parse_args()
     if not shutil.which("wrk"):
         sys.exit("bench_get.py: wrk not found (apt-get install wrk)")
     tmp = tempfile.mkdtemp(prefix="tabled-bench-")
-    configs = [lambda: tabled_proc(False, a.backend, tmp), lambda: tabled_proc(True, a.backend, tmp)]
+    configs = [lambda: tabled_proc(False, a.backend, tmp), lambda: tabled_proc(True, a.backend, tmp),
+               lambda: tabled_proc(True, a.backend, tmp, "tabled-sas")]
+    if a.no_nginx:
+        print("nginx: skipped (--no-nginx)")
+    else:
+        ngx = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",)
+                                             if os.access(p, os.X_OK)), None)
+        if ngx:
+            configs.append(lambda: nginx_proc(ngx, tmp))
+        else:
+            print("nginx: not found, skipped (apt-get install nginx-light)")
     if a.atom:
         configs.append(lambda: tabled_proc(True, a.backend, tmp, "tabled-atom"))
     if a.no_azurite:
@@ -227,35 +325,51 @@ def main():
         else:
             print("azurite: unavailable, %s" % why)
     entity = {"PartitionKey": "p", "RowKey": "r", "Data": "x" * a.value, "Qty": 3}
+    sas = account_sas()
     results = {}
+    ratios = []  # tabled-sas / nginx req/s per core, per round
     try:
         for _ in range(a.rounds):
             for make in configs:
                 srv = make().start()
                 try:
-                    st = (call(srv.port, "POST", "/Tables", {"TableName": "bench"}),
-                          call(srv.port, "PUT", ENTITY_PATH, entity),
-                          call(srv.port, "GET", ENTITY_PATH))
-                    if st[2] != 200:
-                        raise RuntimeError("%s: setup answered %s" % (srv.name, st))
+                    if srv.name != "nginx":
+                        st = (call(srv.port, "POST", "/Tables", {"TableName": "bench"}),
+                              call(srv.port, "PUT", ENTITY_PATH, entity),
+                              call(srv.port, "GET", ENTITY_PATH))
+                        if st[2] != 200:
+                            raise RuntimeError("%s: setup answered %s" % (srv.name, st))
+                    cpu0, t0 = cpu_seconds(srv.p.pid), time.monotonic()
                     rps, p50, p99, bad = wrk(srv.port, a.seconds, a.conns,
-                                             srv.name == "tabled-atom")
+                                             srv.name == "tabled-atom",
+                                             sas if srv.name in ("tabled-sas", "nginx") else None)
+                    cores = (cpu_seconds(srv.p.pid) - cpu0) / (time.monotonic() - t0)
                     if bad:
                         raise RuntimeError("%s: %d non-2xx answers under load" % (srv.name, bad))
-                    results.setdefault(srv.name, []).append((rps, p50, p99, rss_kib(srv.p.pid)))
+                    results.setdefault(srv.name, []).append(
+                        (rps, p50, p99, rss_kib(srv.p.pid), rps / max(cores, 1e-3)))
                 finally:
                     srv.stop()
+            if "tabled-sas" in results and "nginx" in results:
+                ratios.append(results["tabled-sas"][-1][4] / results["nginx"][-1][4])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("point GET of a %d-byte entity, wrk -t1 -c%d -d%ds, %d rounds (median [min-max])"
           % (a.value, a.conns, a.seconds, a.rounds))
-    print("%-14s %10s %22s %9s %9s %10s" % ("server", "req/s", "range", "p50", "p99", "RSS MiB"))
+    print("%-14s %10s %22s %9s %9s %10s %12s" % ("server", "req/s", "range", "p50", "p99",
+                                                 "RSS MiB", "req/s/core"))
     for name, runs in results.items():
         runs.sort()
         med = runs[len(runs) // 2]
-        print("%-14s %10.0f %22s %9s %9s %10.1f" % (
+        print("%-14s %10.0f %22s %9s %9s %10.1f %12.0f" % (
             name, statistics.median(r[0] for r in runs),
-            "[%.0f-%.0f]" % (runs[0][0], runs[-1][0]), med[1], med[2], med[3] / 1024.0))
+            "[%.0f-%.0f]" % (runs[0][0], runs[-1][0]), med[1], med[2], med[3] / 1024.0,
+            statistics.median(r[4] for r in runs)))
+    if ratios:
+        print("tabled (account SAS verified) per server core: %.1f%% of nginx's `return 204` "
+              "(median of %d rounds, range %.1f-%.1f%%)" % (
+                  100 * statistics.median(ratios), len(ratios), 100 * min(ratios),
+                  100 * max(ratios)))
     if "tabled-auth" in results and "tabled-noauth" in results:
         on = statistics.median(r[0] for r in results["tabled-auth"])
         off = statistics.median(r[0] for r in results["tabled-noauth"])

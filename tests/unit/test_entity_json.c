@@ -836,6 +836,55 @@ static void test_write(void)
     buf_free(&b);
 }
 
+/* The JSON form of one byte, written plainly: the reference that the
+ * sixteen-byte (SSE2) scan of json_put_string must agree with. */
+static void ref_escape(struct buf *b, unsigned char c)
+{
+    switch (c) {
+    case '"': buf_puts(b, "\\\""); break;
+    case '\\': buf_puts(b, "\\\\"); break;
+    case '\n': buf_puts(b, "\\n"); break;
+    case '\r': buf_puts(b, "\\r"); break;
+    case '\t': buf_puts(b, "\\t"); break;
+    case '\b': buf_puts(b, "\\b"); break;
+    case '\f': buf_puts(b, "\\f"); break;
+    default:
+        if (c < 0x20)
+            buf_printf(b, "\\u%04x", c);
+        else
+            buf_putc(b, (char)c);
+    }
+}
+
+/* Every byte value at every position of a 37-byte string: in its first
+ * and second sixteen-byte block and in the tail, against ref_escape. */
+static void test_escape_blocks(void)
+{
+    struct buf got, want;
+    buf_init(&got);
+    buf_init(&want);
+    int bad = 0;
+    for (int c = 0; c < 256; c++) {
+        for (size_t at = 0; at < 37; at++) {
+            char s[37];
+            memset(s, c == 'a' ? 'b' : 'a', sizeof s);
+            s[at] = (char)c;
+            buf_reset(&got);
+            buf_reset(&want);
+            json_put_string(&got, s, sizeof s);
+            buf_putc(&want, '"');
+            for (size_t i = 0; i < sizeof s; i++)
+                ref_escape(&want, (unsigned char)s[i]);
+            buf_putc(&want, '"');
+            if (got.len != want.len || memcmp(got.data, want.data, got.len) != 0)
+                bad++;
+        }
+    }
+    TEST_CHECK(bad == 0, "json_put_string escapes every byte at every block position");
+    buf_free(&got);
+    buf_free(&want);
+}
+
 /* Every Edm type, with edge values, through write -> parse. */
 static void test_round_trip(void)
 {
@@ -1119,6 +1168,7 @@ int main(void)
     test_deep();
     test_check_key();
     test_write();
+    test_escape_blocks();
     test_round_trip();
     test_etag();
     test_write_value_differential();

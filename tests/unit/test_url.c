@@ -123,6 +123,42 @@ static void test_query(void)
     TEST_EQ_INT(url_parse_query(A, q, strlen(q), &p, &n), -1, "bad UTF-8 in a name");
 }
 
+/* A query parsed again comes from the memo of decoded queries: the same
+ * parameters, in fresh memory the caller may change, %00 in values kept,
+ * and failures failing again. */
+static void test_query_memo(void)
+{
+    const char *q = "sv=2019-02-02&ss=t&sig=ab%2Bc%3D&v=x%00y&$filter=a+b&&flag";
+    struct query_param *p1 = NULL, *p2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    int same = 1;
+    for (int round = 0; round < 3; round++) {
+        TEST_EQ_INT(url_parse_query(A, q, strlen(q), round ? &p2 : &p1, round ? &n2 : &n1), 0,
+                    "query parses (again)");
+        if (!round)
+            continue;
+        same &= n1 == n2 && n1 == 6;
+        for (size_t i = 0; same && i < n1; i++)
+            same &= strcmp(p1[i].name, p2[i].name) == 0 && p1[i].value_len == p2[i].value_len &&
+                    memcmp(p1[i].value, p2[i].value, p1[i].value_len + 1) == 0 &&
+                    p1[i].name != p2[i].name && p1[i].value != p2[i].value;
+        ((char *)p2[0].value)[0] = '!'; /* the caller's copy, not the memo's */
+    }
+    TEST_CHECK(same, "a memoized parse equals the first, in fresh memory");
+    TEST_CHECK(n2 == 6 && p2[2].value_len == 5 && memcmp(p2[2].value, "ab+c=", 6) == 0 &&
+                   p2[3].value_len == 3 && memcmp(p2[3].value, "x\0y", 4) == 0 &&
+                   strcmp(p2[4].value, "a b") == 0 && strcmp(p2[5].name, "flag") == 0,
+               "memoized values: escapes, an embedded NUL, '+' as space");
+    struct query_param *p3 = NULL;
+    size_t n3 = 0;
+    TEST_CHECK(url_parse_query(A, q, strlen(q), &p3, &n3) == 0 && n3 == 6 &&
+                   strcmp(p3[0].value, "2019-02-02") == 0,
+               "changing a returned value leaves the memo as it was");
+    q = "a=%C3";
+    for (int round = 0; round < 2; round++)
+        TEST_EQ_INT(url_parse_query(A, q, strlen(q), &p3, &n3), -1, "bad UTF-8 fails every time");
+}
+
 int main(void)
 {
     A = arena_new(4096);
@@ -130,6 +166,7 @@ int main(void)
     test_encode();
     test_entity_path();
     test_query();
+    test_query_memo();
     arena_free(A);
     return test_done();
 }

@@ -1,0 +1,109 @@
+/* sas_cache.c - account SAS query strings whose signature and fields have
+ * been verified, so that a client replaying one SAS (the usual case: an SDK
+ * holds one SAS URL) costs a hash and a compare instead of parsing,
+ * percent-decoding and HMAC-SHA256 per request.
+ *
+ * What is kept is only what follows from the query text, the account's
+ * keys and the known versions alone (struct sas_grant); the time window,
+ * source IP, protocol and service are checked on every request by
+ * auth_sas_grant(), the same code the uncached path runs. An entry is used
+ * only when the account name, both keys and version_known are the same as
+ * when it was verified, so a changed key never verifies an old signature.
+ * Single-threaded, like the loop that calls it; fixed size, direct-mapped
+ * by a hash of the query. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/auth_int.h"
+#include "core/texthash.h"
+
+#define SAS_CACHE_SLOTS 64
+#define SAS_CACHE_MAX_QUERY 2048
+
+struct sas_entry {
+    char *query; /* malloc'd raw query text, NULL when the slot is empty */
+    size_t query_len;
+    uint64_t hash;
+    char account[sizeof ((struct account_cfg *)0)->name];
+    unsigned char key1[CONFIG_MAX_KEY_BYTES], key2[CONFIG_MAX_KEY_BYTES];
+    size_t key1_len, key2_len;
+    int (*version_known)(const char *v);
+    struct sas_grant grant; /* its strings point into strs */
+    char strs[3][64];
+};
+
+static struct sas_entry sas_cache[SAS_CACHE_SLOTS];
+
+/* Whether e was verified for this account, its current keys and ctx's
+ * version list. */
+static int same_account(const struct sas_entry *e, const struct auth_ctx *ctx,
+                        const char *account, const struct account_cfg *acct)
+{
+    return strcmp(e->account, account) == 0 && e->version_known == ctx->version_known &&
+           e->key1_len == acct->key1_len && e->key2_len == acct->key2_len &&
+           memcmp(e->key1, acct->key1, acct->key1_len) == 0 &&
+           memcmp(e->key2, acct->key2, acct->key2_len) == 0;
+}
+
+const struct sas_grant *auth_sas_cache_find(const struct auth_ctx *ctx, const char *account,
+                                            const char *query, size_t query_len)
+{
+    if (query_len == 0 || query_len > SAS_CACHE_MAX_QUERY)
+        return NULL;
+    uint64_t h = texthash(query, query_len);
+    const struct sas_entry *e = &sas_cache[h % SAS_CACHE_SLOTS];
+    if (!e->query || e->hash != h || e->query_len != query_len ||
+        memcmp(e->query, query, query_len) != 0)
+        return NULL;
+    const struct account_cfg *acct = auth_find_account(ctx, account);
+    if (!acct || !same_account(e, ctx, account, acct))
+        return NULL;
+    return &e->grant;
+}
+
+/* Copies s into dst (64 bytes); 0, or -1 when it does not fit. */
+static int keep(char dst[64], const char *s, const char **out)
+{
+    if (!s) {
+        *out = NULL;
+        return 0;
+    }
+    size_t n = strlen(s);
+    if (n >= 64)
+        return -1;
+    memcpy(dst, s, n + 1);
+    *out = dst;
+    return 0;
+}
+
+void auth_sas_cache_put(const struct auth_ctx *ctx, const char *account,
+                        const struct account_cfg *acct, const char *query, size_t query_len,
+                        const struct sas_grant *g)
+{
+    if (query_len == 0 || query_len > SAS_CACHE_MAX_QUERY ||
+        strlen(account) >= sizeof sas_cache[0].account)
+        return;
+    uint64_t h = texthash(query, query_len);
+    struct sas_entry *e = &sas_cache[h % SAS_CACHE_SLOTS];
+    char *copy = malloc(query_len);
+    if (!copy)
+        return;
+    free(e->query);
+    e->query = NULL;
+    e->grant = *g;
+    if (keep(e->strs[0], g->sip, &e->grant.sip) || keep(e->strs[1], g->spr, &e->grant.spr) ||
+        keep(e->strs[2], g->sv, &e->grant.sv)) {
+        free(copy);
+        return;
+    }
+    memcpy(copy, query, query_len);
+    e->query = copy;
+    e->query_len = query_len;
+    e->hash = h;
+    strcpy(e->account, account);
+    memcpy(e->key1, acct->key1, acct->key1_len);
+    memcpy(e->key2, acct->key2, acct->key2_len);
+    e->key1_len = acct->key1_len;
+    e->key2_len = acct->key2_len;
+    e->version_known = ctx->version_known;
+}
