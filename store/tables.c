@@ -204,18 +204,11 @@ int tables_claim_id(struct table_cache *tc, struct kv *kv, uint64_t *id, struct 
     return BACKEND_OK;
 }
 
-int tables_read(struct kv *kv, struct arena *a, const char *account, const char *name,
-                size_t name_len, struct table_info *out, char *err, size_t errlen)
+/* A table row's value decoded into out (strings copied into a). 0, or
+   BACKEND_CORRUPT (err). */
+static int tables_fill(struct arena *a, const char *account, const void *v, size_t vl,
+                       struct table_info *out, char *err, size_t errlen)
 {
-    struct buf key;
-    buf_init(&key);
-    keys_table(&key, account, name, name_len);
-    const void *v;
-    size_t vl;
-    int rc = kv_get(kv, key.data, key.len, &v, &vl, err, errlen);
-    buf_free(&key);
-    if (rc != BACKEND_OK)
-        return rc;
     uint64_t id;
     const char *n;
     size_t nl, al;
@@ -232,6 +225,72 @@ int tables_read(struct kv *kv, struct arena *a, const char *account, const char 
     if (al)
         memcpy(out->acl, acl, al);
     out->acl_len = al;
+    return BACKEND_OK;
+}
+
+int tables_read(struct kv *kv, struct arena *a, const char *account, const char *name,
+                size_t name_len, struct table_info *out, char *err, size_t errlen)
+{
+    struct buf key;
+    buf_init(&key);
+    keys_table(&key, account, name, name_len);
+    const void *v;
+    size_t vl;
+    int rc = kv_get(kv, key.data, key.len, &v, &vl, err, errlen);
+    buf_free(&key);
+    if (rc != BACKEND_OK)
+        return rc;
+    return tables_fill(a, account, v, vl, out, err, errlen);
+}
+
+/* Where tables_read_with's two values go (borrowed values copied, the
+   row's decoded, while kv_get_multi's callback holds them). */
+struct tables_with {
+    struct arena *a;
+    const char *account;
+    struct table_info *out;
+    int row_rc;                /* BACKEND_NOTFOUND until the row is found */
+    void *val2;
+    size_t len2;
+    int found2;
+    char *err;
+    size_t errlen;
+};
+
+/* kv_get_multi's callback for tables_read_with: key 0 the row, 1 key2. */
+static void tables_with_found(void *arg, size_t i, const void *val, size_t vl)
+{
+    struct tables_with *w = arg;
+    if (i == 0) {
+        w->row_rc = tables_fill(w->a, w->account, val, vl, w->out, w->err, w->errlen);
+        return;
+    }
+    w->val2 = arena_alloc(w->a, vl ? vl : 1);
+    memcpy(w->val2, val, vl);
+    w->len2 = vl;
+    w->found2 = 1;
+}
+
+int tables_read_with(struct kv *kv, struct arena *a, const char *account, const char *name,
+                     size_t name_len, struct table_info *out, const void *key2,
+                     size_t key2_len, void **val2, size_t *len2, int *found2, char *err,
+                     size_t errlen)
+{
+    struct buf key;
+    buf_init(&key);
+    keys_table(&key, account, name, name_len);
+    struct backend_mget mg[2] = {{key.data, key.len, 0, NULL, 0},
+                                 {key2, key2_len, 0, NULL, 0}};
+    struct tables_with w = {a, account, out, BACKEND_NOTFOUND, NULL, 0, 0, err, errlen};
+    int rc = kv_get_multi(kv, mg, 2, tables_with_found, &w, err, errlen);
+    buf_free(&key);
+    if (rc != BACKEND_OK)
+        return rc;
+    if (w.row_rc != BACKEND_OK)
+        return w.row_rc;
+    *val2 = w.val2;
+    *len2 = w.len2;
+    *found2 = w.found2;
     return BACKEND_OK;
 }
 

@@ -13,7 +13,10 @@
  * the cache is not trusted there:
  *   - every lookup reads the table's row (tables_read: one kv_get per
  *     request that names a table; the row's value is small) into the
- *     request's arena; the cache is neither used nor kept current. Query
+ *     request's arena; the cache is neither used nor kept current. A
+ *     point read may read the row and its entity together
+ *     (tables_read_with), its key built with a guessed id that the row
+ *     then confirms or refutes. Query
  *     Tables always lists the rows from the store.
  *   - the row's version (backend.h: its bytes 1..8) is the table id, so a
  *     delete or an ACL change expects BACKEND_EXPECT_VERSION(id): it
@@ -73,6 +76,16 @@ int tables_claim_id(struct table_cache *tc, struct kv *kv, uint64_t *id, struct 
  * BACKEND_CORRUPT for a row that does not decode). */
 int tables_read(struct kv *kv, struct arena *a, const char *account, const char *name,
                 size_t name_len, struct table_info *out, char *err, size_t errlen);
+/* Shared stores: tables_read, and in the same store call (one snapshot;
+ * one round trip on a backend with get_multi_v2) the value under key2,
+ * copied into a (*val2, *len2; *found2 1, or 0 when absent). For a read
+ * whose key needs the table's id: the caller guesses the id, builds key2
+ * with it and uses *val2 only if out->id is the id it guessed. Returns as
+ * tables_read; *found2 is set only when it returns 0. */
+int tables_read_with(struct kv *kv, struct arena *a, const char *account, const char *name,
+                     size_t name_len, struct table_info *out, const void *key2,
+                     size_t key2_len, void **val2, size_t *len2, int *found2, char *err,
+                     size_t errlen);
 /* Makes every later tables_next_id() greater than id (the id of a deleted
  * table whose entities are still being purged, store/purge.h). */
 void tables_reserve_id(struct table_cache *tc, uint64_t id);

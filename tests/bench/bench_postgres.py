@@ -106,7 +106,7 @@ class Meter:
         return {"t": time.monotonic(),
                 "tabled": sum(proc_cpu(f.p.pid) for f in self.fronts),
                 "pg": sum(proc_cpu(p, children=(i == 0)) for i, p in enumerate(pg_pids)),
-                "pg_wakeups": sum(proc_wakeups(p) for p in pg_pids),
+                "pg_wakeups": {p: proc_wakeups(p) for p in pg_pids},
                 "client": ch.ru_utime + ch.ru_stime}
 
     def start(self):
@@ -118,7 +118,12 @@ class Meter:
         return {"tabled": (b["tabled"] - self.a["tabled"]) / wall,
                 "pg": (b["pg"] - self.a["pg"]) / wall,
                 "client": (b["client"] - self.a["client"]) / wall,
-                "pg_wakeups": b["pg_wakeups"] - self.a["pg_wakeups"]}
+                # processes present at both samples only: a connection's
+                # process that ended (or began) in between took its count
+                # with it
+                "pg_wakeups": sum(n - self.a["pg_wakeups"][p]
+                                  for p, n in b["pg_wakeups"].items()
+                                  if p in self.a["pg_wakeups"])}
 
 
 def prepare(port):
@@ -132,9 +137,7 @@ def prepare(port):
 
 def start_fronts(cfg, n, tmp, pg, pool):
     """n tabled processes for a configuration on a fresh store, the table
-    created through the first before the others start (a front end reads
-    the table catalogue at start; one created later through another front
-    end is not seen yet: the multi-front-end catalogue is separate work)."""
+    created through the first before the others start."""
     fronts = []
     if cfg == "leveldb":
         p = bg.tabled_proc(False, "leveldb", tempfile.mkdtemp(dir=tmp), "leveldb")

@@ -28,6 +28,12 @@ a changeset whose operation 20 fails on its read (Merge
 (a stale ETag, 412) answers 20, and the reverse answers 20 too; neither
 writes anything.
 
+A point GET of a table the front end has read before is one round trip
+(the table's row and the entity under the id the front end saw last, read
+by one statement); after the table is deleted and created again (a new
+id), the guess is refuted by the row: the old entity is not answered, the
+new one is, and a GET of a deleted table answers TableNotFound.
+
 Skipped (TAP "1..0 # SKIP") when tabled has no postgres backend or the
 PostgreSQL server binaries are missing."""
 import json
@@ -236,6 +242,33 @@ def check(tap, srv, trips):
     run_batch(tap, http, trips, "delete If-Match *",
               [("DELETE", "p", rk, None, "*") for rk in rks], 204)
     tap.eq(etag_of(http, "r050")[0], None, "delete If-Match *: deleted")
+
+    # point GETs: the table's row and the entity in one round trip
+    tap.eq(http.request("POST", "/trips", body={"PartitionKey": "p", "RowKey": "g",
+                                                 "v": 1}).status, 201, "insert g")
+    etag_of(http, "g")
+    trips.mark()
+    tag, e = etag_of(http, "g")
+    n, stmts = trips.count()
+    tap.ok(e and e.get("v") == 1, "point GET: the entity", e)
+    tap.eq(n, 1, "point GET: one round trip (%d statements)" % stmts)
+    tap.eq(http.request("DELETE", "/Tables('trips')").status, 204, "delete the table")
+    r = http.request("GET", "/trips(PartitionKey='p',RowKey='g')")
+    tap.ok(r.status == 404 and b"TableNotFound" in r.body,
+           "point GET of the deleted table: TableNotFound", r.status)
+    for _ in range(100):                # the name is free once the delete is done
+        st = http.request("POST", "/Tables", body={"TableName": "trips"}).status
+        if st != 409:
+            break
+        time.sleep(0.1)
+    tap.eq(st, 201, "the table created again (a new id)")
+    r = http.request("GET", "/trips(PartitionKey='p',RowKey='g')")
+    tap.ok(r.status == 404 and b"ResourceNotFound" in r.body,
+           "point GET under the old id's guess: the old entity is not answered", r.status)
+    tap.eq(http.request("POST", "/trips", body={"PartitionKey": "p", "RowKey": "g",
+                                                 "v": 2}).status, 201, "insert g again")
+    _, e = etag_of(http, "g")
+    tap.ok(e and e.get("v") == 2, "point GET: the new table's entity", e)
 
 
 if __name__ == "__main__":
