@@ -397,9 +397,11 @@ struct backend_ops {
        called as usual; writes applied meanwhile are not covered by this
        sync (the next one covers them), so the server answers them only
        after that one. At most one sync is outstanding per store; close()
-       waits for it and drops its done. A backend opened without a host
-       (backend_options.host NULL) completes at once. NULL: the server
-       calls sync() from the loop. (version 2) */
+       waits for it and drops its done. BACKEND_INVALID, with nothing
+       done: this store does not sync off the loop (opened without a host,
+       or configured so; or not in BACKEND_DURABLE_BATCH mode): the server
+       then calls sync() from the loop instead, as when sync_v2 is NULL.
+       (version 2) */
     int (*sync_v2)(struct backend_store *st, struct backend_call *call);
 };
 

@@ -38,7 +38,8 @@
  * gets the log's descriptor (sync_fd) and nothing else, and fdatasync
  * covers every pwrite() that returned before it was called. A compaction
  * that replaces the log first waits for the sync in flight
- * (bsync_wait), so the descriptor it closes is not the thread's. A failed write is cut off again with
+ * (bsync_wait), so the descriptor it closes is not the thread's. The
+ * option sync-thread=off keeps sync() on the loop instead. A failed write is cut off again with
  * ftruncate() so that nothing half-written stays in the log; a failed
  * fdatasync() makes the store refuse writes until it is reopened (the state
  * of the page cache after a failed fsync is unknown).
@@ -137,6 +138,7 @@ struct backend_store {
     struct bsync *syncer;           /* BATCH with a host: the sync worker */
     int sync_fd;                    /* the fd the worker's job syncs */
     struct backend_call *sync_call; /* the sync_v2 in flight */
+    int sync_thread;                /* option sync-thread: use a worker */
 };
 
 struct backend_iter {
@@ -509,11 +511,13 @@ static int ff_settings(struct backend_store *st, const struct backend_options *o
     st->compact_pct = 50;
     st->compact_step = 1u << 20;
     const char *const *pa = opt->params;
+    st->sync_thread = 1;
     if (bfs_param_size(pa, "compact-min-bytes", 0, UINT64_MAX, &st->compact_min) < 0 ||
         bfs_param_size(pa, "compact-garbage-pct", 1, 100, &st->compact_pct) < 0 ||
-        bfs_param_size(pa, "compact-step-bytes", 4096, 1u << 30, &st->compact_step) < 0) {
-        ff_err(err, errlen, "bad compact-min-bytes, compact-garbage-pct (1-100) or "
-               "compact-step-bytes (4K-1G) option");
+        bfs_param_size(pa, "compact-step-bytes", 4096, 1u << 30, &st->compact_step) < 0 ||
+        bfs_param_bool(pa, "sync-thread", &st->sync_thread) < 0) {
+        ff_err(err, errlen, "bad compact-min-bytes, compact-garbage-pct (1-100), "
+               "compact-step-bytes (4K-1G) or sync-thread (on|off) option");
         return BACKEND_INVALID;
     }
     return BACKEND_OK;
@@ -607,7 +611,7 @@ static int ff_open(const struct backend_options *opt, struct backend_store **out
     rc = ff_recover(st, err, errlen);
     if (rc != BACKEND_OK)
         goto fail;
-    if (st->durability == BACKEND_DURABLE_BATCH && opt->host &&
+    if (st->durability == BACKEND_DURABLE_BATCH && opt->host && st->sync_thread &&
         !(st->syncer = bsync_new(opt->host, err, errlen))) {
         rc = BACKEND_NOMEM;
         goto fail;
@@ -1150,7 +1154,12 @@ static void ff_sync_done(void *arg, int r)
 static int ff_sync_v2(struct backend_store *st, struct backend_call *call)
 {
     backend_call_reset(call);
-    if (!st || !st->syncer || st->failed || !st->dirty)
+    if (st && !st->syncer) {
+        ff_err(call->err, sizeof call->err, "sync_v2: no sync worker (sync-thread=off, or no "
+               "event loop): use sync()");
+        return backend_call_end(call, BACKEND_INVALID);
+    }
+    if (!st || st->failed || !st->dirty)
         return backend_call_end(call, ff_sync(st, call->err, sizeof call->err));
     st->dirty = 0;
     st->sync_fd = st->fd;

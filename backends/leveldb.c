@@ -74,7 +74,9 @@
  *   max-file-size      table file size, default 32M
  *   block-size         table block size, default 4K
  *   bloom-bits         bloom filter bits per key, default 10 (0 = none)
- *   compression        on (snappy, default) or off */
+ *   compression        on (snappy, default) or off
+ *   sync-thread        on (default): BATCH mode syncs on the worker thread
+ *                      (see above); off: sync() on the loop */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -125,6 +127,7 @@ struct backend_store {
     int logfd;                      /* the worker's descriptor of the live log */
     long long lognum;               /* its number, -1: none yet */
     int many_logs;                  /* more than 64 logs seen (logged later) */
+    int sync_thread;                /* option sync-thread: use a worker */
 };
 
 struct backend_iter {
@@ -190,16 +193,18 @@ static int ldb_settings(struct backend_store *st, const char *const *pa, char *e
     uint64_t cache = 32u << 20, wbuf = 64u << 20, files = 1000, bloom = 10;
     uint64_t fsize = 32u << 20, bsize = 4u << 10;
     int compress = 1;
+    st->sync_thread = 1;
     if (bfs_param_size(pa, "cache-size", 0, (uint64_t)1 << 40, &cache) < 0 ||
         bfs_param_size(pa, "write-buffer-size", 64u << 10, (uint64_t)1 << 32, &wbuf) < 0 ||
         bfs_param_size(pa, "max-open-files", 16, 1u << 20, &files) < 0 ||
         bfs_param_size(pa, "bloom-bits", 0, 64, &bloom) < 0 ||
         bfs_param_size(pa, "max-file-size", 64u << 10, 1u << 30, &fsize) < 0 ||
         bfs_param_size(pa, "block-size", 1u << 10, 4u << 20, &bsize) < 0 ||
-        bfs_param_bool(pa, "compression", &compress) < 0) {
+        bfs_param_bool(pa, "compression", &compress) < 0 ||
+        bfs_param_bool(pa, "sync-thread", &st->sync_thread) < 0) {
         ldb_err(err, errlen, "bad cache-size, write-buffer-size (>= 64K), max-open-files, "
-                "bloom-bits (0-64), max-file-size (64K-1G), block-size (1K-4M) or "
-                "compression (on|off) option");
+                "bloom-bits (0-64), max-file-size (64K-1G), block-size (1K-4M), "
+                "compression (on|off) or sync-thread (on|off) option");
         return BACKEND_INVALID;
     }
     st->opt = leveldb_options_create();
@@ -305,7 +310,7 @@ static int ldb_open(const struct backend_options *o, struct backend_store **out,
     leveldb_writeoptions_set_sync(st->wsync, 1);
     st->batch = leveldb_writebatch_create();
     st->empty = leveldb_writebatch_create();
-    if (st->durability == BACKEND_DURABLE_BATCH && o->host &&
+    if (st->durability == BACKEND_DURABLE_BATCH && o->host && st->sync_thread &&
         !(st->syncer = bsync_new(o->host, err, errlen))) {
         rc = BACKEND_NOMEM;
         goto fail;
@@ -939,7 +944,12 @@ static void ldb_sync_done(void *arg, int r)
 static int ldb_sync_v2(struct backend_store *st, struct backend_call *call)
 {
     backend_call_reset(call);
-    if (!st || !st->syncer || !st->dirty || st->broken || !st->db)
+    if (st && !st->syncer) {
+        ldb_err(call->err, sizeof call->err, "sync_v2: no sync worker (sync-thread=off, or no "
+                "event loop): use sync()");
+        return backend_call_end(call, BACKEND_INVALID);
+    }
+    if (!st || !st->dirty || st->broken || !st->db)
         return backend_call_end(call, ldb_sync(st, call->err, sizeof call->err));
     st->dirty = 0;
     st->sync_call = call;

@@ -231,7 +231,7 @@ static void store_sync_done(struct backend_call *call)
     int rc = call->status;
     store_sync_end(s, rc, call->err);
     store_detach(s, rc, &tail);
-    while (s->wait_head || s->dirty) {
+    while (s->pipelined && (s->wait_head || s->dirty)) {
         if (store_sync_begin(s, &rc))
             break;
         store_detach(s, rc, &tail);
@@ -245,6 +245,7 @@ static void store_sync_done(struct backend_call *call)
 
 static int store_sync_begin(struct store *s, int *rc)
 {
+    int was_dirty = s->dirty;
     s->dirty = 0;
     s->started++;
     s->syncing = 1;
@@ -256,6 +257,17 @@ static int store_sync_begin(struct store *s, int *rc)
     *rc = kv_sync_start(s->kv, &s->call);
     if (*rc == BACKEND_PENDING)
         return 1;
+    if (*rc == BACKEND_INVALID) {
+        /* this store syncs on the loop (backend.h sync_v2): from now on
+           the server holds the replies and calls store_sync per turn */
+        log_info("group commit: the backend syncs on the event loop");
+        s->pipelined = 0;
+        s->syncing = 0;
+        s->started--;
+        s->dirty = was_dirty;
+        *rc = BACKEND_OK;
+        return 0;
+    }
     store_sync_end(s, *rc, s->call.err);
     return 0;
 }

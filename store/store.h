@@ -173,8 +173,9 @@ struct store_waiter {
     struct store_waiter *next;
 };
 /* Holds a reply made now until every write applied so far is durable:
-   0: it is already (send now); 1: w waits (fn follows; never from inside
-   this call); or a failure status (a sync that failed at once: answer an
+   0: it is already, or the backend turned out to sync on the loop (send
+   now: store_dirty then says whether the server must hold it); 1: w
+   waits (fn follows; never from inside this call); or a failure status (a sync that failed at once: answer an
    error now). Only when store_pipelined. */
 int store_hold(struct store *s, struct store_waiter *w);
 /* 1 when every write applied so far is covered by a sync that is over

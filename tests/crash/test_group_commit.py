@@ -10,9 +10,9 @@ connection's request was handled, or before it was read, must be covered
 by an fdatasync/fsync of that log that began after the write and returned
 before the server writes an "HTTP/1.1 2xx" to that connection. It runs 16
 connections of inserts and $batch requests against each durable backend in
---durability batch and sync, and reports how many log writes shared one
-sync (group commit at work: in batch mode the writes applied while one
-sync is in flight share the next one).
+--durability batch (with the sync worker, and with sync-thread=off: one
+fdatasync per loop turn, on the loop) and sync, and reports how many log
+writes shared one sync (group commit at work).
 
 Skipped (TAP SKIP) when strace is not installed. TABLED names the binary.
 """
@@ -167,7 +167,8 @@ def main():
     exe = h.tabled_path()
     tmp = tempfile.mkdtemp(prefix="tabled-gc-")
     for backend in ("flatfile", "leveldb"):
-        for mode in ("batch", "sync"):
+        # batch-loop: sync-thread=off, one fdatasync per loop turn on the loop
+        for mode in ("batch", "batch-loop", "sync"):
             data = os.path.join(tmp, "%s-%s" % (backend, mode))
             trace = os.path.join(tmp, "trace-%s-%s" % (backend, mode))
             wrapper = os.path.join(tmp, "tabled-under-strace")
@@ -179,7 +180,10 @@ def main():
             label = "%s/%s" % (backend, mode)
             srv = None
             try:
-                srv = h.Server(["--data", data, "--durability", mode, "--auth", "off"],
+                args = ["--data", data, "--durability", mode.split("-")[0], "--auth", "off"]
+                if mode == "batch-loop":
+                    args += ["--backend-option", "sync-thread=off"]
+                srv = h.Server(args,
                                backend=backend, ready_timeout=30).start()
                 c = tload.Client(srv.host, srv.port)
                 tload.create_table(c, "gctable")

@@ -242,6 +242,8 @@ int bta_sync(const struct backend_ops *ops, struct backend_store *st, char *err,
     bta_start(ops, &wt, 0);
     int rc = ops->sync_v2(st, &wt.call);
     wt.in_method = 0;
+    if (rc == BACKEND_INVALID && !wt.done)   /* no sync off the loop here */
+        return ops->sync(st, err, errlen);
     if (rc == BACKEND_PENDING) {
         /* a sync off the loop needs no BACKEND_CAP_DEFERS */
         rc = bta_run_until(&wt.done) != 0 ? BACKEND_IOERR : wt.call.status;
