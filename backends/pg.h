@@ -16,11 +16,16 @@
 #define PG_BACKOFF_MIN_MS 100
 #define PG_BACKOFF_MAX_MS 2000
 #define PG_CONNECT_MS 5000              /* a connection attempt, at most */
-/* Longest key: a btree index entry must fit in a third of an 8 KiB page
-   (2704 bytes with its headers); incompressible keys above this fail. */
-#define PG_MAX_KEY 2600
+/* Keys are stored split (see postgres.c): the primary key is (kp, kh),
+   kp the first PG_KEY_PREFIX bytes of the key and kh a SHA-256 digest of
+   the whole key when it is longer (empty otherwise), so that an index
+   entry fits in a btree's limit (2704 bytes with its headers, a third of
+   an 8 KiB page) however long the key; kr holds the rest of the key. */
+#define PG_KEY_PREFIX 2600
+#define PG_KEY_HASH 32
 #define PG_OID_BYTEA 17
 #define PG_OID_INT8 20
+#define PG_OID_BYTEA_ARRAY 1001
 
 enum pgc_state {
     PGC_DOWN,           /* no connection */
@@ -30,7 +35,7 @@ enum pgc_state {
     PGC_BUSY,           /* an op is running on it */
 };
 
-enum pg_kind { OP_GET, OP_STEP, OP_APPLY, OP_ROLLBACK };
+enum pg_kind { OP_GET, OP_MGET, OP_STEP, OP_APPLY, OP_ROLLBACK };
 
 /* Statements an apply sends (see pg_plan): every check first, then every
    write. */
@@ -56,6 +61,17 @@ struct pg_stmt {
     size_t w;           /* index of its write */
 };
 
+/* A key as the columns it is stored in: kp (its first PG_KEY_PREFIX
+   bytes, or all of a shorter key), kr (the rest, empty for a short key)
+   and kh (SHA-256 of the whole key when it is longer than PG_KEY_PREFIX,
+   else empty). kp and kr point into the key, never NULL (an empty
+   parameter is "", not SQL NULL). */
+struct pg_key {
+    const char *kp, *kr, *kh;
+    int kp_len, kr_len, kh_len;
+    unsigned char hash[PG_KEY_HASH];
+};
+
 struct pg_conn;
 
 /* One call in flight (or one cursor's rollback, which has no call). */
@@ -70,7 +86,11 @@ struct pg_op {
     /* get */
     const void *key;
     size_t key_len;
-    PGresult *res;                  /* kept until done() returns */
+    PGresult *res;                  /* kept until done() returns (get,
+                                       get_multi) */
+    /* get_multi: the caller's keys, answered from res's rows */
+    struct backend_mget *mget;
+    size_t nmget;
     /* apply */
     const struct backend_write *w;
     const struct backend_cond *cond;
@@ -194,6 +214,9 @@ int pg_start(struct backend_store *st, struct pg_op *op);
 struct pg_op *pg_op_new(struct backend_store *st, enum pg_kind kind, struct backend_call *call);
 
 /* ---- pg_sql.c ---- */
+
+/* Splits key into its columns (struct pg_key); k->kh points into k. */
+void pg_key_split(const void *key, size_t len, struct pg_key *k);
 
 /* Sends an op's queries and the pipeline sync on connection c (idle, or
    held by the op's cursor). Returns 0, or a failure status with op->err

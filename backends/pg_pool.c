@@ -254,7 +254,7 @@ static void pg_conn_lost(struct pg_conn *c, int timed_out, const char *why)
                  timed_out ? "timed out" : "lost", m);
     }
     if (op && !timed_out && !op->resent &&
-        (op->kind == OP_GET || (op->kind == OP_STEP && op->fresh))) {
+        (op->kind == OP_GET || op->kind == OP_MGET || (op->kind == OP_STEP && op->fresh))) {
         /* a read that changed nothing and had no snapshot yet: once more
            on a new connection (a database restart costs no error) */
         op->resent = 1;

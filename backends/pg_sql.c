@@ -1,8 +1,9 @@
 /* pg_sql.c - what the postgres backend sends and how it reads the
  * answers: the statements of an apply (all checks, then all writes), a
- * cursor's batch query, a get, the pipeline sync; results turned into
+ * cursor's batch query, a get, a multi-get, the pipeline sync; results turned into
  * statuses, counts and buffered rows; the schema created and checked at
  * open. See postgres.c for the design. */
+#include <openssl/sha.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,13 +13,38 @@
 #include "backends/pg.h"
 #include "backends/postgres.h"
 
+/* ---- keys ---- */
+
+/* Splits key into kp, kr and kh (see struct pg_key). Comparing (kp, kr)
+   column by column is comparing the whole keys bytewise: prefixes that
+   differ decide as the keys would (a shorter kp is a whole key, ordered
+   before the longer keys it begins); equal prefixes of PG_KEY_PREFIX
+   bytes leave the rest to decide. (kp, kh) is unique: a short key is its
+   kp, and long keys with one kp differ in their digest (two keys of one
+   SHA-256, a collision nobody has found, would share a row). */
+void pg_key_split(const void *key, size_t len, struct pg_key *k)
+{
+    size_t p = len < PG_KEY_PREFIX ? len : PG_KEY_PREFIX;
+    k->kp = len ? key : "";
+    k->kp_len = (int)p;
+    k->kr = len > p ? (const char *)key + p : "";
+    k->kr_len = (int)(len - p);
+    k->kh = "";
+    k->kh_len = 0;
+    if (len > PG_KEY_PREFIX) {
+        SHA256(key, len, k->hash);
+        k->kh = (const char *)k->hash;
+        k->kh_len = PG_KEY_HASH;
+    }
+}
+
 /* ---- sending ---- */
 
 /* Sends one query with binary parameters and results. */
 static int pg_query(struct pg_conn *c, struct pg_op *op, const char *sql, int n,
                     const Oid *types, const char *const *vals, const int *lens)
 {
-    static const int fmts[3] = { 1, 1, 1 };
+    static const int fmts[5] = { 1, 1, 1, 1, 1 };
     if (!PQsendQueryParams(c->pg, sql, n, types, vals, lens, fmts, 1))
         return -1;
     op->nq++;
@@ -33,49 +59,56 @@ static void pg_ver(const struct backend_write *w, unsigned char out[8])
         out[i] = (unsigned char)v;
 }
 
-/* Sends one statement of an apply's plan. */
+/* Sends one statement of an apply's plan. Parameters: $1 kp, $2 kh (a
+   row is found by "kp = $1 AND kh = $2", the primary key), then $3 kr,
+   $4 v, $5 ver for an insert, or $3 ver for a version check. */
 static int pg_send_stmt(struct pg_conn *c, struct pg_op *op, const struct pg_stmt *s)
 {
-    static const Oid kvv[3] = { PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_INT8 };
-    static const Oid kver[2] = { PG_OID_BYTEA, PG_OID_INT8 };
+    static const Oid kvv[5] = { PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_BYTEA,
+                                PG_OID_INT8 };
+    static const Oid kver[3] = { PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_INT8 };
     const struct backend_write *w = &op->w[s->w];
+    struct pg_key k;
     unsigned char ver[8];
-    const char *vals[3] = { w->key, w->op == BACKEND_PUT && w->val ? w->val : "", (const char *)ver };
-    int lens[3] = { (int)w->key_len, w->op == BACKEND_PUT ? (int)w->val_len : 0, 8 };
+    pg_key_split(w->key, w->key_len, &k);
+    const char *vals[5] = { k.kp, k.kh, k.kr, w->op == BACKEND_PUT && w->val ? w->val : "",
+                            (const char *)ver };
+    int lens[5] = { k.kp_len, k.kh_len, k.kr_len, w->op == BACKEND_PUT ? (int)w->val_len : 0, 8 };
     pg_ver(w, ver);
     switch (s->kind) {
     case ST_CHECK_ABSENT:
-        return pg_query(c, op, "WITH i AS (INSERT INTO tabled_kv (k, v, ver) VALUES ($1, '', 0) "
-                        "ON CONFLICT (k) DO NOTHING RETURNING 1) SELECT 1 / count(*) FROM i",
-                        1, kvv, vals, lens);
+        return pg_query(c, op, "WITH i AS (INSERT INTO tabled_kv (kp, kh, kr, v, ver) "
+                        "VALUES ($1, $2, $3, '', 0) ON CONFLICT (kp, kh) DO NOTHING RETURNING 1) "
+                        "SELECT 1 / count(*) FROM i", 3, kvv, vals, lens);
     case ST_CHECK_PRESENT:
-        return pg_query(c, op, "SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE k = $1 "
-                        "FOR UPDATE) s", 1, kvv, vals, lens);
+        return pg_query(c, op, "SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE kp = $1 "
+                        "AND kh = $2 FOR UPDATE) s", 2, kvv, vals, lens);
     case ST_CHECK_VERSION: {
         uint64_t v = op->cond[s->w].version;
         for (int i = 7; i >= 0; i--, v >>= 8)
             ver[i] = (unsigned char)v;
-        const char *cv[2] = { vals[0], (const char *)ver };
-        int cl[2] = { lens[0], 8 };
-        return pg_query(c, op, "SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE k = $1 "
-                        "AND ver = $2 FOR UPDATE) s", 2, kver, cv, cl);
+        const char *cv[3] = { vals[0], vals[1], (const char *)ver };
+        int cl[3] = { lens[0], lens[1], 8 };
+        return pg_query(c, op, "SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE kp = $1 "
+                        "AND kh = $2 AND ver = $3 FOR UPDATE) s", 3, kver, cv, cl);
     }
     case ST_INSERT_ABSENT:
-        return pg_query(c, op, "WITH i AS (INSERT INTO tabled_kv (k, v, ver) VALUES ($1, $2, $3) "
-                        "ON CONFLICT (k) DO NOTHING RETURNING 1) SELECT 1 / count(*) FROM i",
-                        3, kvv, vals, lens);
+        return pg_query(c, op, "WITH i AS (INSERT INTO tabled_kv (kp, kh, kr, v, ver) "
+                        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kp, kh) DO NOTHING RETURNING 1) "
+                        "SELECT 1 / count(*) FROM i", 5, kvv, vals, lens);
     case ST_FAIL:
         return pg_query(c, op, "SELECT 1 / count(*) FROM tabled_kv WHERE false", 0, NULL, NULL,
                         NULL);
     case ST_EXISTS:
-        return pg_query(c, op, "SELECT count(*) FROM (SELECT 1 FROM tabled_kv WHERE k = $1 "
-                        "FOR UPDATE) s", 1, kvv, vals, lens);
+        return pg_query(c, op, "SELECT count(*) FROM (SELECT 1 FROM tabled_kv WHERE kp = $1 "
+                        "AND kh = $2 FOR UPDATE) s", 2, kvv, vals, lens);
     case ST_UPSERT:
-        return pg_query(c, op, "INSERT INTO tabled_kv (k, v, ver) VALUES ($1, $2, $3) "
-                        "ON CONFLICT (k) DO UPDATE SET v = excluded.v, ver = excluded.ver",
-                        3, kvv, vals, lens);
+        return pg_query(c, op, "INSERT INTO tabled_kv (kp, kh, kr, v, ver) "
+                        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kp, kh) "
+                        "DO UPDATE SET v = excluded.v, ver = excluded.ver", 5, kvv, vals, lens);
     case ST_DELETE:
-        return pg_query(c, op, "DELETE FROM tabled_kv WHERE k = $1", 1, kvv, vals, lens);
+        return pg_query(c, op, "DELETE FROM tabled_kv WHERE kp = $1 AND kh = $2", 2, kvv, vals,
+                        lens);
     }
     return -1;
 }
@@ -83,9 +116,9 @@ static int pg_send_stmt(struct pg_conn *c, struct pg_op *op, const struct pg_stm
 /* Sends a cursor's next batch query (after BEGIN on a fresh connection). */
 static int pg_send_step(struct pg_conn *c, struct pg_op *op)
 {
-    static const Oid types[2] = { PG_OID_BYTEA, PG_OID_BYTEA };
+    static const Oid types[4] = { PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_BYTEA };
     struct backend_iter *it = op->it;
-    char sql[160];
+    char sql[320];
     if (!it->conn) {
         if (!PQsendQueryParams(c->pg, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, NULL,
                                NULL, NULL, 0))
@@ -102,13 +135,106 @@ static int pg_send_step(struct pg_conn *c, struct pg_op *op)
        and a sort over the index scan that stops after LIMIT rows (19 ms
        against 0.3 ms a page on 20000 rows). The ANY form is estimated as
        an independent inequality, which keeps the ordered index scan; no
-       planner settings are needed (other engines lack them). */
-    snprintf(sql, sizeof sql, "SELECT k, v FROM tabled_kv WHERE k %s $1%s ORDER BY k LIMIT %u",
-             it->pos_incl ? ">=" : ">", it->end ? " AND k < ANY (ARRAY[$2])" : "",
-             it->st->batch_rows);
-    const char *vals[2] = { it->pos_len ? (const char *)it->pos : "", (const char *)it->end };
-    int lens[2] = { (int)it->pos_len, (int)it->end_len };
-    return pg_query(c, op, sql, it->end ? 2 : 1, types, vals, lens);
+       planner settings are needed (other engines lack them).
+       Keys are (kp, kr) (see pg_key_split), and "(kp, kr) > ($1, $2)" is
+       the whole key's order. A bound that is itself a short key (kp alone,
+       as every bound of the service's keys under 2600 bytes is) needs only
+       kp: "key >= b" is "kp >= b" and "key < b" is "kp < b" for a b of at
+       most PG_KEY_PREFIX bytes, and "key > b" is "kp > b" for a shorter b
+       (a key whose kp is b is then b itself). Other bounds add the row
+       comparison as a filter beside the kp bound of the index scan (a key
+       above the position has a prefix at least the position's, and one
+       below the end a prefix at most the end's). ORDER BY kp, kr is an
+       incremental sort over the index order of kp, which sorts only keys
+       sharing their first PG_KEY_PREFIX bytes (measured: 20% more database
+       CPU than the single-column key's plain index scan for a page of
+       1000 rows of 200 bytes, 1.09 against 0.91 ms). */
+    struct pg_key p, e;
+    const char *vals[4];
+    int lens[4], n = 0;
+    char lo[80], hi[96] = "";
+    const char *op_ = it->pos_incl ? ">=" : ">";
+    pg_key_split(it->pos, it->pos_len, &p);
+    vals[n] = p.kp;
+    lens[n++] = p.kp_len;
+    if (it->pos_len < PG_KEY_PREFIX || (it->pos_incl && it->pos_len == PG_KEY_PREFIX)) {
+        snprintf(lo, sizeof lo, "kp %s $1", op_);
+    } else {
+        vals[n] = p.kr;
+        lens[n++] = p.kr_len;
+        snprintf(lo, sizeof lo, "kp >= $1 AND (kp, kr) %s ($1, $2)", op_);
+    }
+    if (it->end) {
+        int b = n + 1;
+        pg_key_split(it->end, it->end_len, &e);
+        vals[n] = e.kp;
+        lens[n++] = e.kp_len;
+        if (it->end_len <= PG_KEY_PREFIX) {
+            snprintf(hi, sizeof hi, " AND kp < ANY (ARRAY[$%d])", b);
+        } else {
+            vals[n] = e.kr;
+            lens[n++] = e.kr_len;
+            snprintf(hi, sizeof hi, " AND kp <= ANY (ARRAY[$%d]) AND (kp, kr) < ($%d, $%d)", b,
+                     b, b + 1);
+        }
+    }
+    snprintf(sql, sizeof sql, "SELECT kp || kr, v FROM tabled_kv WHERE %s%s ORDER BY kp, kr "
+             "LIMIT %u", lo, hi, it->st->batch_rows);
+    return pg_query(c, op, sql, n, types, vals, lens);
+}
+
+/* Puts a big-endian 32-bit number. */
+static unsigned char *pg_put32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+    return p + 4;
+}
+
+/* The length of a get_multi key's kp column: its first PG_KEY_PREFIX
+   bytes. */
+static size_t pg_mget_kp_len(const struct backend_mget *m)
+{
+    return m->key_len < PG_KEY_PREFIX ? m->key_len : PG_KEY_PREFIX;
+}
+
+/* Sends a get_multi's one query: the keys as one bytea[] parameter in
+   the binary array format (dimensions 1, no nulls, element type bytea,
+   n elements from index 1, then each element's kp: its first
+   PG_KEY_PREFIX bytes), and "kp = ANY ($1)", an index lookup per key in
+   one statement. The rows carry their whole keys (kp || kr), so a longer
+   key that merely shares a named key's prefix is told apart by
+   pg_mget_answer. */
+static int pg_send_mget(struct pg_conn *c, struct pg_op *op)
+{
+    static const Oid types[1] = { PG_OID_BYTEA_ARRAY };
+    size_t len = 20;
+    for (size_t i = 0; i < op->nmget; i++)
+        len += 4 + pg_mget_kp_len(&op->mget[i]);
+    if (len > 0x7fffffff || op->nmget > 0x7fffffff)
+        return -1;
+    unsigned char *buf = malloc(len), *p = buf;
+    if (!buf)
+        return -1;
+    p = pg_put32(p, 1);
+    p = pg_put32(p, 0);
+    p = pg_put32(p, PG_OID_BYTEA);
+    p = pg_put32(p, (uint32_t)op->nmget);
+    p = pg_put32(p, 1);
+    for (size_t i = 0; i < op->nmget; i++) {
+        size_t kl = pg_mget_kp_len(&op->mget[i]);
+        p = pg_put32(p, (uint32_t)kl);
+        memcpy(p, op->mget[i].key, kl);
+        p += kl;
+    }
+    const char *vals[1] = { (const char *)buf };
+    int lens[1] = { (int)len };
+    int rc = pg_query(c, op, "SELECT kp || kr, v FROM tabled_kv WHERE kp = ANY ($1)", 1, types, vals,
+                      lens);
+    free(buf);                          /* libpq has copied it */
+    return rc;
 }
 
 /* Sends an op's queries and the pipeline sync on connection c (idle, or
@@ -124,12 +250,19 @@ int pg_send(struct pg_conn *c, struct pg_op *op)
     op->created = op->removed = op->failed = 0;
     switch (op->kind) {
     case OP_GET: {
-        static const Oid t[1] = { PG_OID_BYTEA };
-        const char *v[1] = { op->key };
-        int l[1] = { (int)op->key_len };
-        rc = pg_query(c, op, "SELECT v FROM tabled_kv WHERE k = $1", 1, t, v, l);
+        static const Oid t[2] = { PG_OID_BYTEA, PG_OID_BYTEA };
+        struct pg_key k;
+        pg_key_split(op->key, op->key_len, &k);
+        const char *v[2] = { k.kp, k.kh };
+        int l[2] = { k.kp_len, k.kh_len };
+        rc = pg_query(c, op, "SELECT v FROM tabled_kv WHERE kp = $1 AND kh = $2", 2, t, v, l);
         break;
     }
+    case OP_MGET:
+        PQclear(op->res);               /* an earlier attempt's */
+        op->res = NULL;
+        rc = pg_send_mget(c, op);
+        break;
     case OP_STEP:
         rc = pg_send_step(c, op);
         break;
@@ -242,6 +375,15 @@ void pg_result(struct pg_op *op, PGresult *r)
         }
         op->status = BACKEND_NOTFOUND;
         break;
+    case OP_MGET:
+        if (s == PGRES_TUPLES_OK && PQnfields(r) == 2) {
+            PQclear(op->res);
+            op->res = r;
+            return;
+        }
+        op->status = BACKEND_CORRUPT;
+        snprintf(op->err, sizeof op->err, "unexpected result shape");
+        break;
     case OP_STEP:
         if (s == PGRES_TUPLES_OK) {
             struct backend_iter *it = op->it;
@@ -297,6 +439,56 @@ static void pg_count(struct pg_op *op)
     }
 }
 
+/* Orders an array of get_multi keys (pointers) by their bytes as
+   backend.h orders keys. */
+static int pg_mget_cmp(const void *a, const void *b)
+{
+    const struct backend_mget *x = *(const struct backend_mget *const *)a;
+    const struct backend_mget *y = *(const struct backend_mget *const *)b;
+    int c = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len : y->key_len);
+    return c ? c : (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+/* A get_multi's rows given to its keys (sorted, each row found by binary
+   search; a key named twice gets the row twice); keys without a row are
+   BACKEND_NOTFOUND. Values are borrowed from op->res. */
+static void pg_mget_answer(struct pg_op *op)
+{
+    struct backend_mget **sorted = malloc((op->nmget ? op->nmget : 1) * sizeof *sorted);
+    if (!sorted) {
+        op->status = BACKEND_NOMEM;
+        snprintf(op->err, sizeof op->err, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < op->nmget; i++) {
+        op->mget[i].status = BACKEND_NOTFOUND;
+        op->mget[i].val = NULL;
+        op->mget[i].val_len = 0;
+        sorted[i] = &op->mget[i];
+    }
+    qsort(sorted, op->nmget, sizeof *sorted, pg_mget_cmp);
+    int rows = op->res ? PQntuples(op->res) : 0;
+    for (int r = 0; r < rows; r++) {
+        struct backend_mget row = { PQgetvalue(op->res, r, 0),
+                                    (size_t)PQgetlength(op->res, r, 0), 0, NULL, 0 };
+        const struct backend_mget *rp = &row;
+        size_t lo = 0, hi = op->nmget;
+        while (lo < hi) {               /* the first key >= the row's */
+            size_t mid = lo + (hi - lo) / 2;
+            if (pg_mget_cmp(&sorted[mid], &rp) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < op->nmget && pg_mget_cmp(&sorted[lo], &rp) == 0; lo++) {
+            sorted[lo]->status = BACKEND_OK;
+            sorted[lo]->val = PQgetvalue(op->res, r, 1);
+            sorted[lo]->val_len = (size_t)PQgetlength(op->res, r, 1);
+        }
+    }
+    free(sorted);
+}
+
 /* The pipeline sync of op arrived: the op is over on this connection
    (retried when a serialization failure allows), completed, and the
    connection goes back to the pool or to its cursor. */
@@ -324,6 +516,8 @@ void pg_finish(struct pg_conn *c, struct pg_op *op)
             op->call->val_len = (size_t)PQgetlength(op->res, 0, 0);
         }
     }
+    if (op->kind == OP_MGET && op->status == BACKEND_OK)
+        pg_mget_answer(op);
     if (op->kind == OP_APPLY && op->status == BACKEND_OK && op->before)
         pg_count(op);
     if (op->kind == OP_STEP) {
@@ -481,9 +675,70 @@ static int pg_exec(PGconn *pg, const char *sql, PGresult **out, char *state, siz
     return -1;
 }
 
-/* Creates the tables when missing and checks the schema version (at open,
-   synchronously). Concurrent first starts of several front ends may
-   collide on CREATE TABLE IF NOT EXISTS; that is retried. */
+/* The key/value table of schema version 2 (see postgres.c). The primary
+   key's name is given so that a migrated database (whose version-1 table
+   kept the default name until it was dropped) and a new one are alike. */
+#define PG_KV_DDL "CREATE TABLE IF NOT EXISTS tabled_kv (kp bytea NOT NULL, kh bytea NOT NULL, " \
+    "kr bytea NOT NULL, v bytea NOT NULL, ver bigint NOT NULL, " \
+    "CONSTRAINT tabled_kv_pk PRIMARY KEY (kp, kh))"
+
+/* Runs statements in order until one fails; the index of the failing one,
+   or n (its SQLSTATE in state). */
+static size_t pg_exec_all(PGconn *pg, const char *const *sql, size_t n, char *state,
+                          size_t statelen)
+{
+    size_t i = 0;
+    while (i < n && pg_exec(pg, sql[i], NULL, state, statelen) == 0)
+        i++;
+    return i;
+}
+
+/* Upgrades a version-1 database (tabled_kv(k bytea PRIMARY KEY, v, ver),
+   keys of at most 2600 bytes) to version 2 in one transaction that first
+   locks the version row, so that a concurrent front end waits and then
+   finds version 2 (and does nothing). Every version-1 key is at most
+   PG_KEY_PREFIX bytes long, so it becomes (kp = k, kh = '', kr = ''). Old
+   front ends still running on the database fail from then on (their
+   statements name column k): stop them before starting this one. */
+static int pg_migrate_v1(PGconn *pg, char *err, size_t errlen)
+{
+    static const char *const steps[] = {
+        "ALTER TABLE tabled_kv RENAME TO tabled_kv_v1",
+        PG_KV_DDL,
+        "INSERT INTO tabled_kv (kp, kh, kr, v, ver) SELECT k, '', '', v, ver FROM tabled_kv_v1",
+        "DROP TABLE tabled_kv_v1",
+        "UPDATE tabled_meta SET value = 2 WHERE name = 'schema_version'",
+        "COMMIT",
+    };
+    char state[8] = "", m[160];
+    PGresult *r = NULL;
+    if (pg_exec(pg, "BEGIN", NULL, state, sizeof state) < 0 ||
+        pg_exec(pg, "SELECT value FROM tabled_meta WHERE name = 'schema_version' FOR UPDATE", &r,
+                state, sizeof state) < 0) {
+        pg_err(err, errlen, "upgrading the schema from version 1 failed (%s): %s", state,
+               pg_msg(PQerrorMessage(pg), m, sizeof m));
+        pg_exec(pg, "ROLLBACK", NULL, state, sizeof state);
+        return BACKEND_IOERR;
+    }
+    long long v = PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    PQclear(r);
+    if (v != 1)                         /* another front end upgraded it meanwhile */
+        return pg_exec(pg, "ROLLBACK", NULL, state, sizeof state) < 0 ? BACKEND_IOERR
+                                                                     : BACKEND_OK;
+    size_t n = sizeof steps / sizeof *steps;
+    if (pg_exec_all(pg, steps, n, state, sizeof state) < n) {
+        pg_err(err, errlen, "upgrading the schema from version 1 failed (%s): %s", state,
+               pg_msg(PQerrorMessage(pg), m, sizeof m));
+        pg_exec(pg, "ROLLBACK", NULL, state, sizeof state);
+        return BACKEND_IOERR;
+    }
+    return BACKEND_OK;
+}
+
+/* Creates the tables when missing, checks the schema version and upgrades
+   a version-1 database (at open, synchronously). Concurrent first starts
+   of several front ends may collide on CREATE TABLE IF NOT EXISTS; that
+   is retried. */
 int pg_schema(PGconn *pg, char *err, size_t errlen)
 {
     char ins[200], state[8] = "", m[160];
@@ -491,16 +746,11 @@ int pg_schema(PGconn *pg, char *err, size_t errlen)
              "ON CONFLICT (name) DO NOTHING", PG_SCHEMA_VERSION);
     const char *ddl[] = {
         "CREATE TABLE IF NOT EXISTS tabled_meta (name text PRIMARY KEY, value bigint NOT NULL)",
-        "CREATE TABLE IF NOT EXISTS tabled_kv (k bytea PRIMARY KEY, v bytea NOT NULL, "
-        "ver bigint NOT NULL)",
+        PG_KV_DDL,
         ins,
     };
-    for (int attempt = 0;; attempt++) {
-        size_t i = 0;
-        while (i < sizeof ddl / sizeof *ddl && pg_exec(pg, ddl[i], NULL, state, sizeof state) == 0)
-            i++;
-        if (i == sizeof ddl / sizeof *ddl)
-            break;
+    size_t nddl = sizeof ddl / sizeof *ddl;
+    for (int attempt = 0; pg_exec_all(pg, ddl, nddl, state, sizeof state) < nddl; attempt++) {
         int race = !strcmp(state, "23505") || !strcmp(state, "42P07") || !strcmp(state, "40001");
         if (!race || attempt >= 3) {
             pg_err(err, errlen, "creating the schema failed (%s): %s", state,
@@ -524,6 +774,20 @@ int pg_schema(PGconn *pg, char *err, size_t errlen)
     }
     if (v < 1) {
         pg_err(err, errlen, "the database's tabled schema version row is missing or bad");
+        return BACKEND_CORRUPT;
+    }
+    if (v == 1) {
+        int rc = pg_migrate_v1(pg, err, errlen);
+        if (rc != BACKEND_OK)
+            return rc;
+    }
+    /* A table made by hand (e.g. on YugabyteDB, from an older README) may
+       have another layout than the version row claims. */
+    if (pg_exec(pg, "SELECT kp, kh, kr, v, ver FROM tabled_kv WHERE false", NULL, state,
+                sizeof state) < 0) {
+        pg_err(err, errlen, "tabled_kv lacks the columns of schema version %d (kp, kh, kr, v, "
+               "ver; see the README's DDL): %s", PG_SCHEMA_VERSION,
+               pg_msg(PQerrorMessage(pg), m, sizeof m));
         return BACKEND_CORRUPT;
     }
     return BACKEND_OK;

@@ -8,13 +8,25 @@
  * Schema (created by open() when missing; see pg_schema()):
  *   tabled_meta(name text PRIMARY KEY, value bigint NOT NULL)
  *       row ('schema_version', PG_SCHEMA_VERSION); a newer one is refused.
- *   tabled_kv(k bytea PRIMARY KEY, v bytea NOT NULL, ver bigint NOT NULL)
- *       bytea compares as memcmp with the shorter prefix first, which is
- *       the order backend.h requires, so cursors are index range scans.
- *       ver is backend_value_version(v), kept beside v so that version
- *       expectations compare a column, not bytes of the value.
- *       Keys are at most PG_MAX_KEY bytes (a btree entry's limit), less
- *       than backend.h's 64 KiB: longer ones are refused (BACKEND_INVALID).
+ *   tabled_kv(kp bytea, kh bytea, kr bytea, v bytea, ver bigint,
+ *             PRIMARY KEY (kp, kh))            (all NOT NULL)
+ *       A key is stored split (pg_key_split in pg_sql.c): kp its first
+ *       PG_KEY_PREFIX (2600) bytes, kr the rest, kh a SHA-256 digest of
+ *       the whole key when it is longer than that (else empty). A btree
+ *       entry must fit in 2704 bytes, so the whole key (up to backend.h's
+ *       64 KiB; an entity key of two 1,024-character keys is up to 6,154)
+ *       cannot be the index; (kp, kh) always fits and is unique. bytea
+ *       compares as memcmp with the shorter prefix first, and (kp, kr)
+ *       compared column by column is the whole key's order, the order
+ *       backend.h requires: cursors are index range scans on kp with
+ *       ORDER BY kp, kr, an incremental sort that sorts only keys whose
+ *       first 2600 bytes are equal (for the service's keys: a partition
+ *       whose PartitionKey is over about 2,590 bytes of UTF-8 is read
+ *       whole for each page). Gets, checks and writes find a row by its
+ *       primary key. ver is backend_value_version(v), kept beside v so
+ *       that version expectations compare a column, not bytes of the value.
+ *       Schema version 1 (k bytea PRIMARY KEY, keys of at most 2600 bytes)
+ *       is upgraded at open (pg_migrate_v1).
  *
  * Connections. A pool of up to pool-size connections, each in libpq's
  * non-blocking pipeline mode, its socket watched through the host's
@@ -42,10 +54,17 @@
  * LISTEN/NOTIFY or extensions): PostgreSQL, and the distributed engines
  * that speak its protocol, accept it.
  *
+ * Multi-get (get_multi_v2, for a $batch's reads): one statement,
+ * "SELECT kp || kr, v ... WHERE kp = ANY ($1)" with every key's kp in one
+ * binary bytea[] parameter: one round trip and one snapshot for all the
+ * keys; its rows (whole keys) are matched to the keys by binary search
+ * (pg_mget_answer in pg_sql.c), and a row of a longer key that only
+ * shares a named key's 2600-byte prefix matches none.
+ *
  * Cursors. iter_open sends nothing. The first step takes a connection and
  * begins a REPEATABLE READ transaction on it (one snapshot for the cursor's
- * life); steps fetch batch-rows rows at a time (k >= pos or k > last key,
- * k < end, ORDER BY k, LIMIT) and serve them from the kept result.
+ * life); steps fetch batch-rows rows at a time (key >= pos or key > last
+ * key, key < end, in key order, LIMIT) and serve them from the kept result.
  * iter_seek only moves the position. iter_close rolls the transaction back
  * and returns the connection to the pool.
  *
@@ -82,7 +101,7 @@ static int pg_ret(struct backend_call *call, int rc)
     return rc;
 }
 
-/* get_v2: SELECT v ... WHERE k = $1; the value is borrowed from the kept
+/* get_v2: SELECT v ... WHERE kp = $1 AND kh = $2; the value is borrowed from the kept
    result until done() returns. */
 static int pg_get_v2_run(struct backend_store *st, const void *key, size_t key_len,
                          struct backend_call *call)
@@ -91,8 +110,6 @@ static int pg_get_v2_run(struct backend_store *st, const void *key, size_t key_l
         snprintf(call->err, sizeof call->err, "bad key length %zu", key_len);
         return BACKEND_INVALID;
     }
-    if (key_len > PG_MAX_KEY)           /* cannot have been stored */
-        return BACKEND_NOTFOUND;
     struct pg_op *op = pg_op_new(st, OP_GET, call);
     if (!op)
         return BACKEND_NOMEM;
@@ -106,6 +123,37 @@ static int pg_get_v2(struct backend_store *st, const void *key, size_t key_len,
                      struct backend_call *call)
 {
     return pg_ret(call, pg_get_v2_run(st, key, key_len, call));
+}
+
+/* get_multi_v2: SELECT kp || kr, v ... WHERE kp = ANY ($1), one statement
+   for every key (one round trip, one snapshot); the values are borrowed from
+   the kept result until done() returns. */
+static int pg_get_multi_v2_run(struct backend_store *st, struct backend_mget *keys, size_t n,
+                               struct backend_call *call)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!keys[i].key_len || keys[i].key_len > 65536) {
+            snprintf(call->err, sizeof call->err, "bad key length %zu (key %zu)",
+                     keys[i].key_len, i);
+            return BACKEND_INVALID;
+        }
+        keys[i].status = BACKEND_NOTFOUND;
+    }
+    if (n == 0)
+        return BACKEND_OK;
+    struct pg_op *op = pg_op_new(st, OP_MGET, call);
+    if (!op)
+        return BACKEND_NOMEM;
+    op->mget = keys;
+    op->nmget = n;
+    return pg_start(st, op);
+}
+
+/* get_multi_v2 (see pg_get_multi_v2_run) with call->status filled. */
+static int pg_get_multi_v2(struct backend_store *st, struct backend_mget *keys, size_t n,
+                           struct backend_call *call)
+{
+    return pg_ret(call, pg_get_multi_v2_run(st, keys, n, call));
 }
 
 /* apply_v2: the writes and their checks as one pipelined transaction. */
@@ -133,11 +181,6 @@ static int pg_apply_v2_run(struct backend_store *st, const struct backend_write 
                             cond[i].expect > BACKEND_EXPECT_VERSION));
         if (bad) {
             snprintf(call->err, sizeof call->err, "bad write %zu", i);
-            return BACKEND_INVALID;
-        }
-        if (w[i].key_len > PG_MAX_KEY) {
-            snprintf(call->err, sizeof call->err, "key of write %zu is %zu bytes; the postgres "
-                     "backend stores keys of at most %d bytes", i, w[i].key_len, PG_MAX_KEY);
             return BACKEND_INVALID;
         }
     }
@@ -458,5 +501,5 @@ const struct backend_ops backend_postgres_ops = {
     .get_v2 = pg_get_v2,
     .iter_next_v2 = pg_iter_next_v2,
     .apply_v2 = pg_apply_v2,
-    .max_key_len = PG_MAX_KEY,
+    .get_multi_v2 = pg_get_multi_v2,
 };

@@ -6,7 +6,7 @@
 
 /* Schema version this build creates and understands (tabled_meta row
    'schema_version'); a database with a newer one is refused at open. */
-#define PG_SCHEMA_VERSION 1
+#define PG_SCHEMA_VERSION 2
 
 extern const struct backend_ops backend_postgres_ops;
 

@@ -56,6 +56,10 @@ struct service {
     int bg_running, bg_waited, bg_result;
     int quiescing;             /* service_quiesce: no new background step */
     uint64_t bg_not_before_us;         /* the last purge step failed (logged once) */
+    /* giving freed memory back when idle (core/heap.h, give_back_step):
+       requests begun, their number when the wait began, and the time the
+       wait ends (0: none) */
+    uint64_t requests, give_back_seen, give_back_at_us;
 };
 
 struct req_ctx {
@@ -161,6 +165,8 @@ struct entity_write {
     struct backend_cond cond;  /* what the store expects of the key */
     struct store_precond pc;   /* If-Match as parsed */
     int blind;                 /* written without a read: cond decides */
+    int need_read;             /* entity_prepare_early: judged on a read
+                                  still to be made (entity_judge) */
     int64_t cur_ticks;         /* Timestamp of the version replaced (0: none) */
     struct entity e;           /* what to store; keys always set */
     const char *key;           /* backend key (arena) */
@@ -170,6 +176,13 @@ struct entity_write {
     size_t val_len;
 };
 enum terr entity_prepare(struct req_ctx *c, struct entity_write *w);
+/* entity_prepare in two steps, for callers that read many entities at
+ * once ($batch): every check that needs no read of the entity, setting
+ * w->need_read when the verdict needs its current state; then, for such a
+ * write, entity_judge with that state (found, and cur when found: it may
+ * be merged into and becomes the entity written). */
+enum terr entity_prepare_early(struct req_ctx *c, struct entity_write *w);
+enum terr entity_judge(struct req_ctx *c, struct entity_write *w, int found, struct entity *cur);
 /* 0, BACKEND_CONFLICT (*failed: the write refused, when failed is not
  * NULL) or a backend status. */
 int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *failed);
@@ -177,6 +190,9 @@ int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *f
  * entity now and judges again (409, 404, 412), or TERR_NONE when the
  * write would go now (it raced another: prepare it again). */
 enum terr entity_conflict(struct req_ctx *c, const struct entity_write *w);
+/* entity_conflict on a state already read (found; cur when found). */
+enum terr entity_conflict_on(struct req_ctx *c, const struct entity_write *w, int found,
+                             const struct entity *cur);
 void entity_respond(struct req_ctx *c, const struct entity_write *w);
 void op_get_entity(struct req_ctx *c);
 void op_write(struct req_ctx *c);          /* insert/update/merge/upserts/delete */

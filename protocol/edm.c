@@ -267,6 +267,46 @@ static size_t put_str(char *out, const char *s)
     return n;
 }
 
+/* The digits and decimal exponent (of the first digit) of d when d is the
+ * double nearest to m / 10^k for an integer m of at most 15 digits and
+ * 0 <= k <= 15 (prices, measures, counters: most stored doubles), found
+ * without printf. For such a d the %.14e search below stops at 15 digits,
+ * and by DBL_DIG's guarantee those are m's digits: this is the same
+ * answer, trailing zeros removed. Returns 1, or 0 when d is not of that
+ * form (the caller then searches). */
+static int short_decimal(double d, char *digits, int *nd, int *exp10)
+{
+    static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
+                                   1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    double a = fabs(d);
+    if (!(a >= DBL_MIN) || a >= 1e15)
+        return 0;
+    for (int k = 0; k <= 15; k++) {
+        double scaled = a * pow10[k];
+        if (scaled >= 1e15)
+            return 0;
+        double m = nearbyint(scaled);
+        if (m < 1 || m / pow10[k] != a)
+            continue;   /* both exact: one correctly rounded division */
+        uint64_t u = (uint64_t)m;
+        char tmp[20];
+        int n = 0;
+        while (u) {
+            tmp[n++] = (char)('0' + u % 10);
+            u /= 10;
+        }
+        *exp10 = n - 1 - k;
+        int z = 0;
+        while (z < n - 1 && tmp[z] == '0')
+            z++;   /* trailing zeros of m */
+        *nd = 0;
+        for (int i = n - 1; i >= z; i--)
+            digits[(*nd)++] = tmp[i];
+        return 1;
+    }
+    return 0;
+}
+
 /* .NET Core "R" text: the fewest significant digits (1..17) that parse
  * back to d (the closest such when several exist), laid out plainly when
  * the decimal exponent is in [-4, 14] (.NET's "G" rule: greater than -5
@@ -281,36 +321,41 @@ size_t edm_double_format(double d, char *out)
     if (d == 0)
         return put_str(out, signbit(d) ? "-0.0" : "0.0");
 
-    /* Shortest round-trip digits from %.*e in the C locale. For normal
-     * doubles DBL_DIG (15) digits reproduce any decimal of up to 15
-     * significant digits, so when 15 digits round-trip, those digits with
-     * trailing zeros removed are the shortest form; otherwise 16 or 17.
-     * Subnormals have less precision and take the plain 1..17 search. */
-    char sci[40];
-    locale_t old = uselocale(c_locale());
-    int prec = fabs(d) >= DBL_MIN ? 15 : 1;
-    for (; prec <= 17; prec++) {
-        snprintf(sci, sizeof sci, "%.*e", prec - 1, d);
-        if (strtod_l(sci, NULL, c_locale()) == d)
-            break;
-    }
-    uselocale(old);
-
-    /* Split "-d.ddde+XX" into sign, digit string and exponent. */
-    const char *p = sci;
-    int neg = 0;
-    if (*p == '-') {
-        neg = 1;
-        p++;
-    }
     char digits[20];
-    int nd = 0;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9')
-            digits[nd++] = *p;
-    int exp10 = atoi(p + 1);
-    while (nd > 1 && digits[nd - 1] == '0')
-        nd--;
+    int nd, exp10, neg = 0;
+    if (short_decimal(d, digits, &nd, &exp10)) {
+        neg = d < 0;
+    } else {
+        /* Shortest round-trip digits from %.*e in the C locale. For normal
+         * doubles DBL_DIG (15) digits reproduce any decimal of up to 15
+         * significant digits, so when 15 digits round-trip, those digits
+         * with trailing zeros removed are the shortest form; otherwise 16
+         * or 17. Subnormals have less precision and take the plain 1..17
+         * search. */
+        char sci[40];
+        locale_t old = uselocale(c_locale());
+        int prec = fabs(d) >= DBL_MIN ? 15 : 1;
+        for (; prec <= 17; prec++) {
+            snprintf(sci, sizeof sci, "%.*e", prec - 1, d);
+            if (strtod_l(sci, NULL, c_locale()) == d)
+                break;
+        }
+        uselocale(old);
+
+        /* Split "-d.ddde+XX" into sign, digit string and exponent. */
+        const char *p = sci;
+        if (*p == '-') {
+            neg = 1;
+            p++;
+        }
+        nd = 0;
+        for (; *p && *p != 'e'; p++)
+            if (*p >= '0' && *p <= '9')
+                digits[nd++] = *p;
+        exp10 = atoi(p + 1);
+        while (nd > 1 && digits[nd - 1] == '0')
+            nd--;
+    }
 
     size_t o = 0;
     if (neg)

@@ -33,6 +33,9 @@
 #include <math.h>
 #include <string.h>
 #include <yajl/yajl_parse.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "core/coding.h"
 #include "core/jsonwalk.h"
@@ -657,6 +660,39 @@ static void put_escaped(struct buf *b, const char *s, size_t n)
     size_t start = 0, i = 0;
     buf_reserve(b, n);
     for (;;) {
+#ifdef __SSE2__
+        /* sixteen bytes at a time up to the first special one: below
+         * 0x20 (max(x, 0x1F) == 0x1F), '"' or '\\' */
+        while (n - i >= 16) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+            __m128i lo = _mm_set1_epi8(0x1F);
+            __m128i hit = _mm_or_si128(
+                _mm_cmpeq_epi8(_mm_max_epu8(x, lo), lo),
+                _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                             _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
+            unsigned m = (unsigned)_mm_movemask_epi8(hit);
+            if (m) {
+                i += (size_t)__builtin_ctz(m);
+                break;
+            }
+            i += 16;
+        }
+#else
+        /* without SSE2, eight bytes at a time while none of them is
+         * special: a byte below 0x20, '"' or '\\' (the classic
+         * has-zero-byte tests; only the "any" answer is used, so borrows do
+         * not matter) */
+        while (n - i >= 8) {
+            uint64_t x;
+            memcpy(&x, p + i, 8);
+            const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+            uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+            uint64_t hit = ((x - ones * 0x20) | (q - ones) | (bs - ones)) & ~x & highs;
+            if (hit)
+                break;
+            i += 8;
+        }
+#endif
         while (i < n && !json_special[p[i]])
             i++;
         buf_append(b, s + start, i - start);
@@ -687,6 +723,18 @@ void json_put_string(struct buf *b, const char *s, size_t n)
     buf_putc(b, '"');
     put_escaped(b, s, n);
     buf_putc(b, '"');
+}
+
+/* Appends "s" for text that has nothing to escape (dates, GUIDs and ETags
+ * this file formats itself): one copy, no scan. */
+static void put_plain_string(struct buf *b, const char *s, size_t n)
+{
+    buf_reserve(b, n + 2);
+    b->data[b->len++] = '"';
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len++] = '"';
+    b->data[b->len] = '\0';
 }
 
 /* ,"name": (with the comma unless first) */
@@ -728,6 +776,23 @@ static int needs_annotation(const struct edm_value *v)
     }
 }
 
+/* Decimal text of v (as printf's %lld) into out; returns its length. */
+static size_t put_int(int64_t v, char *out)
+{
+    char tmp[20];
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    size_t n = 0, o = 0;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        out[o++] = '-';
+    while (n)
+        out[o++] = tmp[--n];
+    return o;
+}
+
 /* The value in its JSON form (SPEC 4.6.1). */
 static void put_value(struct buf *b, const struct edm_value *v)
 {
@@ -747,7 +812,7 @@ static void put_value(struct buf *b, const struct edm_value *v)
         break;
     case EDM_DATETIME:
         n = edm_datetime_format(v->u.ticks, tmp);
-        json_put_string(b, tmp, n);
+        put_plain_string(b, tmp, n);
         break;
     case EDM_DOUBLE:
         n = edm_double_format(v->u.d, tmp);
@@ -758,13 +823,17 @@ static void put_value(struct buf *b, const struct edm_value *v)
         break;
     case EDM_GUID:
         n = edm_guid_format(v->u.guid, tmp);
-        json_put_string(b, tmp, n);
+        put_plain_string(b, tmp, n);
         break;
     case EDM_INT32:
-        buf_printf(b, "%ld", (long)v->u.i32);
+        n = put_int(v->u.i32, tmp);
+        buf_append(b, tmp, n);
         break;
     case EDM_INT64:
-        buf_printf(b, "\"%lld\"", (long long)v->u.i64);
+        tmp[0] = '"';
+        n = put_int(v->u.i64, tmp + 1);
+        tmp[n + 1] = '"';
+        buf_append(b, tmp, n + 2);
         break;
     }
 }
@@ -788,6 +857,8 @@ static int selected(const struct entity_json_ctx *ctx, int all, const char *name
     return 0;
 }
 
+static size_t etag_from_text(const char *ts, size_t tn, char *out);
+
 static void put_string_member(struct buf *b, int *first, const char *name, const char *s,
                               size_t n)
 {
@@ -795,14 +866,76 @@ static void put_string_member(struct buf *b, int *first, const char *name, const
     json_put_string(b, s, n);
 }
 
-void entity_json_write(struct buf *b, const struct entity *e, const struct entity_json_ctx *ctx)
+/* The custom properties of what is written, in stored order: a struct
+ * entity's array, or an encoded value read in place (no decoding into an
+ * entity, no allocation). */
+struct prop_src {
+    const struct entity *e; /* NULL: val */
+    const void *val;
+    size_t val_len;
+};
+
+struct prop_iter {
+    const struct prop_src *src;
+    size_t i;
+    struct entity_cursor c;
+};
+
+/* Starts at the first property; for a value, also its Timestamp. 0, or -1
+ * for a malformed value. */
+static int prop_iter_open(struct prop_iter *it, const struct prop_src *src, int64_t *ts)
+{
+    it->src = src;
+    it->i = 0;
+    if (src->e) {
+        *ts = src->e->timestamp;
+        return 0;
+    }
+    return entity_cursor_open(&it->c, src->val, src->val_len, ts);
+}
+
+/* The next property: 1, 0 after the last, -1 malformed. */
+static int prop_iter_next(struct prop_iter *it, const char **name, size_t *name_len,
+                          struct edm_value *v)
+{
+    const struct entity *e = it->src->e;
+    if (!e)
+        return entity_cursor_next(&it->c, name, name_len, v);
+    if (it->i == e->nprops)
+        return 0;
+    const struct property *p = &e->props[it->i++];
+    *name = p->name;
+    *name_len = p->name_len;
+    *v = p->v;
+    return 1;
+}
+
+/* 1 when the source has a property named name[0..n). */
+static int prop_src_has(const struct prop_src *src, const char *name, size_t n)
+{
+    if (src->e)
+        return entity_find(src->e, name, n) >= 0;
+    struct entity_cursor c;
+    struct edm_value v;
+    int64_t ts;
+    return entity_cursor_open(&c, src->val, src->val_len, &ts) == 0 &&
+           entity_cursor_find(&c, name, n, &v) == 1;
+}
+
+/* One entry (see entity_json_write). 0, or -1 when an encoded value turns
+ * out malformed part way (the entry is then incomplete). */
+static int write_entry(struct buf *b, const char *pk, size_t pk_len, const char *rk,
+                       size_t rk_len, const struct prop_src *src,
+                       const struct entity_json_ctx *ctx)
 {
     int first = 1;
     int all = ctx->select == NULL || select_has_star(ctx);
-    const char *pk = e->pk ? e->pk : "", *rk = e->rk ? e->rk : "";
-    size_t pk_len = e->pk ? e->pk_len : 0, rk_len = e->rk ? e->rk_len : 0;
     char tmp[64];
     size_t n;
+    int64_t timestamp;
+    struct prop_iter it;
+    if (prop_iter_open(&it, src, &timestamp) < 0)
+        return -1;
 
     buf_putc(b, '{');
     if (ctx->level != ODATA_NOMETADATA && ctx->metadata)
@@ -822,9 +955,16 @@ void entity_json_write(struct buf *b, const struct entity *e, const struct entit
         url_entity_path(b, ctx->table, pk, pk_len, rk, rk_len);
         buf_putc(b, '"');
     }
+    /* the Timestamp's text, once: for the ETag and for the member */
+    char ts[40];
+    size_t tn = edm_datetime_format(timestamp, ts);
     if (ctx->level != ODATA_NOMETADATA) {
-        n = entity_etag(e->timestamp, tmp);
-        put_string_member(b, &first, "odata.etag", tmp, n);
+        /* the ETag's JSON text: its two inner quotes escaped */
+        n = etag_from_text(ts, tn, tmp + 1);   /* W/"datetime'...'" */
+        memcpy(tmp, "W/\\", 3);                 /* W/\"datetime'...'" */
+        memcpy(tmp + n, "\\\"", 2);              /* W/\"datetime'...'\" */
+        put_member(b, &first, "odata.etag", 10);
+        put_plain_string(b, tmp, n + 2);
     }
     if (ctx->level == ODATA_FULL) {
         put_member(b, &first, "odata.editLink", 14);
@@ -839,24 +979,29 @@ void entity_json_write(struct buf *b, const struct entity *e, const struct entit
     if (selected(ctx, all, "Timestamp", 9)) {
         if (ctx->level == ODATA_FULL)
             put_annotation(b, &first, "Timestamp", 9, EDM_DATETIME);
-        n = edm_datetime_format(e->timestamp, tmp);
-        put_string_member(b, &first, "Timestamp", tmp, n);
+        put_member(b, &first, "Timestamp", 9);
+        put_plain_string(b, ts, tn);
     }
-    for (size_t i = 0; i < e->nprops; i++) {
-        const struct property *p = &e->props[i];
-        if (!selected(ctx, all, p->name, p->name_len))
+    const char *name;
+    size_t name_len;
+    struct edm_value v;
+    int rc;
+    while ((rc = prop_iter_next(&it, &name, &name_len, &v)) == 1) {
+        if (!selected(ctx, all, name, name_len))
             continue;
-        if (ctx->level != ODATA_NOMETADATA && needs_annotation(&p->v))
-            put_annotation(b, &first, p->name, p->name_len, p->v.type);
-        put_member(b, &first, p->name, p->name_len);
-        put_value(b, &p->v);
+        if (ctx->level != ODATA_NOMETADATA && needs_annotation(&v))
+            put_annotation(b, &first, name, name_len, v.type);
+        put_member(b, &first, name, name_len);
+        put_value(b, &v);
     }
+    if (rc < 0)
+        return -1;
     /* listed but absent: "X":null, in $select order, each once */
     for (size_t i = 0; !all && i < ctx->nselect; i++) {
         const char *s = ctx->select[i];
         size_t sl = strlen(s);
         if (strcmp(s, "PartitionKey") == 0 || strcmp(s, "RowKey") == 0 ||
-            strcmp(s, "Timestamp") == 0 || entity_find(e, s, sl) >= 0)
+            strcmp(s, "Timestamp") == 0 || prop_src_has(src, s, sl))
             continue;
         size_t j = 0;
         while (j < i && strcmp(ctx->select[j], s) != 0)
@@ -867,6 +1012,29 @@ void entity_json_write(struct buf *b, const struct entity *e, const struct entit
         buf_puts(b, "null");
     }
     buf_putc(b, '}');
+    return 0;
+}
+
+void entity_json_write(struct buf *b, const struct entity *e, const struct entity_json_ctx *ctx)
+{
+    struct prop_src src = {e, NULL, 0};
+    write_entry(b, e->pk ? e->pk : "", e->pk ? e->pk_len : 0, e->rk ? e->rk : "",
+                e->rk ? e->rk_len : 0, &src, ctx);
+}
+
+int entity_json_write_value(struct buf *b, const char *pk, size_t pk_len, const char *rk,
+                            size_t rk_len, const void *val, size_t val_len,
+                            const struct entity_json_ctx *ctx)
+{
+    struct prop_src src = {NULL, val, val_len};
+    size_t at = b->len;
+    if (write_entry(b, pk, pk_len, rk, rk_len, &src, ctx) == 0)
+        return 0;
+    if (b->len > at) {   /* nothing of a malformed entry stays */
+        b->len = at;
+        b->data[at] = '\0';
+    }
+    return -1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -881,6 +1049,12 @@ size_t entity_etag(int64_t ticks, char *out)
 {
     char ts[40];
     size_t tn = edm_datetime_format(ticks, ts);
+    return etag_from_text(ts, tn, out);
+}
+
+/* The ETag of a Timestamp already formatted as ts[0..tn). */
+static size_t etag_from_text(const char *ts, size_t tn, char *out)
+{
     size_t n = 0;
     memcpy(out, ETAG_HEAD, sizeof ETAG_HEAD - 1);
     n += sizeof ETAG_HEAD - 1;

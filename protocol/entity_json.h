@@ -57,6 +57,14 @@ struct entity_json_ctx {
  * select list only listed properties appear (PartitionKey/RowKey/Timestamp
  * only if listed; listed-but-absent ones as null), in stored order. */
 void entity_json_write(struct buf *b, const struct entity *e, const struct entity_json_ctx *ctx);
+/* The same entry written straight from a stored entity: its keys and its
+ * value as entity_encode made it (Timestamp and properties are read in
+ * place; nothing is decoded into a struct entity or allocated). The
+ * output is byte for byte entity_json_write's for entity_decode of val.
+ * 0, or -1 for a malformed value (b is then as it was). */
+int entity_json_write_value(struct buf *b, const char *pk, size_t pk_len, const char *rk,
+                            size_t rk_len, const void *val, size_t val_len,
+                            const struct entity_json_ctx *ctx);
 
 /* Appends s as a JSON string literal (quotes included, escapes per SPEC 5.7). */
 void json_put_string(struct buf *b, const char *s, size_t n);

@@ -3,7 +3,8 @@
  * A request's $filter text (already percent-decoded, '+' already turned into
  * a space by url_decode) is compiled once with filter_compile into a small
  * tree in the request arena. filter_match then evaluates that tree against
- * every entity the scan produces; nothing is re-parsed per entity.
+ * every entity the scan produces, on its stored encoding; nothing is
+ * re-parsed or decoded per entity.
  *
  * filter_plan turns the conditions on PartitionKey and RowKey (TableName for
  * Query Tables) into key ranges, so a scan reads only what can match. A plan
@@ -93,8 +94,24 @@ int filter_compile(struct arena *a, const char *text, size_t len, enum filter_ta
  * (NULL stops counting). */
 void filter_set_stats(struct filter *f, struct filter_stats *st);
 
-/* 1 when entity e satisfies f (an FILTER_ENTITIES filter), else 0. */
-int filter_match(const struct filter *f, const struct entity *e);
+/* One entity as a scan reads it: its keys, and its value as stored
+ * (entity_encode), which the filter reads in place: a comparison finds its
+ * property by walking the stored names and reads only that value, so no
+ * entity is decoded and nothing is allocated. */
+struct filter_row {
+    const char *pk, *rk; /* may be NULL when !filter_needs_keys(f) */
+    size_t pk_len, rk_len;
+    const void *val;
+    size_t val_len;
+};
+
+/* 1 when row satisfies f (an FILTER_ENTITIES filter), else 0; -1 when
+ * the part of the value the filter read is malformed (the row is corrupt:
+ * the caller skips it). A FILTER_TABLES filter matches no row. */
+int filter_match(const struct filter *f, const struct filter_row *row);
+/* 1 when f compares PartitionKey or RowKey: filter_match then reads the
+ * row's keys (a caller may otherwise leave them undecoded). */
+int filter_needs_keys(const struct filter *f);
 /* 1 when the table named name[0..len) satisfies f (a FILTER_TABLES filter;
  * TableName compares ordinally and case-sensitively), else 0. */
 int filter_match_table(const struct filter *f, const char *name, size_t len);

@@ -219,50 +219,55 @@ int fnode_eval_cmp(const struct filter *f, const struct fnode *n, const struct e
 
 /* What the filter is evaluated against. */
 struct subject {
-    const struct entity *e; /* FILTER_ENTITIES */
-    const char *table;      /* FILTER_TABLES */
+    const struct filter_row *row; /* FILTER_ENTITIES */
+    struct entity_cursor first;   /* its value opened at the first property */
+    int64_t timestamp;            /* its Timestamp (from the header) */
+    const char *table;            /* FILTER_TABLES */
     size_t table_len;
+    int bad;                      /* the row's value is malformed */
 };
 
-/* The value of n's property, or NULL when the subject lacks it. */
-static const struct edm_value *lookup(const struct subject *s, const struct fnode *n,
+/* The value of n's property, or NULL when the subject lacks it (or its
+ * value turns out malformed: s->bad). Custom properties are looked up in
+ * the stored bytes, skipping the others unread. */
+static const struct edm_value *lookup(struct subject *s, const struct fnode *n,
                                       struct edm_value *tmp)
 {
     switch (n->prop) {
     case FP_PK:
         tmp->type = EDM_STRING;
-        tmp->u.s.ptr = s->e->pk;
-        tmp->u.s.len = s->e->pk_len;
+        tmp->u.s.ptr = s->row->pk;
+        tmp->u.s.len = s->row->pk_len;
         return tmp;
     case FP_RK:
         tmp->type = EDM_STRING;
-        tmp->u.s.ptr = s->e->rk;
-        tmp->u.s.len = s->e->rk_len;
+        tmp->u.s.ptr = s->row->rk;
+        tmp->u.s.len = s->row->rk_len;
         return tmp;
     case FP_TIMESTAMP:
         tmp->type = EDM_DATETIME;
-        tmp->u.ticks = s->e->timestamp;
+        tmp->u.ticks = s->timestamp;
         return tmp;
     case FP_TABLENAME:
         tmp->type = EDM_STRING;
         tmp->u.s.ptr = s->table;
         tmp->u.s.len = s->table_len;
         return tmp;
-    case FP_CUSTOM:
-        if (!s->e)
+    case FP_CUSTOM: {
+        if (!s->row)
             return NULL;
-        for (size_t i = 0; i < s->e->nprops; i++) {
-            const struct property *p = &s->e->props[i];
-            if (p->name_len == n->name_len && memcmp(p->name, n->name, n->name_len) == 0)
-                return &p->v;
-        }
-        return NULL;
+        struct entity_cursor c = s->first;
+        int rc = entity_cursor_find(&c, n->name, n->name_len, tmp);
+        if (rc < 0)
+            s->bad = 1;
+        return rc == 1 ? tmp : NULL;
+    }
     }
     return NULL;
 }
 
 /* Value of subtree n for subject s; and/or short-circuit. */
-static int eval(const struct filter *f, const struct fnode *n, const struct subject *s)
+static int eval(const struct filter *f, const struct fnode *n, struct subject *s)
 {
     struct edm_value tmp;
     const struct edm_value *v;
@@ -307,17 +312,38 @@ void filter_set_stats(struct filter *f, struct filter_stats *st)
     f->stats = st;
 }
 
-int filter_match(const struct filter *f, const struct entity *e)
+/* 1 when a subtree names PartitionKey or RowKey. */
+static int uses_keys(const struct fnode *n)
 {
-    struct subject s = {e, NULL, 0};
+    if (n->kind == FN_CMP || n->kind == FN_BOOL)
+        return n->prop == FP_PK || n->prop == FP_RK;
+    for (const struct fnode *k = n->kids; k; k = k->next)
+        if (uses_keys(k))
+            return 1;
+    return 0;
+}
+
+int filter_needs_keys(const struct filter *f)
+{
+    return f->target == FILTER_ENTITIES && uses_keys(f->root);
+}
+
+int filter_match(const struct filter *f, const struct filter_row *row)
+{
+    struct subject s = {.row = row};
     if (f->target != FILTER_ENTITIES)
         return count(f, 0);
-    return count(f, eval(f, f->root, &s));
+    if (row && entity_cursor_open(&s.first, row->val, row->val_len, &s.timestamp) < 0)
+        return -1;
+    int r = eval(f, f->root, &s);
+    if (s.bad)
+        return -1;
+    return count(f, r);
 }
 
 int filter_match_table(const struct filter *f, const char *name, size_t len)
 {
-    struct subject s = {NULL, name, len};
+    struct subject s = {.table = name, .table_len = len};
     if (f->target != FILTER_TABLES || f->never)
         return count(f, 0);
     return count(f, eval(f, f->root, &s));

@@ -339,20 +339,100 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
     free_subs(&sresp, 1);
 }
 
+/* Entities read for some writes of a changeset (batch_read). */
+struct batch_reads {
+    size_t m;                  /* how many */
+    size_t *idx;               /* the write of each (arena) */
+    struct entity *cur;        /* its entity, when found */
+    int *found;
+};
+
+/* The current state of the entities of some of the writes w[0..n) (those
+ * prepared without a read when blind, else those judged on one), read in
+ * one store call (one round trip on postgres, instead of one read each):
+ * r->m of them, write r->idx[k] found (r->found[k]) as r->cur[k]. 0, or a
+ * negative backend status. */
+static int batch_read(struct req_ctx *c, const struct entity_write *w, size_t n, int blind,
+                      struct batch_reads *r)
+{
+    r->m = 0;
+    r->idx = NULL;
+    for (size_t i = 0; i < n; i++)
+        r->m += (blind ? w[i].blind : w[i].need_read) != 0;
+    if (!r->m)
+        return 0;
+    const char **keys = arena_alloc(c->a, r->m * sizeof *keys);
+    size_t *lens = arena_alloc(c->a, r->m * sizeof *lens);
+    r->idx = arena_alloc(c->a, r->m * sizeof *r->idx);
+    r->cur = arena_alloc(c->a, r->m * sizeof *r->cur);
+    r->found = arena_alloc(c->a, r->m * sizeof *r->found);
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (blind ? w[i].blind : w[i].need_read) {
+            keys[k] = w[i].key;
+            lens[k] = w[i].key_len;
+            r->idx[k++] = i;
+        }
+    return store_entity_get_many(c->svc->store, c->a, keys, lens, r->m, r->cur, r->found);
+}
+
+/* Judges, in batch order, the writes w[0..n) judged on their entities'
+ * current state (upserts, merges, and on a shared store If-Match "*"),
+ * all read at once. Returns n, or the index of the first that fails with
+ * its error in *e (a failed read fails the first of them). */
+static size_t batch_judge(struct req_ctx *c, struct req_ctx *subs, struct entity_write *w,
+                          size_t n, enum terr *e)
+{
+    struct batch_reads r;
+    int rc = batch_read(c, w, n, 0, &r);
+    if (rc < 0) {
+        *e = terr_from_backend(rc);
+        return r.idx ? r.idx[0] : 0;
+    }
+    for (size_t k = 0; k < r.m; k++)
+        if ((*e = entity_judge(&subs[r.idx[k]], &w[r.idx[k]], r.found[k], &r.cur[k])))
+            return r.idx[k];
+    return n;
+}
+
+/* The first of the writes w[0..n) prepared without a read (blind) that
+ * its entity's current state refuses, all read at once: its index with
+ * its error in *e, or n when none is (a failed read fails the first blind
+ * write). Only a changeset that fails anyway asks: an earlier blind
+ * write's failure comes first in batch order. */
+static size_t batch_blind_first(struct req_ctx *c, struct req_ctx *subs,
+                                const struct entity_write *w, size_t n, enum terr *e)
+{
+    struct batch_reads r;
+    int rc = batch_read(c, w, n, 1, &r);
+    if (rc < 0) {
+        *e = terr_from_backend(rc);
+        return r.idx ? r.idx[0] : 0;
+    }
+    for (size_t k = 0; k < r.m; k++)
+        if ((*e = entity_conflict_on(&subs[r.idx[k]], &w[r.idx[k]], r.found[k], &r.cur[k])))
+            return r.idx[k];
+    return n;
+}
+
 /* Routes, checks and prepares every operation of a changeset into w (one
- * sub-request each). admit: charge the throttle (the first round only).
- * 0, or -1 when the batch was answered (an operation failed). */
+ * sub-request each): first every check that needs no read, up to the
+ * first operation that fails one; then the reads of the operations before
+ * it, all in one store call (batch_judge). The first operation in batch
+ * order that fails answers the changeset, as if each had been prepared
+ * in turn. admit: charge the throttle (the first round only). 0, or -1
+ * when the batch was answered (an operation failed). */
 static int batch_prepare(struct req_ctx *c, const struct multipart_batch *mb,
                          struct entity_write *w, struct req_ctx *subs, struct request *sreqs,
                          struct response *sresps, struct multipart_part *parts, int admit)
 {
     struct req_ctx tmpl;           /* routing of the last operation routed in full */
     const struct multipart_op *tmpl_op = NULL;
+    size_t stop = mb->nops;        /* the operation whose checks failed */
+    enum terr e = TERR_NONE;
     for (size_t i = 0; i < mb->nops; i++) {
         struct req_ctx *sub = &subs[i];
         int reuse = tmpl_op && same_route(tmpl_op, &mb->ops[i]);
-        enum terr e =
-            prepare_part(c, &mb->ops[i], sub, &sreqs[i], &sresps[i], reuse ? &tmpl : NULL);
+        e = prepare_part(c, &mb->ops[i], sub, &sreqs[i], &sresps[i], reuse ? &tmpl : NULL);
         if (!e && !reuse) {
             tmpl = *sub;
             tmpl_op = &mb->ops[i];
@@ -371,26 +451,30 @@ static int batch_prepare(struct req_ctx *c, const struct multipart_batch *mb,
             return -1;
         }
         if (!e)
-            e = entity_prepare(sub, &w[i]);
+            e = entity_prepare_early(sub, &w[i]);
         if (e) {
-            /* an earlier write prepared without a read may fail first */
-            size_t prepared = i + 1;
-            for (size_t j = 0; j < i; j++) {
-                enum terr ej = w[j].blind ? entity_conflict(&subs[j], &w[j]) : TERR_NONE;
-                if (ej) {
-                    sub = &subs[j];
-                    e = ej;
-                    i = j;
-                    break;
-                }
-            }
-            fail_part(c, sub, i, e, mb->ops[i].content_id, &parts[0]);
-            batch_reply(c, parts, 1, 0);
-            free_subs(sresps, prepared);
-            return -1;
+            stop = i;
+            break;
         }
     }
-    return 0;
+    size_t prepared = stop < mb->nops ? stop + 1 : mb->nops;   /* sub-responses made */
+    enum terr je;
+    size_t fail = batch_judge(c, subs, w, stop, &je);
+    if (fail < stop)
+        e = je;
+    if (fail == mb->nops)
+        return 0;
+    /* an earlier write prepared without a read may fail first */
+    enum terr be;
+    size_t bf = batch_blind_first(c, subs, w, fail, &be);
+    if (bf < fail) {
+        e = be;
+        fail = bf;
+    }
+    fail_part(c, &subs[fail], fail, e, mb->ops[fail].content_id, &parts[0]);
+    batch_reply(c, parts, 1, 0);
+    free_subs(sresps, prepared);
+    return -1;
 }
 
 void op_batch(struct req_ctx *c)

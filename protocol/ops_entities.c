@@ -216,18 +216,25 @@ static enum terr entity_verdict(enum store_verdict v)
     return TERR_NONE;
 }
 
+enum terr entity_conflict_on(struct req_ctx *c, const struct entity_write *w, int found,
+                             const struct entity *cur)
+{
+    struct backend_cond cond;
+    return entity_verdict(store_judge(entity_intent(c->op), &w->pc, found,
+                                      found ? cur->timestamp : 0, store_shared(c->svc->store),
+                                      &cond));
+}
+
 enum terr entity_conflict(struct req_ctx *c, const struct entity_write *w)
 {
     struct entity cur = {0};
     int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
     if (found < 0)
         return terr_from_backend(found);
-    struct backend_cond cond;
-    return entity_verdict(store_judge(entity_intent(c->op), &w->pc, found, cur.timestamp,
-                                      store_shared(c->svc->store), &cond));
+    return entity_conflict_on(c, w, found, &cur);
 }
 
-enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
+enum terr entity_prepare_early(struct req_ctx *c, struct entity_write *w)
 {
     memset(w, 0, sizeof *w);
     w->op = c->op;
@@ -293,27 +300,43 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
         store_judge_blind(entity_intent(c->op), &pc, &w->cond);
         return TERR_NONE;
     }
+    w->need_read = 1;
+    return TERR_NONE;
+}
+
+enum terr entity_judge(struct req_ctx *c, struct entity_write *w, int found, struct entity *cur)
+{
+    w->created = !found && !w->del;
+    w->cur_ticks = found ? cur->timestamp : 0;
+    enum terr verdict =
+        entity_verdict(store_judge(entity_intent(c->op), &w->pc, found, cur->timestamp,
+                                   store_shared(c->svc->store), &w->cond));
+    if (verdict || !found)
+        return verdict;
+    if ((c->op == OP_MERGE_ENTITY || c->op == OP_INSERT_OR_MERGE)) {
+        cur->pk = w->e.pk;
+        cur->pk_len = w->e.pk_len;
+        cur->rk = w->e.rk;
+        cur->rk_len = w->e.rk_len;
+        entity_merge(c->a, cur, &w->e);
+        enum terr err = entity_check_limits(cur);
+        if (err)
+            return err;
+        w->e = *cur;
+    }
+    return TERR_NONE;
+}
+
+enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
+{
+    enum terr err = entity_prepare_early(c, w);
+    if (err || !w->need_read)
+        return err;
     struct entity cur = {0};
     int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
     if (found < 0)
         return terr_from_backend(found);
-    w->created = !found && !w->del;
-    w->cur_ticks = found ? cur.timestamp : 0;
-    enum terr verdict = entity_verdict(store_judge(entity_intent(c->op), &pc, found, cur.timestamp,
-                                                   store_shared(c->svc->store), &w->cond));
-    if (verdict || !found)
-        return verdict;
-    if ((c->op == OP_MERGE_ENTITY || c->op == OP_INSERT_OR_MERGE)) {
-        cur.pk = w->e.pk;
-        cur.pk_len = w->e.pk_len;
-        cur.rk = w->e.rk;
-        cur.rk_len = w->e.rk_len;
-        entity_merge(c->a, &cur, &w->e);
-        if ((err = entity_check_limits(&cur)))
-            return err;
-        w->e = cur;
-    }
-    return TERR_NONE;
+    return entity_judge(c, w, found, &cur);
 }
 
 int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *failed)

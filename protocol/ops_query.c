@@ -65,12 +65,25 @@ struct page {
     struct entity_json_ctx jc;
     struct atom_ctx ac;        /* c->atom: the feed's entries */
     int limit, count, ranged, done;
+    int keys_first;             /* the filter reads PartitionKey / RowKey */
     long examined, budget;
     int64_t deadline;
     size_t max_bytes;           /* the page ends once its body is larger */
     struct kv_iter *it;         /* the page's one cursor (one snapshot) */
     struct arena *scratch;      /* per-row memory, reset every row */
 };
+
+/* Decodes the keys of entity key k into row (scratch memory). 0, or -1
+ * for a malformed key (logged; the row is skipped). */
+static int row_keys(struct page *pg, const void *k, size_t kl, struct filter_row *row)
+{
+    uint64_t id;
+    if (keys_entity_decode(pg->scratch, k, kl, &id, &row->pk, &row->pk_len, &row->rk,
+                           &row->rk_len) == 0)
+        return 0;
+    log_error("query: corrupt entity in the store; skipped");
+    return -1;
+}
 
 /* Scans backend keys [start, end) into the page with its cursor. 0, or
  * -1 on a backend error. Sets pg->done once the page is complete
@@ -101,19 +114,28 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
         }
         pg->examined++;
         svc->rows_examined++;
-        /* Per-entity memory comes from a scratch arena reset every row, so
-         * a long scan uses constant memory. */
+        /* The filter and the JSON read the stored value in place; only the
+         * keys are decoded, into a scratch arena reset every row (so a long
+         * scan uses constant memory), and only when something reads them. */
         arena_reset(pg->scratch);
-        struct entity e = {0};
-        uint64_t id;
-        if (keys_entity_decode(pg->scratch, k, kl, &id, &e.pk, &e.pk_len, &e.rk, &e.rk_len) != 0 ||
-            entity_decode(pg->scratch, v, vl, &e) != 0) {
+        struct filter_row row = {.val = v, .val_len = vl};
+        int have_keys = 0;
+        if (pg->keys_first) {
+            if (row_keys(pg, k, kl, &row) != 0)
+                continue;
+            have_keys = 1;
+        }
+        int m = query_match_entity(pg->q, &row);
+        if (m < 0) {
             log_error("query: corrupt entity in the store; skipped");
             continue;
         }
-        if (!query_match_entity(pg->q, &e))
+        if (!m)
             continue;
-        if (pg->ranged && !auth_range_contains(&c->auth.range, e.pk, e.pk_len, e.rk, e.rk_len))
+        if (!have_keys && row_keys(pg, k, kl, &row) != 0)
+            continue;
+        if (pg->ranged && !auth_range_contains(&c->auth.range, row.pk, row.pk_len, row.rk,
+                                               row.rk_len))
             continue;
         if (pg->count == pg->limit || (pg->count > 0 && b->len > pg->max_bytes)) {
             continuation(c, k, kl);
@@ -121,14 +143,28 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
             break;
         }
         if (c->atom) {
+            struct entity e = {.pk = row.pk, .rk = row.rk, .pk_len = row.pk_len,
+                               .rk_len = row.rk_len};
+            if (entity_decode(pg->scratch, v, vl, &e) != 0) {
+                log_error("query: corrupt entity in the store; skipped");
+                continue;
+            }
             pg->count++;
             atom_write_entity(b, &e, &pg->ac, 0);
         } else {
-            if (pg->count++)
+            size_t at = b->len;
+            if (pg->count)
                 buf_putc(b, ',');
-            entity_json_write(b, &e, &pg->jc);
+            if (entity_json_write_value(b, row.pk, row.pk_len, row.rk, row.rk_len, v, vl,
+                                        &pg->jc) != 0) {
+                b->len = at;
+                b->data[at] = '\0';
+                log_error("query: corrupt entity in the store; skipped");
+                continue;
+            }
+            pg->count++;
         }
-        service_query_entity(c, e.pk, e.pk_len);  /* one token per entity */
+        service_query_entity(c, row.pk, row.pk_len);  /* one token per entity */
     }
     if (rc < 0)
         log_error("query: %s", kv_iter_error(it));
@@ -200,6 +236,7 @@ void op_query_entities(struct req_ctx *c)
                          ? c->req->reply_budget
                          : PAGE_MAX_BYTES,
         .ranged = auth_range_active(&c->auth.range),
+        .keys_first = q.filter && filter_needs_keys(q.filter),
         .budget = c->svc->cfg->scan_budget,
         .deadline =
             c->svc->cfg->scan_budget_ms > 0 ? clock_mono_ms() + c->svc->cfg->scan_budget_ms : 0,

@@ -131,7 +131,7 @@ int query_match_table(const struct query_opts *q, const char *name, size_t n)
     return !q->filter || filter_match_table(q->filter, name, n);
 }
 
-int query_match_entity(const struct query_opts *q, const struct entity *e)
+int query_match_entity(const struct query_opts *q, const struct filter_row *row)
 {
-    return !q->filter || filter_match(q->filter, e);
+    return !q->filter ? 1 : filter_match(q->filter, row);
 }

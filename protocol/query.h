@@ -9,6 +9,7 @@
 enum query_kind { QUERY_TABLES, QUERY_ENTITIES, QUERY_POINT };
 
 struct filter;
+struct filter_row;
 
 struct query_opts {
     int top;                    /* 0 = no $top */
@@ -25,7 +26,8 @@ enum terr query_opts_parse(struct req_ctx *c, enum query_kind kind, struct query
 
 /* Query Tables: does table name match q's filter? */
 int query_match_table(const struct query_opts *q, const char *name, size_t n);
-/* Query Entities: does e match q's filter? */
-int query_match_entity(const struct query_opts *q, const struct entity *e);
+/* Query Entities: does a stored row match q's filter? 1, 0, or -1 when
+ * its value is malformed (see filter_match). */
+int query_match_entity(const struct query_opts *q, const struct filter_row *row);
 
 #endif

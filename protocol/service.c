@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/coro.h"
 #include "core/fault.h"
+#include "core/heap.h"
 #include "core/jsonpeek.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -727,6 +728,7 @@ static void service_job_fin(void *arg)
 int service_handle(struct service *svc, struct request *req, struct response *resp,
                    void (*done)(void *token), void *token)
 {
+    svc->requests++;
     if (!kv_defers(svc->kv) || !done || coro_current()) {
         service_run(svc, req, resp);
         return done ? service_answer(svc, req, resp, done, token) : 1;
@@ -823,6 +825,7 @@ static int purge_once(struct service *svc)
     if (pr.account >= 0)
         metrics_entities_add(svc->metrics, (unsigned)pr.account, -(int64_t)pr.removed);
     metrics_purge(svc->metrics, purge_pending(svc->purge), pr.removed);
+    heap_freed(pr.bytes);
     if (pr.finished)
         log_info("deleted table %llu: all of its entities are removed",
                  (unsigned long long)pr.id);
@@ -851,8 +854,42 @@ static void purge_adopt(struct service *svc)
     }
 }
 
+/* How long no request may begin before freed memory is given back. */
+#define GIVE_BACK_IDLE_MS 1000
+
+/* After much was freed (the entities of deleted tables: core/heap.h),
+ * gives the free heap back to the system once no request began for
+ * GIVE_BACK_IDLE_MS: it takes 0.1-0.2 s for a GiB (the walk over the
+ * heap, and mostly the kernel dropping the pages), which no request
+ * should wait for. Returns the milliseconds
+ * until the next look, or -1: nothing to give back. */
+static int give_back_step(struct service *svc)
+{
+    if (!heap_give_back_due())
+        return -1;
+    uint64_t now = clock_mono_us();
+    if (!svc->give_back_at_us || svc->requests != svc->give_back_seen) {
+        svc->give_back_seen = svc->requests;
+        svc->give_back_at_us = now + GIVE_BACK_IDLE_MS * 1000u;
+    }
+    if (now < svc->give_back_at_us)
+        return (int)((svc->give_back_at_us - now + 999) / 1000);
+    svc->give_back_at_us = 0;
+    size_t given = heap_give_back();
+    log_info("gave %zu MiB of freed memory back to the system in %.1f ms", given >> 20,
+             (double)(clock_mono_us() - now) / 1000.0);
+    return -1;
+}
+
+/* The earlier of two waits in milliseconds, where -1 is none. */
+static int wait_min(int a, int b)
+{
+    return a < 0 ? b : b < 0 ? a : a < b ? a : b;
+}
+
 /* One background step (see service_background): the store's probe (while
- * it fails, and always on a shared store: /healthz), then a purge step. */
+ * it fails, and always on a shared store: /healthz), then a purge step,
+ * and when no purge is left, the give-back of freed memory. */
 static int service_background_step(struct service *svc)
 {
     int idle = -1;   /* the wait when there is no purge to do */
@@ -869,10 +906,12 @@ static int service_background_step(struct service *svc)
             purge_adopt(svc);
         }
     }
-    if (!purge_pending(svc->purge))
-        return idle;
-    int ms = purge_once(svc);
-    return ms < 0 ? idle : ms;
+    if (purge_pending(svc->purge)) {
+        int ms = purge_once(svc);
+        if (ms >= 0)
+            return ms;
+    }
+    return wait_min(idle, give_back_step(svc));
 }
 
 /* The background step on its coroutine (a deferred store). */

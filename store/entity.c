@@ -4,6 +4,7 @@
 
 #include "core/coding.h"
 
+#include <endian.h>
 #include <string.h>
 
 
@@ -150,6 +151,17 @@ static int rd_be(struct reader *r, int nbytes, uint64_t *out)
     if (rd_bytes(r, (size_t)nbytes, &p) < 0)
         return -1;
     uint64_t v = 0;
+    if (nbytes == 8) {   /* the common widths as one load each */
+        memcpy(&v, p, 8);
+        *out = be64toh(v);
+        return 0;
+    }
+    if (nbytes == 4) {
+        uint32_t w;
+        memcpy(&w, p, 4);
+        *out = be32toh(w);
+        return 0;
+    }
     for (int i = 0; i < nbytes; i++)
         v = v << 8 | p[i];
     *out = v;
@@ -186,11 +198,9 @@ static int rd_blob(struct reader *r, const uint8_t **p, size_t *n)
     return rd_bytes(r, *n, p);
 }
 
-/* Parses an entity_encode value; every read is bounds-checked, unknown
- * versions/types, non-0/1 booleans and trailing bytes are rejected. Names
- * are copied into the arena (they must be NUL-terminated); string and
- * binary values point into val. */
-int entity_decode(struct arena *a, const void *val, size_t len, struct entity *e)
+/* Checks an entity_encode value's header (version, timestamp, a property
+ * count the bytes can hold) and positions c on its first property. */
+int entity_cursor_open(struct entity_cursor *c, const void *val, size_t len, int64_t *timestamp)
 {
     struct reader r = { val, len, 0 };
     uint64_t u, count;
@@ -199,78 +209,159 @@ int entity_decode(struct arena *a, const void *val, size_t len, struct entity *e
         return -1;
     if (rd_be(&r, 8, &u) < 0)
         return -1;
-    int64_t ts = (int64_t)u;
     if (rd_varint(&r, &count) < 0)
         return -1;
     /* each property takes at least 3 bytes: type, name length, value */
     if (count > (len - r.off) / 3)
         return -1;
+    *timestamp = (int64_t)u;
+    c->p = val;
+    c->len = len;
+    c->off = r.off;
+    c->left = count;
+    return 0;
+}
+
+/* Reads one property's type and name. 1, 0 when none is left (-1 when
+ * bytes trail the last one), -1 when malformed. */
+static int cursor_head(struct entity_cursor *c, enum edm_type *type, const char **name,
+                       size_t *name_len)
+{
+    struct reader r = { c->p, c->len, c->off };
+    const uint8_t *p;
+    if (c->left == 0)
+        return c->off == c->len ? 0 : -1;
+    if (rd_bytes(&r, 1, &p) < 0 || *p < EDM_STRING || *p > EDM_INT64)
+        return -1;
+    *type = (enum edm_type)*p;
+    if (rd_blob(&r, &p, name_len) < 0)
+        return -1;
+    *name = (const char *)p;
+    c->off = r.off;
+    c->left--;
+    return 1;
+}
+
+/* Reads the value of a property of type t into *v (NULL: skips it).
+ * Non-0/1 booleans are malformed. 0 or -1. */
+static int cursor_value(struct entity_cursor *c, enum edm_type t, struct edm_value *v)
+{
+    struct reader r = { c->p, c->len, c->off };
+    const uint8_t *p = NULL;
+    uint64_t u = 0;
+    size_t n = 0;
+    switch (t) {
+    case EDM_STRING:
+    case EDM_BINARY:
+        if (rd_blob(&r, &p, &n) < 0)
+            return -1;
+        break;
+    case EDM_INT32:
+        if (rd_be(&r, 4, &u) < 0)
+            return -1;
+        break;
+    case EDM_INT64:
+    case EDM_DATETIME:
+    case EDM_DOUBLE:
+        if (rd_be(&r, 8, &u) < 0)
+            return -1;
+        break;
+    case EDM_BOOLEAN:
+        if (rd_bytes(&r, 1, &p) < 0 || *p > 1)
+            return -1;
+        break;
+    case EDM_GUID:
+        if (rd_bytes(&r, 16, &p) < 0)
+            return -1;
+        break;
+    default:
+        return -1;
+    }
+    c->off = r.off;
+    if (!v)
+        return 0;
+    v->type = t;
+    switch (t) {
+    case EDM_STRING:
+    case EDM_BINARY:
+        v->u.s.ptr = (const char *)p;
+        v->u.s.len = n;
+        break;
+    case EDM_INT32:
+        v->u.i32 = (int32_t)(uint32_t)u;
+        break;
+    case EDM_INT64:
+        v->u.i64 = (int64_t)u;
+        break;
+    case EDM_DATETIME:
+        v->u.ticks = (int64_t)u;
+        break;
+    case EDM_DOUBLE:
+        memcpy(&v->u.d, &u, sizeof v->u.d);
+        break;
+    case EDM_BOOLEAN:
+        v->u.b = *p;
+        break;
+    case EDM_GUID:
+        memcpy(v->u.guid, p, 16);
+        break;
+    }
+    return 0;
+}
+
+int entity_cursor_next(struct entity_cursor *c, const char **name, size_t *name_len,
+                       struct edm_value *v)
+{
+    enum edm_type t;
+    int rc = cursor_head(c, &t, name, name_len);
+    if (rc <= 0)
+        return rc;
+    return cursor_value(c, t, v) < 0 ? -1 : 1;
+}
+
+int entity_cursor_find(struct entity_cursor *c, const char *name, size_t name_len,
+                       struct edm_value *v)
+{
+    for (;;) {
+        enum edm_type t;
+        const char *pn;
+        size_t pl;
+        int rc = cursor_head(c, &t, &pn, &pl);
+        if (rc <= 0)
+            return rc;
+        if (pl == name_len && memcmp(pn, name, name_len) == 0)
+            return cursor_value(c, t, v) < 0 ? -1 : 1;
+        if (cursor_value(c, t, NULL) < 0)   /* other properties: skipped */
+            return -1;
+    }
+}
+
+/* Parses an entity_encode value through the cursor, so both readers agree
+ * on what is malformed (unknown versions/types, non-0/1 booleans, trailing
+ * bytes). Names are copied into the arena (they must be NUL-terminated);
+ * string and binary values point into val. */
+int entity_decode(struct arena *a, const void *val, size_t len, struct entity *e)
+{
+    struct entity_cursor c;
+    int64_t ts;
+    if (entity_cursor_open(&c, val, len, &ts) < 0)
+        return -1;
     e->timestamp = ts;
     e->props = NULL;
     e->nprops = e->cap = 0;
-    if (count) {
-        e->props = arena_alloc(a, (size_t)count * sizeof *e->props);
-        e->cap = (size_t)count;
+    if (c.left) {
+        e->props = arena_alloc(a, (size_t)c.left * sizeof *e->props);
+        e->cap = (size_t)c.left;
     }
-    for (uint64_t i = 0; i < count; i++) {
-        const uint8_t *name;
-        size_t name_len;
-        if (rd_bytes(&r, 1, &p) < 0)
-            return -1;
-        int type = *p;
-        if (type < EDM_STRING || type > EDM_INT64)
-            return -1;
-        if (rd_blob(&r, &name, &name_len) < 0)
-            return -1;
-        struct edm_value v;
-        memset(&v, 0, sizeof v);
-        v.type = (enum edm_type)type;
-        switch (v.type) {
-        case EDM_STRING:
-        case EDM_BINARY: {
-            const uint8_t *s;
-            size_t n;
-            if (rd_blob(&r, &s, &n) < 0)
-                return -1;
-            v.u.s.ptr = (const char *)s;
-            v.u.s.len = n;
-            break;
-        }
-        case EDM_INT32:
-            if (rd_be(&r, 4, &u) < 0)
-                return -1;
-            v.u.i32 = (int32_t)(uint32_t)u;
-            break;
-        case EDM_INT64:
-            if (rd_be(&r, 8, &u) < 0)
-                return -1;
-            v.u.i64 = (int64_t)u;
-            break;
-        case EDM_DATETIME:
-            if (rd_be(&r, 8, &u) < 0)
-                return -1;
-            v.u.ticks = (int64_t)u;
-            break;
-        case EDM_DOUBLE:
-            if (rd_be(&r, 8, &u) < 0)
-                return -1;
-            memcpy(&v.u.d, &u, sizeof v.u.d);
-            break;
-        case EDM_BOOLEAN:
-            if (rd_bytes(&r, 1, &p) < 0 || *p > 1)
-                return -1;
-            v.u.b = *p;
-            break;
-        case EDM_GUID:
-            if (rd_bytes(&r, 16, &p) < 0)
-                return -1;
-            memcpy(v.u.guid, p, 16);
-            break;
-        }
-        struct property *prop = entity_add(a, e, (const char *)name, name_len);
+    const char *name;
+    size_t name_len;
+    struct edm_value v;
+    int rc;
+    while ((rc = entity_cursor_next(&c, &name, &name_len, &v)) == 1) {
+        struct property *prop = entity_add(a, e, name, name_len);
         prop->v = v;
     }
-    return r.off == len ? 0 : -1;
+    return rc;
 }
 
 /* SPEC 4.12: 4 + 2*(len16(PK)+len16(RK)) + sum(8 + 2*len16(name) + value),

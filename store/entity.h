@@ -87,6 +87,31 @@ void entity_encode(const struct entity *e, struct buf *out);
  * they are in *e. Returns 0 or -1 for a malformed value. */
 int entity_decode(struct arena *a, const void *val, size_t len, struct entity *e);
 
+/* Reading an encoded value property by property where it lies, without a
+ * struct entity or any allocation (what a scan does with every row: its
+ * filter and its JSON are evaluated and written from the stored bytes).
+ * Every read is bounds-checked; the cursor and entity_decode agree on what
+ * is malformed, but a cursor only finds out about the bytes it reaches. */
+struct entity_cursor {
+    const uint8_t *p;
+    size_t len, off;
+    uint64_t left;   /* properties not read yet */
+};
+
+/* Opens val (an entity_encode value) at its first property and returns its
+ * Timestamp in *timestamp. 0, or -1 for a malformed header. */
+int entity_cursor_open(struct entity_cursor *c, const void *val, size_t len, int64_t *timestamp);
+/* The next property in stored order: its name (pointing into the value,
+ * NOT NUL-terminated) and value (strings and bytes point into the value).
+ * 1, 0 after the last one, -1 when malformed (also for bytes after it). */
+int entity_cursor_next(struct entity_cursor *c, const char **name, size_t *name_len,
+                       struct edm_value *v);
+/* Moves on to the first property named name[0..name_len) (exact) and
+ * reads its value; the values of the properties before it are skipped
+ * unread. 1 found, 0 absent, -1 malformed (as far as it read). */
+int entity_cursor_find(struct entity_cursor *c, const char *name, size_t name_len,
+                       struct edm_value *v);
+
 /* Size per SPEC 4.12 (UTF-16 based), for the 1 MiB EntityTooLarge check. */
 size_t entity_size(const struct entity *e);
 /* An upper bound of entity_size() that reads no string (byte lengths for

@@ -16,6 +16,8 @@ struct kv {
     int v2;                    /* the vtable is version 2 or newer */
     size_t max_key;            /* the backend's key limit (max_key_len) */
     void *v1_val;              /* a version-1 get()'s copy, freed at the next */
+    void *kept;                /* key and value of the last call waited for on
+                                  the main stack (see kv_call_done) */
     void (*wait_once)(void *arg);
     void *wait_arg;
 };
@@ -31,7 +33,37 @@ struct kv_iter {
 struct kv_wait {
     struct coro *co;           /* the coroutine to resume, or NULL */
     int done;
+    struct kv *keep;           /* waited for on the main stack: copy results */
 };
+
+/* Copies a completed call's borrowed key and value into kv->kept (freeing
+   the previous copy) and points the call at them. A backend's borrowed
+   results last only until done() returns; a coroutine runs inside done(),
+   but the main stack's waiter looks at them after it, and kv.h promises
+   them until the caller's next kv call. */
+static void kv_keep(struct kv *kv, struct backend_call *call)
+{
+    free(kv->kept);
+    kv->kept = NULL;
+    size_t kl = call->key ? call->key_len : 0, vl = call->val ? call->val_len : 0;
+    if (!call->key && !call->val)
+        return;
+    unsigned char *p = malloc(kl + vl + 1);
+    if (!p) {
+        call->status = BACKEND_NOMEM;
+        snprintf(call->err, sizeof call->err, "out of memory");
+        return;
+    }
+    if (kl)
+        memcpy(p, call->key, kl);
+    if (vl)
+        memcpy(p + kl, call->val, vl);
+    if (call->key)
+        call->key = p;
+    if (call->val)
+        call->val = p + kl;
+    kv->kept = p;
+}
 
 /* The backend's completion callback: marks the call done and resumes the
    coroutine that waits for it (from the event loop). After the resume the
@@ -39,6 +71,8 @@ struct kv_wait {
 static void kv_call_done(struct backend_call *call)
 {
     struct kv_wait *w = call->arg;
+    if (w->keep && call->status >= 0)
+        kv_keep(w->keep, call);
     w->done = 1;
     if (w->co)
         coro_resume(w->co);
@@ -49,7 +83,7 @@ static void kv_call_init(struct backend_call *call, struct kv_wait *w)
 {
     /* field by field: a memset of the 256-byte err on every call shows in
        a point GET's instruction count */
-    *w = (struct kv_wait){NULL, 0};
+    *w = (struct kv_wait){NULL, 0, NULL};
     call->done = kv_call_done;
     call->arg = w;
     call->want_counts = 0;
@@ -73,6 +107,7 @@ static int kv_finish(struct kv *kv, struct backend_call *call, int rc)
             while (!w->done)
                 coro_yield();
         } else if (kv->wait_once) {
+            w->keep = kv;
             while (!w->done)
                 kv->wait_once(kv->wait_arg);
         } else {
@@ -116,6 +151,7 @@ void kv_close(struct kv *kv)
         return;
     kv->ops->close(kv->st);
     free(kv->v1_val);
+    free(kv->kept);
     free(kv);
 }
 
@@ -182,6 +218,51 @@ int kv_get(struct kv *kv, const void *key, size_t key_len, const void **val, siz
         *val_len = vl;
     }
     return rc;
+}
+
+int kv_get_multi(struct kv *kv, struct backend_mget *keys, size_t n,
+                 void (*found)(void *arg, size_t i, const void *val, size_t val_len), void *arg,
+                 char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = kv_check_key(kv, keys[i].key, keys[i].key_len, err, errlen);
+        if (rc != BACKEND_OK)
+            return rc;
+    }
+    if (n == 0)
+        return BACKEND_OK;
+    if (!kv->v2 || !kv->ops->get_multi_v2) {
+        /* one get per key: each value is handed on before the next get
+           (which invalidates it) */
+        for (size_t i = 0; i < n; i++) {
+            const void *v;
+            size_t vl;
+            int rc = kv_get(kv, keys[i].key, keys[i].key_len, &v, &vl, err, errlen);
+            if (rc == BACKEND_OK)
+                found(arg, i, v, vl);
+            else if (rc != BACKEND_NOTFOUND)
+                return rc;
+        }
+        return BACKEND_OK;
+    }
+    struct backend_call call;
+    struct kv_wait w;
+    kv_call_init(&call, &w);
+    int rc = kv_finish(kv, &call, kv->ops->get_multi_v2(kv->st, keys, n, &call));
+    if (rc != BACKEND_OK) {
+        if (err && errlen)
+            snprintf(err, errlen, "%s", call.err);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (keys[i].status == BACKEND_OK)
+            found(arg, i, keys[i].val, keys[i].val_len);
+        else if (keys[i].status != BACKEND_NOTFOUND) {
+            errfmt_set(err, errlen, "multi-get: key %zu answered status %d", i, keys[i].status);
+            return BACKEND_IOERR;
+        }
+    }
+    return BACKEND_OK;
 }
 
 int kv_iter_open(struct kv *kv, const void *start, size_t start_len, const void *end,

@@ -61,6 +61,17 @@ void kv_set_waiter(struct kv *kv, void (*wait_once)(void *arg), void *arg);
 int kv_get(struct kv *kv, const void *key, size_t key_len, const void **val, size_t *val_len,
            char *err, size_t errlen);
 
+/* Several point lookups, in one round trip where the backend can
+   (get_multi_v2), else one get each. For every key i that exists,
+   found(arg, i, val, val_len) is called with the value borrowed for the
+   length of that call only (keys absent get no call; the calls may come
+   in any order). BACKEND_OK, or a failure (detail in err; some keys may
+   have been reported before it). keys[i].key/.key_len are read; the rest
+   of each element is the backend's to fill. */
+int kv_get_multi(struct kv *kv, struct backend_mget *keys, size_t n,
+                 void (*found)(void *arg, size_t i, const void *val, size_t val_len), void *arg,
+                 char *err, size_t errlen);
+
 /* A cursor over start <= key < end (see backend.h iter_open). */
 int kv_iter_open(struct kv *kv, const void *start, size_t start_len, const void *end,
                  size_t end_len, struct kv_iter **out, char *err, size_t errlen);

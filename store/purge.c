@@ -297,7 +297,7 @@ int purge_step(struct purge *p, struct kv *kv,
                             errlen);
     if (rc != BACKEND_OK)
         return rc;
-    size_t n = 0;
+    size_t n = 0, bytes = 0;
     const void *k, *v;
     size_t kl, vl;
     buf_reset(&p->keys);
@@ -308,6 +308,7 @@ int purge_step(struct purge *p, struct kv *kv,
         p->offs[n] = p->keys.len;
         p->lens[n] = kl;
         buf_append(&p->keys, k, kl);
+        bytes += kl + vl;
         n++;
     }
     kv_iter_close(it);
@@ -349,6 +350,7 @@ int purge_step(struct purge *p, struct kv *kv,
     if (rc != BACKEND_OK)
         return rc;
     pr->removed = n;
+    pr->bytes = bytes;
     if (last) {
         pr->finished = 1;
         job_done(p);

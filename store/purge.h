@@ -51,6 +51,7 @@ struct purge_progress {
     uint64_t id;         /* the table purged */
     int account;         /* the account given to purge_add(), or -1 */
     size_t removed;      /* entities deleted */
+    size_t bytes;        /* their keys' and values' bytes */
     int finished;        /* the table's purge is complete */
 };
 

@@ -348,6 +348,49 @@ int store_entity_get(struct store *s, struct arena *a, const char *key, size_t k
     return 1;
 }
 
+/* Where store_entity_get_many's values go. */
+struct store_many {
+    struct arena *a;
+    struct entity *e;
+    int *found;
+    int corrupt;               /* a value did not decode */
+};
+
+/* kv_get_multi's callback: decodes a borrowed value into a copy. */
+static void store_many_found(void *arg, size_t i, const void *val, size_t vl)
+{
+    struct store_many *m = arg;
+    char *copy = arena_alloc(m->a, vl ? vl : 1);
+    memcpy(copy, val, vl);
+    if (entity_decode(m->a, copy, vl, &m->e[i]) != 0)
+        m->corrupt = 1;
+    else
+        m->found[i] = 1;
+}
+
+int store_entity_get_many(struct store *s, struct arena *a, const char *const *keys,
+                          const size_t *lens, size_t n, struct entity *e, int *found)
+{
+    struct backend_mget *mg = arena_alloc(a, (n ? n : 1) * sizeof *mg);
+    struct store_many m = {a, e, found, 0};
+    for (size_t i = 0; i < n; i++) {
+        mg[i] = (struct backend_mget){keys[i], lens[i], 0, NULL, 0};
+        found[i] = 0;
+        memset(&e[i], 0, sizeof e[i]);
+    }
+    char err[256] = "";
+    int rc = kv_get_multi(s->kv, mg, n, store_many_found, &m, err, sizeof err);
+    if (rc != BACKEND_OK) {
+        log_error("backend get failed: %s", err);
+        return rc;
+    }
+    if (m.corrupt) {
+        log_error("corrupt entity value in the store");
+        return BACKEND_CORRUPT;
+    }
+    return 0;
+}
+
 enum store_verdict store_judge(enum store_intent intent, const struct store_precond *pc,
                                int found, int64_t cur_ticks, int shared,
                                struct backend_cond *cond)

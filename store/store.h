@@ -100,6 +100,14 @@ int64_t store_next_timestamp(struct store *s, int64_t after);
 int store_entity_get(struct store *s, struct arena *a, const char *key, size_t key_len,
                      struct entity *e);
 
+/* Reads the entities at keys[0..n) (entity keys, lens[i] bytes each) in
+   one backend call where the backend can (kv_get_multi: one round trip
+   on postgres): found[i] is 1 with e[i] decoded (its strings in a) or 0
+   when absent. 0, or a negative backend status (logged; BACKEND_CORRUPT
+   for a value that does not decode). */
+int store_entity_get_many(struct store *s, struct arena *a, const char *const *keys,
+                          const size_t *lens, size_t n, struct entity *e, int *found);
+
 /* If-Match of a write, as parsed by protocol/. */
 struct store_precond {
     int present;               /* the header was sent (or implied) */

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/event.h>
 #include <yajl/yajl_tree.h>
 
 #include "backends/backend.h"
@@ -31,6 +32,7 @@
 #include "protocol/edm.h"
 #include "store/entity.h"
 #include "protocol/entity_json.h"
+#include "store/host.h"
 #include "store/keys.h"
 #include "store/tables.h"
 
@@ -54,12 +56,42 @@ static void dump_backend_log(enum backend_log_level level, const char *msg)
     fprintf(stderr, "tabled: %s%s\n", level == BACKEND_LOG_ERROR ? "error: " : "", msg);
 }
 
-/* Opens the configured store and its table catalogue. */
+/* kv's waiter: one turn of the tool's event loop, in which a backend that
+   completes its calls later (postgres) finishes the call waited for. */
+static void dump_wait_once(void *arg)
+{
+    event_base_loop(arg, EVLOOP_ONCE);
+}
+
+/* Closes the store and its event loop (either may be missing). */
+static void dump_close(struct dump *d)
+{
+    kv_close(d->kv);
+    d->kv = NULL;
+    if (d->host)
+        host_free(d->host);
+    if (d->base)
+        event_base_free(d->base);
+    d->host = NULL;
+    d->base = NULL;
+}
+
+/* Opens the configured store and its table catalogue. The store gets an
+ * event loop as in the server, so a backend whose calls complete later
+ * works too: every call is waited for by turning that loop (the tools run
+ * one call at a time). */
 static int dump_open(struct dump *d, char *err, size_t errlen)
 {
     d->ops = backend_lookup(d->cfg.backend, err, errlen);
     if (!d->ops)
         return -1;
+    d->base = event_base_new();
+    d->host = d->base ? host_new(d->base) : NULL;
+    if (!d->host) {
+        snprintf(err, errlen, "cannot create an event loop");
+        dump_close(d);
+        return -1;
+    }
     static const char *params[CONFIG_MAX_BACKEND_OPTIONS + 1];
     for (size_t i = 0; i < d->cfg.nbackend_options; i++)
         params[i] = d->cfg.backend_options[i];
@@ -71,16 +103,22 @@ static int dump_open(struct dump *d, char *err, size_t errlen)
                                                              : BACKEND_DURABLE_BATCH,
         .params = params,
         .log = dump_backend_log,
+        .host = host_hooks(d->host),
     };
     char msg[512];
     if (kv_open(d->ops, &bo, &d->kv, msg, sizeof msg) != 0) {
-        snprintf(err, errlen, "cannot open the %s store in %.300s: %s (is the server running?)",
-                 d->ops->name, d->cfg.data_dir, msg);
+        if (d->ops->version >= 2 && (d->ops->caps & BACKEND_CAP_SHARED))
+            snprintf(err, errlen, "cannot open the %s store: %s", d->ops->name, msg);
+        else
+            snprintf(err, errlen, "cannot open the %s store in %.300s: %s (is the server "
+                     "running?)", d->ops->name, d->cfg.data_dir, msg);
+        dump_close(d);
         return -1;
     }
+    kv_set_waiter(d->kv, dump_wait_once, d->base);
     d->tc = tables_load(d->kv, err, errlen);
     if (!d->tc) {
-        kv_close(d->kv);
+        dump_close(d);
         return -1;
     }
     return 0;
@@ -159,6 +197,73 @@ int dump_batch_put(struct dump *d, struct dump_batch *bt, const void *k, size_t 
     return 0;
 }
 
+/* Rounds of a create on a shared store that lost the id counter to a
+ * front end's create (as protocol/ops_tables.c). */
+#define DUMP_CREATE_ROUNDS 64
+
+/* A table missing from the catalogue loaded at start, on a store shared
+ * with running front ends (postgres): its id is claimed from the store's
+ * counter in the apply that writes its row (store/tables.h), and a table
+ * a front end created meanwhile is read and used (given the file's ACL
+ * when it has one). NULL on error. */
+static const struct table_info *dump_create_shared(struct dump *d, const char *account,
+                                                   const char *name, const unsigned char *acl,
+                                                   size_t acl_len, char *err, size_t errlen)
+{
+    size_t nl = strlen(name);
+    struct buf ck, cv, k, v;
+    buf_init(&ck);
+    buf_init(&cv);
+    buf_init(&k);
+    buf_init(&v);
+    const struct table_info *t = NULL;
+    for (int round = 0; round < DUMP_CREATE_ROUNDS; round++) {
+        struct backend_cond cond[2] = {{BACKEND_EXPECT_ABSENT, 0}, {BACKEND_EXPECT_ANY, 0}};
+        uint64_t id;
+        buf_reset(&ck);
+        buf_reset(&cv);
+        buf_reset(&k);
+        buf_reset(&v);
+        if (tables_claim_id(d->tc, d->kv, &id, &ck, &cv, &cond[1], err, errlen) != 0)
+            break;
+        struct table_info nt = {.id = id, .name = (char *)name, .name_len = nl,
+                                .acl = (unsigned char *)acl, .acl_len = acl_len};
+        keys_table(&k, account, name, nl);
+        tables_encode(&nt, &v);
+        struct backend_write w[2] = {{BACKEND_PUT, k.data, k.len, v.data, v.len},
+                                     {BACKEND_PUT, ck.data, ck.len, cv.data, cv.len}};
+        struct kv_result res = {0, 0, 0};
+        int rc = kv_apply(d->kv, w, cond, 2, 0, &res, err, errlen);
+        if (rc == BACKEND_OK) {
+            d->ntables++;
+            t = tables_add(d->tc, account, id, name, nl, acl, acl_len);
+            break;
+        }
+        if (rc != BACKEND_CONFLICT)
+            break;
+        if (res.failed == 0) {          /* a front end created it: use that one */
+            struct arena *a = arena_new(4096);
+            struct table_info cur;
+            rc = tables_read(d->kv, a, account, name, nl, &cur, err, errlen);
+            if (rc == BACKEND_OK)
+                t = tables_add(d->tc, account, cur.id, cur.name, cur.name_len, cur.acl,
+                               cur.acl_len);
+            arena_free(a);
+            if (rc == BACKEND_NOTFOUND)
+                continue;               /* and deleted it again: create it */
+            break;
+        }
+        err[0] = '\0';                  /* the counter moved: claim again */
+    }
+    if (!t && !err[0])
+        snprintf(err, errlen, "creating table %s/%s kept racing other creates", account, name);
+    buf_free(&ck);
+    buf_free(&cv);
+    buf_free(&k);
+    buf_free(&v);
+    return t;
+}
+
 /* The table of that name, created (with its ACL when given) when missing;
  * an existing table gets the ACL of the file. NULL on error. */
 /* Whether s is 3..max letters and digits (a table: starting with a
@@ -187,6 +292,12 @@ const struct table_info *dump_ensure_table(struct dump *d, struct dump_batch *bt
     const struct table_info *t = tables_find(d->tc, account, name, nl);
     if (t && !set_acl)
         return t;
+    /* A table row is committed at once, so that the catalogue and the
+     * store agree whatever happens next. */
+    if (dump_batch_commit(d, bt, err, errlen) != 0)
+        return NULL;
+    if (!t && kv_shared(d->kv))
+        return dump_create_shared(d, account, name, acl, acl_len, err, errlen);
     struct table_info nt = {.id = t ? t->id : tables_next_id(d->tc),
                             .account = (char *)account, .name = (char *)(t ? t->name : name),
                             .name_len = t ? t->name_len : nl,
@@ -196,12 +307,8 @@ const struct table_info *dump_ensure_table(struct dump *d, struct dump_batch *bt
     buf_init(&v);
     keys_table(&k, account, name, nl);
     tables_encode(&nt, &v);
-    /* A table row is committed at once, so that the catalogue and the
-     * store agree whatever happens next. */
-    int rc = dump_batch_commit(d, bt, err, errlen);
     struct backend_write w = {BACKEND_PUT, k.data, k.len, v.data, v.len};
-    if (rc == 0)
-        rc = kv_apply(d->kv, &w, NULL, 1, 0, NULL, err, errlen);
+    int rc = kv_apply(d->kv, &w, NULL, 1, 0, NULL, err, errlen);
     buf_free(&k);
     buf_free(&v);
     if (rc != 0)
@@ -499,7 +606,7 @@ int dump_main(int argc, char **argv)
     }
     t1 = clock_mono_us();
     tables_free(d.tc);
-    kv_close(d.kv);
+    dump_close(&d);
     if (rc < 0) {
         fprintf(stderr, "tabled %s: %s\n", argv[0], err);
         return 1;

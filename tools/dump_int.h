@@ -10,11 +10,16 @@
 #include "core/config.h"
 #include "store/tables.h"
 
+struct event_base;
+struct host;
+
 /* What one run works on. */
 struct dump {
     struct config cfg;
     const struct backend_ops *ops;
     struct kv *kv;                   /* the open store (store/kv.h) */
+    struct event_base *base;         /* its event loop, turned while a call */
+    struct host *host;               /* completes later (store/host.h) */
     struct table_cache *tc;
     const char *account, *table;     /* export filters (NULL = all) */
     const char *output;              /* export file (NULL = stdout) */

@@ -5,6 +5,13 @@
  *
  *     bench_insert -p PORT [-H HOST] [-c CONNS] [-d SECONDS | -n REQUESTS]
  *                  [-s VALUE_BYTES] [-b BATCH] [-t TABLE] [-k KEYPREFIX] [-w]
+ *                  [-m insert|upsert|merge] [-r REWRITE]
+ *
+ * -m upsert sends Insert Or Replace (PUT to the entity's URL, no If-Match)
+ * and -m merge Insert Or Merge (MERGE) instead of inserts (POST); with
+ * -r REWRITE a connection's keys repeat every REWRITE requests, so that
+ * upserts and merges after the first REWRITE requests rewrite entities
+ * that exist (and inserts would conflict: use -r with upsert or merge).
  *
  * Entities are {"PartitionKey": "<prefix>c<conn>", "RowKey": "<seq>",
  * "Data": <VALUE_BYTES of random characters, or with -w of random words
@@ -50,6 +57,8 @@ static double *bi_lat;
 static size_t bi_nlat, bi_caplat;
 static char *bi_data;               /* filler text for the Data property */
 static int bi_words;                /* -w: words instead of random characters */
+static const char *bi_method = "POST"; /* -m: POST, PUT (upsert) or MERGE */
+static unsigned long bi_rewrite;    /* -r: keys repeat every this many requests */
 
 static double bi_now(void)
 {
@@ -83,24 +92,37 @@ static void bi_build(struct bi_conn *c, int ci)
         exit(1);
     }
     c->seq++;
+    unsigned long kseq = bi_rewrite ? c->seq % bi_rewrite : c->seq;
+    int post = strcmp(bi_method, "POST") == 0;
     int n = 0;
     const char *ctype = "application/json";
     char path[256];
     if (!bi_batch) {
-        n = bi_entity(body, cap, ci, c->seq, 0);
-        snprintf(path, sizeof(path), "/devstoreaccount1/%s", bi_table);
+        n = bi_entity(body, cap, ci, kseq, 0);
+        if (post)
+            snprintf(path, sizeof(path), "/devstoreaccount1/%s", bi_table);
+        else
+            snprintf(path, sizeof(path),
+                     "/devstoreaccount1/%s(PartitionKey='%sc%04d',RowKey='r%010lu-%02d')",
+                     bi_table, bi_prefix, ci, kseq, 0);
     } else {
         n = snprintf(body, cap,
                      "--batch_b\r\nContent-Type: multipart/mixed; boundary=changeset_c\r\n\r\n");
         for (int i = 0; i < bi_batch; i++) {
+            char url[256];
+            if (post)
+                snprintf(url, sizeof(url), "%s", bi_table);
+            else
+                snprintf(url, sizeof(url), "%s(PartitionKey='%sc%04d',RowKey='r%010lu-%02d')",
+                         bi_table, bi_prefix, ci, kseq, i);
             n += snprintf(body + n, cap - (size_t)n,
                           "--changeset_c\r\nContent-Type: application/http\r\n"
                           "Content-Transfer-Encoding: binary\r\n\r\n"
-                          "POST http://%s:%d/devstoreaccount1/%s HTTP/1.1\r\n"
+                          "%s http://%s:%d/devstoreaccount1/%s HTTP/1.1\r\n"
                           "Content-Type: application/json\r\n"
                           "Prefer: return-no-content\r\n\r\n",
-                          bi_host, bi_port, bi_table);
-            n += bi_entity(body + n, cap - (size_t)n, ci, c->seq, i);
+                          bi_method, bi_host, bi_port, url);
+            n += bi_entity(body + n, cap - (size_t)n, ci, kseq, i);
             n += snprintf(body + n, cap - (size_t)n, "\r\n");
         }
         n += snprintf(body + n, cap - (size_t)n, "--changeset_c--\r\n--batch_b--\r\n");
@@ -108,10 +130,10 @@ static void bi_build(struct bi_conn *c, int ci)
         snprintf(path, sizeof(path), "/devstoreaccount1/$batch");
     }
     int h = snprintf(req, cap + 1024,
-                     "POST %s HTTP/1.1\r\nHost: %s:%d\r\nx-ms-version: 2019-02-02\r\n"
+                     "%s %s HTTP/1.1\r\nHost: %s:%d\r\nx-ms-version: 2019-02-02\r\n"
                      "Accept: application/json;odata=nometadata\r\nContent-Type: %s\r\n"
                      "Prefer: return-no-content\r\nContent-Length: %d\r\n\r\n",
-                     path, bi_host, bi_port, ctype, n);
+                     bi_batch ? "POST" : bi_method, path, bi_host, bi_port, ctype, n);
     memcpy(req + h, body, (size_t)n);
     free(body);
     free(c->req);
@@ -192,7 +214,7 @@ static int bi_connect(void)
 int main(int argc, char **argv)
 {
     int opt;
-    while ((opt = getopt(argc, argv, "H:p:c:d:n:s:b:t:k:w")) != -1) {
+    while ((opt = getopt(argc, argv, "H:p:c:d:n:s:b:t:k:wm:r:")) != -1) {
         switch (opt) {
         case 'H': bi_host = optarg; break;
         case 'p': bi_port = atoi(optarg); break;
@@ -204,9 +226,20 @@ int main(int argc, char **argv)
         case 't': bi_table = optarg; break;
         case 'k': bi_prefix = optarg; break;
         case 'w': bi_words = 1; break;
+        case 'm':
+            bi_method = !strcmp(optarg, "upsert") ? "PUT"
+                        : !strcmp(optarg, "merge") ? "MERGE"
+                        : !strcmp(optarg, "insert") ? "POST" : NULL;
+            if (!bi_method) {
+                fprintf(stderr, "bench_insert: -m insert, upsert or merge\n");
+                return 2;
+            }
+            break;
+        case 'r': bi_rewrite = strtoul(optarg, NULL, 10); break;
         default:
             fprintf(stderr, "usage: bench_insert -p PORT [-H HOST] [-c CONNS] [-d SECONDS | -n "
-                            "REQUESTS] [-s VALUE_BYTES] [-b BATCH] [-t TABLE] [-k KEYPREFIX] [-w]\n");
+                            "REQUESTS] [-s VALUE_BYTES] [-b BATCH] [-t TABLE] [-k KEYPREFIX] [-w] "
+                            "[-m insert|upsert|merge] [-r REWRITE]\n");
             return 2;
         }
     }
@@ -282,7 +315,11 @@ int main(int argc, char **argv)
                     continue;
                 bi_record(bi_now() - c->t0);
                 bi_done++;
-                if (status / 100 != 2) {
+                /* a changeset answers 202 with its failed part alone */
+                const char *fail = strstr(c->resp, "\r\nHTTP/1.1 4");
+                if (!fail)
+                    fail = strstr(c->resp, "\r\nHTTP/1.1 5");
+                if (status / 100 != 2 || fail) {
                     bi_errors++;
                     fprintf(stderr, "bench_insert: answer %d: %.300s\n", status, c->resp);
                     stopping = 1;

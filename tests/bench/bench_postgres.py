@@ -18,6 +18,10 @@ backend waits for the disk. Workloads, each for --seconds per round:
   insert   single-entity inserts (tests/bench/bench_insert), --conns
            connections in all
   batch    $batch changesets of 100 inserts (bench_insert -b 100)
+  bupsert  $batch changesets of 100 Insert Or Replace (bench_insert -b 100
+           -m upsert -r 4: each connection's keys repeat every 4 requests,
+           so 3 of 4 changesets rewrite entities that exist)
+  bmerge   the same with Insert Or Merge (-m merge -r 4)
 
 For each it prints the median of --rounds rounds (min-max), and over the
 median round: the CPU the tabled processes, the PostgreSQL server processes
@@ -33,6 +37,7 @@ resident-memory check of tests/integration/test_pg_memory.py at that size.
 
   bench_postgres.py [--seconds S] [--conns C] [--rounds R] [--pool-size N]
                     [--configs leveldb,postgres-1,postgres-2] [--memory N]
+                    [--workloads get,insert,batch,bupsert,bmerge]
 
 TABLED names the binary (default ./tabled of the build tree), BENCH_INSERT
 the load generator (default tests/bench/bench_insert there).
@@ -186,11 +191,12 @@ def bench_get(fronts, a):
     return rps, rps * a.seconds
 
 
-def bench_insert(fronts, a, batch, tag):
-    """bench_insert on every front end at once; (entities/s, requests)."""
+def bench_insert(fronts, a, batch, tag, extra=()):
+    """bench_insert on every front end at once; (entities/s, requests).
+    extra: more bench_insert arguments (-m upsert -r 4)."""
     def one(f, c, i):
         argv = [BENCH_INSERT, "-p", str(f.port), "-c", str(c), "-d", str(a.seconds),
-                "-s", "1000", "-k", "%s%d-" % (tag, i)]
+                "-s", "1000", "-k", "%s%d-" % (tag, i)] + list(extra)
         if batch:
             argv += ["-b", str(batch)]
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -204,20 +210,25 @@ def bench_insert(fronts, a, batch, tag):
     return sum(r[0] for r in res), sum(r[1] for r in res)
 
 
+# bench_insert arguments of the changeset workloads beyond inserts.
+WORKLOAD_ARGS = {"bupsert": ("-m", "upsert", "-r", "4"), "bmerge": ("-m", "merge", "-r", "4")}
+WORKLOADS = ("get", "insert", "batch", "bupsert", "bmerge")
+
+
 def one_round(cfg, a, pg, tmp, rnd):
-    """All three workloads on a fresh store; {workload: (rate, meter)}."""
+    """The workloads on a fresh store; {workload: (rate, meter)}."""
     n = 2 if cfg == "postgres-2" else 1
     fronts = start_fronts(cfg, n, tmp, pg if cfg != "leveldb" else None, a.pool_size)
     out = {}
     try:
-        for wl in ("get", "insert", "batch"):
+        for wl in a.workloads:
             m = Meter(fronts, pg if cfg != "leveldb" else None)
             m.start()
             if wl == "get":
                 rate, reqs = bench_get(fronts, a)
             else:
-                rate, reqs = bench_insert(fronts, a, 100 if wl == "batch" else 0,
-                                          "r%d%s" % (rnd, wl))
+                rate, reqs = bench_insert(fronts, a, 0 if wl == "insert" else 100,
+                                          "r%d%s" % (rnd, wl), WORKLOAD_ARGS.get(wl, ()))
             u = m.stop()
             u["per_req"] = u.pop("pg_wakeups") / reqs if reqs else 0
             out[wl] = (rate, u)
@@ -237,7 +248,11 @@ def main():
     ap.add_argument("--configs", default="leveldb,postgres-1,postgres-2")
     ap.add_argument("--memory", type=int, default=200000,
                     help="entities for the resident-memory check (0: skip)")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
     a = ap.parse_args()
+    a.workloads = a.workloads.split(",")
+    if any(wl not in WORKLOADS for wl in a.workloads):
+        sys.exit("bench_postgres.py: workloads are " + ",".join(WORKLOADS))
     for tool in ("wrk",):
         if not shutil.which(tool):
             sys.exit("bench_postgres.py: %s not found" % tool)
@@ -266,9 +281,10 @@ def main():
           % (a.conns, a.seconds, a.rounds))
     print("%-10s %-7s %-22s %7s %7s %7s %12s" % ("config", "load", "rate", "tabled", "pg",
                                                 "client", "pg waits/req"))
-    units = {"get": "req/s", "insert": "entities/s", "batch": "entities/s"}
+    units = {wl: "entities/s" for wl in WORKLOADS}
+    units["get"] = "req/s"
     for c in configs:
-        for wl in ("get", "insert", "batch"):
+        for wl in a.workloads:
             rows = sorted(results[c], key=lambda x: x[wl][0])
             vals = [x[wl][0] for x in rows]
             med = rows[len(rows) // 2][wl]

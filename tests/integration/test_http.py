@@ -1569,6 +1569,80 @@ def limits(t):
     t.http.delete_table(name)
 
 
+@add_group
+def max_keys(t):
+    """The longest keys the service accepts (1,024 UTF-16 units each) in
+    their longest UTF-8 forms, on whatever backend runs: three-byte
+    characters (3,072 bytes each, an entity key of 6,154 bytes in the
+    store, more than a PostgreSQL index entry holds) and surrogate pairs;
+    entities of such partitions sharing most of their keys, read through
+    the URL, updated with If-Match, listed in the service's order (UTF-16
+    code units) by a $filter and page by page through continuation
+    tokens, and deleted."""
+    name = t.table("MaxKeys")
+    pk1 = "\u20ac" * 1024                        # 3 bytes each in UTF-8
+    pk2 = "\U0001F600" * 512                     # 512 surrogate pairs: 1,024 units
+    rks = ["\uff21" * 1024,                      # U+FF21 sorts after surrogates in UTF-16
+           "\uff21" * 1023 + "a",
+           "\uff21" * 1022 + "\U0001F600",
+           "\uff21" * 1023 + "\u00e9",
+           "\u00e9" * 1024,
+           "a"]
+    ents = [(pk, rk) for pk in (pk1, pk2) for rk in rks]
+    statuses = [t.req("POST", "/" + name, body={"PartitionKey": pk, "RowKey": rk,
+                                                "N": i}).status
+                for i, (pk, rk) in enumerate(ents)]
+    t.eq(statuses, [201] * len(ents), "12 entities with 1,024-character keys of 2-, 3- and "
+         "4-byte characters are inserted")
+    got = []
+    for i, (pk, rk) in enumerate(ents):
+        r = t.get(name, pk, rk, level="nometadata")
+        b = json.loads(r.body) if r.status == 200 else {}
+        got.append((b.get("PartitionKey") == pk, b.get("RowKey") == rk, b.get("N")))
+    t.eq(got, [(True, True, i) for i in range(len(ents))],
+         "each is read back through its URL with its own keys and value")
+    order = sorted(ents, key=lambda e: (e[0].encode("utf-16-be"), e[1].encode("utf-16-be")))
+
+    def quote(v):
+        return urllib.parse.quote(v, safe="")       # base64's '+' must not become a space
+
+    def pages(query, top):
+        keys, cont = [], ""
+        for _ in range(100):
+            r = t.req("GET", "/%s()?%s$top=%d%s" % (name, query, top, cont),
+                      headers={"Accept": h.ACCEPT["nometadata"]})
+            if r.status != 200:
+                return keys + [("status", r.status)]
+            keys += [(e["PartitionKey"], e["RowKey"]) for e in json.loads(r.body)["value"]]
+            npk = r.h("x-ms-continuation-NextPartitionKey")
+            nrk = r.h("x-ms-continuation-NextRowKey")
+            if not npk:
+                return keys
+            cont = "&NextPartitionKey=%s" % quote(npk) + ("&NextRowKey=%s" % quote(nrk)
+                                                          if nrk else "")
+        return keys
+
+    t.ok(pages("", 1) == order, "the whole table, one entity a page: the service's order "
+         "(UTF-16 code units), every continuation token resumed")
+    t.ok(pages("$filter=%s&" % h.pct_encode("PartitionKey eq '%s'" % pk1), 4) ==
+         [e for e in order if e[0] == pk1], "one partition by $filter, 4 a page: in order")
+    t.ok(pages("$filter=%s&" % h.pct_encode("PartitionKey eq '%s' and RowKey gt '%s'" %
+                                            (pk2, rks[1])), 2) ==
+         [e for e in order if e[0] == pk2 and e[1].encode("utf-16-be") >
+          rks[1].encode("utf-16-be")], "a RowKey range inside a partition: in order")
+    r = t.get(name, pk2, rks[2])
+    etag = r.h("ETag")
+    r = t.req("PUT", t.ep(name, pk2, rks[2]), headers={"If-Match": etag}, body={"N": 99})
+    t.eq(r.status, 204, "If-Match update of an entity with 1,024-character keys")
+    r = t.req("PUT", t.ep(name, pk2, rks[2]), headers={"If-Match": etag}, body={"N": 98})
+    t.eq(r.status, 412, "the same ETag again: 412")
+    statuses = [t.req("DELETE", t.ep(name, pk, rk), headers={"If-Match": "*"}).status
+                for pk, rk in ents]
+    t.eq(statuses, [204] * len(ents), "each is deleted")
+    t.eq(pages("", 1000), [], "none is left")
+    t.http.delete_table(name)
+
+
 # --------------------------------------------------------------------------
 # 17.10 Errors: XML operations
 

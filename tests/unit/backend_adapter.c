@@ -19,9 +19,12 @@ struct bta_wait {
     int done;                       /* times done() was called */
     unsigned char *buf;             /* key then value, copied in done() */
     size_t cap;
+    struct backend_mget *mget;      /* get_multi_v2: the keys, whose
+                                       values done() copies into buf */
+    size_t nmget;
 };
 
-static struct bta_wait bta_get_w, bta_next_w;
+static struct bta_wait bta_get_w, bta_next_w, bta_mget_w;
 
 struct event_base *bta_base(void)
 {
@@ -69,6 +72,9 @@ static void bta_done(struct backend_call *call)
     if (w->done++)
         bta_breach("done() called twice");
     size_t need = call->key_len + call->val_len + 1;
+    for (size_t i = 0; i < w->nmget; i++)
+        if (w->mget[i].status == BACKEND_OK)
+            need += w->mget[i].val_len;
     if (need > w->cap) {
         unsigned char *p = realloc(w->buf, need);
         if (!p) {
@@ -86,6 +92,19 @@ static void bta_done(struct backend_call *call)
         call->key = w->buf;
     if (call->val)
         call->val = w->buf + call->key_len;
+    size_t off = call->key_len + call->val_len;
+    for (size_t i = 0; i < w->nmget; i++) {
+        struct backend_mget *m = &w->mget[i];
+        if (m->status != BACKEND_OK)
+            continue;
+        if (!m->val) {
+            bta_breach("get_multi_v2: a found key with a NULL value pointer");
+            continue;
+        }
+        memcpy(w->buf + off, m->val, m->val_len);
+        m->val = w->buf + off;
+        off += m->val_len;
+    }
 }
 
 int bta_run_until(int *flag)
@@ -167,6 +186,28 @@ int bta_get(const struct backend_ops *ops, struct backend_store *st, const void 
     } else if (rc != BACKEND_NOTFOUND && err && errlen) {
         snprintf(err, errlen, "%s", w->call.err);
     }
+    return rc;
+}
+
+int bta_get_multi(const struct backend_ops *ops, struct backend_store *st,
+                  struct backend_mget *keys, size_t n, char *err, size_t errlen)
+{
+    if (!BTA_HAS(ops, get_multi_v2)) {
+        snprintf(err, errlen, "(adapter) no get_multi_v2");
+        return BACKEND_INVALID;
+    }
+    struct bta_wait *w = &bta_mget_w;
+    bta_start(ops, w, 0);
+    w->mget = keys;
+    w->nmget = n;
+    int rc = bta_finish(ops, w, ops->get_multi_v2(st, keys, n, &w->call));
+    w->mget = NULL;
+    w->nmget = 0;
+    for (size_t i = 0; rc == BACKEND_OK && i < n; i++)
+        if (keys[i].status == BACKEND_OK && !keys[i].val)
+            bta_breach("get_multi_v2: a found key with a NULL value pointer");
+    if (rc != BACKEND_OK && err && errlen)
+        snprintf(err, errlen, "%s", w->call.err);
     return rc;
 }
 

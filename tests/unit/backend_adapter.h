@@ -33,6 +33,12 @@ struct event_base *bta_base(void);
 int bta_get(const struct backend_ops *ops, struct backend_store *st, const void *key,
             size_t key_len, const void **val, size_t *val_len, char *err, size_t errlen);
 
+/* get_multi_v2 (only when BTA_HAS(ops, get_multi_v2)): BACKEND_OK with
+   each key's status and value filled, the values lent until the next
+   bta_get_multi (copies when the call was deferred), or a failure. */
+int bta_get_multi(const struct backend_ops *ops, struct backend_store *st,
+                  struct backend_mget *keys, size_t n, char *err, size_t errlen);
+
 /* iter_next: 1 with the entry lent until the next bta_next (any of the
    out pointers may be NULL), 0 at the end, or a failure. */
 int bta_next(const struct backend_ops *ops, struct backend_iter *it, const void **key,

@@ -621,6 +621,7 @@ static void test_large(void)
     /* a version-2 backend may declare a smaller key limit (max_key_len) */
     if (ops->version >= 2 && ops->max_key_len && ops->max_key_len < max_key)
         max_key = ops->max_key_len;
+    int long_order = max_key >= 6200;
     unsigned char *v = malloc(max_val);
     unsigned char *k = malloc(max_key);
     if (!v || !k) {
@@ -654,6 +655,35 @@ static void test_large(void)
     BT_CHECK(scan_matches(st, k, max_key, k, max_key, NULL, 0) &&
                    scan_matches(st, k, max_key - 1, "\x08", 1, &ek, 1),
              "large: the longest key as a range bound");
+    if (long_order) {
+        /* keys longer than an index entry may be (an entity key of two
+           1,024-character keys is up to 6,154 bytes), sharing a 3000-byte
+           prefix in every way; inserted out of order. */
+        static unsigned char lk[6][6200];
+        static const size_t ll[6] = { 3000, 3001, 3000, 6200, 6200, 3001 };
+        static const int order[6] = { 2, 0, 1, 3, 4, 5 };    /* their byte order */
+        struct kv le[6];
+        for (int i = 0; i < 6; i++) {
+            memset(lk[i], 'q', ll[i]);
+            lk[i][2999] = i == 2 ? 'p' : 'q';           /* 2: below the prefix */
+        }
+        lk[1][3000] = 0x00;
+        memset(lk[3] + 3000, 'a', 3200);
+        memset(lk[4] + 3000, 'a', 3200);
+        lk[4][6199] = 'b';
+        lk[5][3000] = 0xff;
+        for (int i = 0; i < 6; i++) {
+            put(st, lk[5 - i], ll[5 - i], "L", 1);
+            le[i] = (struct kv){lk[order[i]], ll[order[i]], "L", 1};
+        }
+        BT_CHECK(scan_matches(st, lk[2], ll[2], "r", 1, le, 6),
+                 "large: keys of 3,000-6,200 bytes sharing a 3,000-byte prefix scan in byte order");
+        BT_CHECK(scan_matches(st, lk[1], ll[1], lk[4], ll[4], le + 2, 2) &&
+                     scan_matches(st, lk[3], 3001, lk[5], ll[5], le + 3, 2),
+                 "large: ... and bounded by such keys or their prefixes");
+        for (int i = 0; i < 6; i++)
+            del(st, lk[i], ll[i]);
+    }
     BT_EQ_INT(del(st, "max", 3), BACKEND_OK, "large: delete the 8 MiB value");
     BT_CHECK(get_absent(st, "max", 3), "large: ... is gone");
     free(v);

@@ -318,6 +318,111 @@ static void test_lent(void)
     ops->close(st);
 }
 
+/* get_multi_v2, for a backend that has it: every key answered (found with
+ * its value, a zero-length value non-NULL; absent NOTFOUND), a key named
+ * twice answered twice, keys in any order, no keys, 600 keys in one call,
+ * and the answers follow the writes applied before the call. */
+static void test_multi(void)
+{
+    struct backend_store *st = store_open("multi", BACKEND_DURABLE_NONE);
+    BT_CHECK(st != NULL, "multi: open");
+    if (!st)
+        return;
+    static unsigned char big[20000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (unsigned char)(i * 7 + 3);
+    put(st, "a", 1, "va", 2);
+    put(st, "b", 1, "", 0);
+    put(st, "c", 1, big, sizeof big);
+    put(st, "a\0z", 3, "nul", 3);
+    struct backend_mget k[7] = {
+        {"c", 1, 99, NULL, 0}, {"missing", 7, 99, NULL, 0}, {"a", 1, 99, NULL, 0},
+        {"b", 1, 99, NULL, 0}, {"a", 1, 99, NULL, 0},       {"a\0z", 3, 99, NULL, 0},
+        {"a\0", 2, 99, NULL, 0},
+    };
+    char err[256] = "";
+    int rc = bta_get_multi(ops, st, k, 7, err, sizeof err);
+    BT_EQ_INT(rc, BACKEND_OK, "multi: 7 keys in one call");
+    if (rc != BACKEND_OK)
+        printf("#   %s\n", err);
+    BT_CHECK(rc == BACKEND_OK && k[0].status == BACKEND_OK && k[0].val_len == sizeof big &&
+                 memcmp(k[0].val, big, sizeof big) == 0,
+             "multi: a 20,000-byte value");
+    BT_CHECK(rc == BACKEND_OK && k[1].status == BACKEND_NOTFOUND, "multi: an absent key");
+    BT_CHECK(rc == BACKEND_OK && k[2].status == BACKEND_OK && k[2].val_len == 2 &&
+                 memcmp(k[2].val, "va", 2) == 0 && k[4].status == BACKEND_OK &&
+                 k[4].val_len == 2 && memcmp(k[4].val, "va", 2) == 0,
+             "multi: a key named twice is answered twice");
+    BT_CHECK(rc == BACKEND_OK && k[3].status == BACKEND_OK && k[3].val != NULL &&
+                 k[3].val_len == 0,
+             "multi: a zero-length value has a non-NULL pointer");
+    BT_CHECK(rc == BACKEND_OK && k[5].status == BACKEND_OK && k[5].val_len == 3 &&
+                 memcmp(k[5].val, "nul", 3) == 0 && k[6].status == BACKEND_NOTFOUND,
+             "multi: keys with a NUL byte; a prefix of a key is another key");
+    BT_EQ_INT(bta_get_multi(ops, st, k, 0, err, sizeof err), BACKEND_OK, "multi: no keys");
+
+    /* 600 keys, every third present, asked in reverse order */
+    enum { NM = 600 };
+    static char names[NM][8];
+    static struct backend_mget many[NM];
+    struct backend_write *w = calloc(NM, sizeof *w);
+    size_t nw = 0;
+    for (int i = 0; i < NM; i++) {
+        snprintf(names[i], sizeof names[i], "m%04d", i);
+        if (i % 3 == 0 && w)
+            w[nw++] = (struct backend_write){BACKEND_PUT, names[i], 5, names[i], 5};
+    }
+    BT_EQ_INT(bta_apply(ops, st, w, NULL, nw, 0, NULL, NULL, 0), BACKEND_OK, "multi: 200 puts");
+    free(w);
+    for (int i = 0; i < NM; i++)
+        many[i] = (struct backend_mget){names[NM - 1 - i], 5, 99, NULL, 0};
+    rc = bta_get_multi(ops, st, many, NM, err, sizeof err);
+    int ok = rc == BACKEND_OK;
+    for (int i = 0; ok && i < NM; i++) {
+        int j = NM - 1 - i;
+        ok = j % 3 == 0 ? many[i].status == BACKEND_OK && many[i].val_len == 5 &&
+                              memcmp(many[i].val, names[j], 5) == 0
+                        : many[i].status == BACKEND_NOTFOUND;
+    }
+    BT_CHECK(ok, "multi: 600 keys in one call, 200 found with their values");
+
+    /* the answers follow the writes before the call */
+    del(st, "a", 1);
+    put(st, "b", 1, "now", 3);
+    struct backend_mget k2[2] = {{"a", 1, 99, NULL, 0}, {"b", 1, 99, NULL, 0}};
+    rc = bta_get_multi(ops, st, k2, 2, err, sizeof err);
+    BT_CHECK(rc == BACKEND_OK && k2[0].status == BACKEND_NOTFOUND && k2[1].status == BACKEND_OK &&
+                 k2[1].val_len == 3 && memcmp(k2[1].val, "now", 3) == 0,
+             "multi: a delete and an overwrite before the call are seen");
+
+    /* long keys sharing a 3,000-byte prefix (postgres stores a key's first
+       2,600 bytes in its index column): each answered with its own value,
+       the prefix itself and a longer absent key not confused with them */
+    static unsigned char lk[4][3200];
+    size_t ll[4] = { 3000, 3100, 3200, 3150 };
+    for (int i = 0; i < 4; i++) {
+        memset(lk[i], 'p', sizeof lk[i]);
+        for (size_t j = 3000; j < ll[i]; j++)
+            lk[i][j] = (unsigned char)('a' + i);
+    }
+    put(st, lk[0], ll[0], "zero", 4);
+    put(st, lk[1], ll[1], "one", 3);
+    put(st, lk[2], ll[2], "two", 3);
+    struct backend_mget k3[4] = {
+        {lk[3], ll[3], 99, NULL, 0}, {lk[2], ll[2], 99, NULL, 0},
+        {lk[0], ll[0], 99, NULL, 0}, {lk[1], ll[1], 99, NULL, 0},
+    };
+    rc = bta_get_multi(ops, st, k3, 4, err, sizeof err);
+    BT_CHECK(rc == BACKEND_OK && k3[0].status == BACKEND_NOTFOUND &&
+                 k3[1].status == BACKEND_OK && k3[1].val_len == 3 &&
+                 memcmp(k3[1].val, "two", 3) == 0 && k3[2].status == BACKEND_OK &&
+                 k3[2].val_len == 4 && memcmp(k3[2].val, "zero", 4) == 0 &&
+                 k3[3].status == BACKEND_OK && k3[3].val_len == 3 &&
+                 memcmp(k3[3].val, "one", 3) == 0,
+             "multi: keys of 3,000-3,200 bytes sharing their first 3,000");
+    ops->close(st);
+}
+
 /* ---- deferred completion ---- */
 
 /* One call of the deferred checks and when it completed. */
@@ -491,6 +596,10 @@ void test_v2_all(void)
     }
     test_conds();
     test_counts();
+    if (BTA_HAS(ops, get_multi_v2))
+        test_multi();
+    else
+        printf("# no get_multi_v2: the server asks get once per key\n");
     if (!(ops->caps & BACKEND_CAP_DEFERS) && ops->get_v2 && ops->iter_next_v2)
         test_lent();
     if (ops->caps & BACKEND_CAP_DEFERS)

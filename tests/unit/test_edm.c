@@ -829,6 +829,47 @@ static void test_double_format(void)
     TEST_EQ_INT(bad, 0, "short decimals round-trip");
     TEST_EQ_INT(notshort, 0, "short decimals use the shortest digits");
 
+    /* m / 10^k with m of up to 15 digits and k up to 15: the formatter's
+     * printf-free path (and its edges: m near 10^15, k = 0, negatives) */
+    bad = 0;
+    notshort = 0;
+    for (int i = 0; i < 100000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
+                                     1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+        uint64_t lim = 1;
+        for (int k = (int)(x % 15) + 1; k > 0; k--)
+            lim *= 10;
+        uint64_t m = (x >> 8) % lim;
+        if (i % 7 == 0)
+            m = lim - 1 - m % 3;
+        double d = (double)m / p10[(x >> 60) % 16];
+        if (x & 8)
+            d = -d;
+        if (d == 0)
+            continue;
+        if (!dbl_roundtrips(d) && bad++ < 3) {
+            edm_double_format(d, out);
+            printf("# no round trip for %.17g (%s)\n", d, out);
+        }
+        if (!dbl_is_shortest(d) && notshort++ < 3) {
+            edm_double_format(d, out);
+            printf("# not shortest for %.17g (%s)\n", d, out);
+        }
+    }
+    TEST_EQ_INT(bad, 0, "m/10^k doubles round-trip");
+    TEST_EQ_INT(notshort, 0, "m/10^k doubles use the shortest digits");
+    dbl_format(5.25, "5.25");
+    dbl_format(-1234.5, "-1234.5");
+    dbl_format(999999999999999.0, "999999999999999.0");
+    dbl_format(99999999999999.9, "99999999999999.9");
+    dbl_format(0.000123, "0.000123");
+    dbl_format(0.0000123, "1.23E-05");
+    dbl_format(100000000000000.0, "100000000000000.0");
+    dbl_format(0.1 + 0.2, "0.30000000000000004");
+
     /* subnormals take the slow path */
     bad = 0;
     int subnormals = 0;

@@ -352,6 +352,95 @@ static void test_size(void)
     TEST_EQ_INT(entity_size(&e), want - 2 * 4, "absent keys count as empty");
 }
 
+/* The cursor against the decoded entity: over random entities, every
+ * name's entity_cursor_find (which skips the values before it unread)
+ * gives entity_find's property, and entity_cursor_next walks the same
+ * list; over random bytes and cut values the cursor stays in bounds and
+ * reports -1 wherever entity_decode refuses the whole value. */
+static void test_cursor(void)
+{
+    static const char *const names[] = {"a", "Num", "S", "dup", "\xc3\xa9", "long_name_x"};
+    uint64_t x = 0x853C49E6748FEA9Bull;
+    int bad = 0, walked = 0;
+    struct buf v;
+    buf_init(&v);
+    for (int i = 0; i < 5000; i++) {
+        arena_reset(A);
+        struct entity e = {0};
+        e.timestamp = (int64_t)(x >> 3);
+        int np = (int)(x % 7);
+        for (int k = 0; k < np; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            const char *nm = names[x % 6];
+            struct property *p = entity_add(A, &e, nm, strlen(nm));
+            p->v.type = (enum edm_type)(1 + (x >> 8) % 8);
+            if (p->v.type == EDM_STRING || p->v.type == EDM_BINARY) {
+                p->v.u.s.ptr = "0123456789abcdefghijklmnopqrstuvwxyz0123456789" + (x >> 20) % 40;
+                p->v.u.s.len = strlen(p->v.u.s.ptr);
+            } else if (p->v.type == EDM_BOOLEAN) {
+                p->v.u.b = (int)((x >> 12) & 1);
+            } else {
+                memcpy(&p->v.u, &x, sizeof x);
+            }
+        }
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf_reset(&v);
+        entity_encode(&e, &v);
+        struct entity_cursor c;
+        int64_t ts;
+        if (entity_cursor_open(&c, v.data, v.len, &ts) != 0 || ts != e.timestamp)
+            bad++;
+        const char *nm;
+        size_t nl;
+        struct edm_value ev;
+        size_t k = 0;
+        while (entity_cursor_next(&c, &nm, &nl, &ev) == 1) {
+            if (k >= e.nprops || nl != e.props[k].name_len || memcmp(nm, e.props[k].name, nl) ||
+                ev.type != e.props[k].v.type)
+                bad++;
+            k++;
+        }
+        if (k != e.nprops)
+            bad++;
+        walked++;
+        for (int n = 0; n < 6; n++) {
+            long at = entity_find(&e, names[n], strlen(names[n]));
+            entity_cursor_open(&c, v.data, v.len, &ts);
+            int rc = entity_cursor_find(&c, names[n], strlen(names[n]), &ev);
+            if (rc != (at >= 0))
+                bad++;
+            else if (rc == 1 && (ev.type != e.props[at].v.type ||
+                                 ((ev.type == EDM_STRING || ev.type == EDM_BINARY)
+                                      ? ev.u.s.len != e.props[at].v.u.s.len ||
+                                            memcmp(ev.u.s.ptr, e.props[at].v.u.s.ptr, ev.u.s.len)
+                                      : memcmp(&ev.u, &e.props[at].v.u,
+                                               ev.type == EDM_INT32 ? 4 : ev.type == EDM_BOOLEAN
+                                                                          ? sizeof(int)
+                                                                          : ev.type == EDM_GUID ? 16 : 8))))
+                bad++;
+        }
+        /* cut or flipped: a value entity_decode refuses is never read to
+         * its end without -1 */
+        size_t cut = v.len ? (size_t)(x % v.len) : 0;
+        uint8_t *copy = malloc(v.len + 1);
+        memcpy(copy, v.data, v.len);
+        if (x & 1)
+            copy[(x >> 9) % (v.len ? v.len : 1)] ^= (uint8_t)(1u << ((x >> 5) % 8));
+        size_t len = x & 2 ? cut : v.len;
+        struct entity d;
+        int dec = entity_decode(A, copy, len, &d);
+        int crc = entity_cursor_open(&c, copy, len, &ts);
+        while (crc == 0 && (crc = entity_cursor_next(&c, &nm, &nl, &ev)) == 1)
+            crc = 0;
+        if ((dec == 0) != (crc == 0))
+            bad++;
+        free(copy);
+    }
+    TEST_EQ_INT(walked, 5000, "cursor: random entities walked");
+    TEST_EQ_INT(bad, 0, "cursor agrees with entity_decode / entity_find");
+    buf_free(&v);
+}
+
 int main(void)
 {
     A = arena_new(1 << 16);
@@ -361,6 +450,7 @@ int main(void)
     test_codec();
     test_decode_garbage();
     test_size();
+    test_cursor();
     arena_free(A);
     return test_done();
 }

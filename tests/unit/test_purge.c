@@ -161,6 +161,28 @@ static int put_table(struct kv *st, const char *name, uint64_t id)
     return rc;
 }
 
+/* The value of every entity put_entities writes. */
+static const char entity_val[] = "an entity value of some forty bytes....";
+
+/* The key and value bytes of the n entities put_entities writes for
+ * table id (what purging them must report). */
+static size_t entity_bytes(uint64_t id, size_t n)
+{
+    struct buf key;
+    buf_init(&key);
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        char pk[32], rk[32];
+        int pl = snprintf(pk, sizeof pk, "p%06zu", i / 100);
+        int rl = snprintf(rk, sizeof rk, "r%07zu", i);
+        buf_reset(&key);
+        keys_entity(&key, id, pk, (size_t)pl, rk, (size_t)rl);
+        total += key.len + sizeof entity_val - 1;
+    }
+    buf_free(&key);
+    return total;
+}
+
 /* Writes n entities of table id (partitions of 100 rows), 5000 a batch. */
 static int put_entities(struct kv *st, uint64_t id, size_t n)
 {
@@ -170,7 +192,6 @@ static int put_entities(struct kv *st, uint64_t id, size_t n)
     struct buf keys;
     buf_init(&keys);
     int rc = BACKEND_OK;
-    static const char val[] = "an entity value of some forty bytes....";
     for (size_t i = 0; i < n && rc == BACKEND_OK;) {
         size_t m = 0;
         buf_reset(&keys);
@@ -183,8 +204,8 @@ static int put_entities(struct kv *st, uint64_t id, size_t n)
         }
         for (size_t j = 0; j < m; j++) {
             size_t end = j + 1 < m ? offs[j + 1] : keys.len;
-            w[j] = (struct backend_write){BACKEND_PUT, keys.data + offs[j], end - offs[j], val,
-                                          sizeof val - 1};
+            w[j] = (struct backend_write){BACKEND_PUT, keys.data + offs[j], end - offs[j],
+                                          entity_val, sizeof entity_val - 1};
         }
         char err[256];
         rc = kv_apply(st, w, NULL, m, 0, NULL, err, sizeof err);
@@ -257,6 +278,9 @@ static int start_purge(struct kv *st, struct purge *p, const char *name, uint64_
     return rc;
 }
 
+/* Bytes the purge steps of run_steps reported (since the last reset). */
+static size_t purged_bytes;
+
 /* Runs purge steps (at most max; 0 = until done). Returns the steps, or
  * -1 when one failed. *removed adds up what they report. */
 static long run_steps(struct purge *p, struct kv *st, long max, size_t *removed,
@@ -271,6 +295,7 @@ static long run_steps(struct purge *p, struct kv *st, long max, size_t *removed,
             return -1;
         }
         *removed += pr.removed;
+        purged_bytes += pr.bytes;
         if (pr.finished)
             (*finished)++;
         steps++;
@@ -339,10 +364,13 @@ static void run_backend(const char *backend, size_t n)
     size_t removed = 0;
     int finished = 0;
     spy_reset(5);
+    purged_bytes = 0;
     long steps = run_steps(p, st, 0, &removed, &finished);
     CHECK(steps == 3 && removed == 3000 && finished == 1 && count_entities(st, 5) == 0 &&
               !has_record(st, 5),
           "that orphaned table is purged in 3 steps, no record left");
+    CHECK(purged_bytes == entity_bytes(5, 3000),
+          "the steps report the bytes of the keys and values they deleted");
     spy.watching = 0;
 
     /* Delete Table of the big table: no entity is touched by the start */
