@@ -12,7 +12,10 @@
  * everything else (struct backend_store, struct backend_iter) is opaque to
  * the caller. tabled is single-threaded: no method is ever called
  * concurrently with another on the same store (but see "Deferred
- * completion": several calls may be outstanding at once).
+ * completion": several calls may be outstanding at once). A backend may
+ * run its group-commit fdatasync on a worker thread of its own (sync_v2,
+ * backends/bsync.h); everything the server sees still happens on the
+ * loop thread.
  *
  * Versions. Fields of struct backend_ops, struct backend_options and the
  * other structs passed by pointer are only ever appended; each says the
@@ -355,7 +358,9 @@ struct backend_ops {
     /* Group commit: makes every earlier apply() durable (of a deferring
        backend: every apply_v2 that has completed). Called by the
        server once per event-loop turn in BACKEND_DURABLE_BATCH mode, before
-       the replies of that turn's writes are sent. A no-op for stores
+       the replies of that turn's writes are sent (unless the vtable has
+       sync_v2, which the server then uses instead; the offline tools and
+       close() still sync this way). A no-op for stores
        without durable storage. On failure the writes since the last
        successful sync() may or may not survive a crash (the server drops
        the held replies and closes those connections), and because a failed
@@ -411,6 +416,24 @@ struct backend_ops {
        it NULL (a local get is as cheap). (version 2) */
     int (*get_multi_v2)(struct backend_store *st, struct backend_mget *keys, size_t n,
                         struct backend_call *call);
+
+    /* Group commit off the event loop (BACKEND_DURABLE_BATCH): starts
+       making every apply that completed before this call durable, as
+       sync() does, and returns at once. BACKEND_OK or a failure when the
+       answer is known now (nothing to sync; a store that refuses writes);
+       BACKEND_PENDING when the sync runs off the loop (a worker thread,
+       backends/bsync.h): call->done(call) follows from the event loop
+       with call->status (BACKEND_OK, or a failure with call->err, meaning
+       what a failed sync() means). Meanwhile get, cursors and apply are
+       called as usual; writes applied meanwhile are not covered by this
+       sync (the next one covers them), so the server answers them only
+       after that one. At most one sync is outstanding per store; close()
+       waits for it and drops its done. BACKEND_INVALID, with nothing
+       done: this store does not sync off the loop (opened without a host,
+       or configured so; or not in BACKEND_DURABLE_BATCH mode): the server
+       then calls sync() from the loop instead, as when sync_v2 is NULL.
+       (version 2) */
+    int (*sync_v2)(struct backend_store *st, struct backend_call *call);
 };
 
 /* backend_ops.caps bits (version 2). */

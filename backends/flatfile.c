@@ -17,19 +17,29 @@
  *       key, [value]
  *
  * Epochs tell a crash-torn tail from real damage. The epoch of a record is
- * the number of fsyncs the store had completed when it was written, so a
- * record followed by one with a higher epoch was made durable by an fsync.
- * Start-up verifies every record's CRC. At the first bad record it looks
- * for intact records after it: none means a torn tail, which is cut off
- * (logged); intact records with a higher epoch than the first of them mean
- * the bad record had been fsynced, so the log is damaged in the middle and
- * open() fails with BACKEND_CORRUPT, naming the offset. (Intact records
- * that all share one epoch can only be the unsynced writes of the last
- * moment before a crash; they are cut with the torn record, and logged.)
+ * the number of fsyncs the store had completed when it was written. An
+ * fsync in flight when a record is written (group commit runs it on a
+ * worker thread, see below) may not cover that record, but the one after
+ * it does; so a record followed by one whose epoch is at least two higher
+ * was made durable by an fsync. Start-up verifies every record's CRC. At
+ * the first bad record it looks for intact records after it: none means a
+ * torn tail, which is cut off (logged); intact records with an epoch two
+ * or more above the first of them mean the bad record had been fsynced, so
+ * the log is damaged in the middle and open() fails with BACKEND_CORRUPT,
+ * naming the offset. (Intact records within one epoch of each other can
+ * be the unsynced writes of the last moments before a crash; they are cut
+ * with the torn record, and logged.)
  *
  * Durability: apply() writes its record with one pwrite(); in SYNC mode it
  * fdatasync()s before returning, in BATCH mode sync() does (group commit),
- * in NONE mode only close() does. A failed write is cut off again with
+ * in NONE mode only close() does. In BATCH mode with the server's event
+ * loop (backend_options.host), sync_v2 runs that fdatasync on a worker
+ * thread (backends/bsync.h) while the loop goes on appending: the thread
+ * gets the log's descriptor (sync_fd) and nothing else, and fdatasync
+ * covers every pwrite() that returned before it was called. A compaction
+ * that replaces the log first waits for the sync in flight
+ * (bsync_wait), so the descriptor it closes is not the thread's. The
+ * option sync-thread=off keeps sync() on the loop instead. A failed write is cut off again with
  * ftruncate() so that nothing half-written stays in the log; a failed
  * fdatasync() makes the store refuse writes until it is reopened (the state
  * of the page cache after a failed fsync is unknown).
@@ -71,6 +81,7 @@
 
 #include "backends/backend.h"
 #include "backends/bfs.h"
+#include "backends/bsync.h"
 #include "backends/checks.h"
 #include "backends/crc32c.h"
 #include "backends/ffindex.h"
@@ -124,6 +135,10 @@ struct backend_store {
     size_t getcap;
     uint64_t compact_min, compact_step, compact_pct;
     void (*log)(enum backend_log_level, const char *);
+    struct bsync *syncer;           /* BATCH with a host: the sync worker */
+    int sync_fd;                    /* the fd the worker's job syncs */
+    struct backend_call *sync_call; /* the sync_v2 in flight */
+    int sync_thread;                /* option sync-thread: use a worker */
 };
 
 struct backend_iter {
@@ -445,7 +460,7 @@ static int ff_recover(struct backend_store *st, char *err, size_t errlen)
             intact++;
             r += FF_REC_HDR + (uint64_t)len;
         }
-        if (intact && max_epoch > first_epoch) {
+        if (intact && max_epoch >= first_epoch + 2) {
             ff_err(err, errlen,
                    "%s/%s is corrupt in the middle: the record at offset %llu fails its "
                    "checksum, and %llu intact records after it include ones written after it "
@@ -496,11 +511,13 @@ static int ff_settings(struct backend_store *st, const struct backend_options *o
     st->compact_pct = 50;
     st->compact_step = 1u << 20;
     const char *const *pa = opt->params;
+    st->sync_thread = 1;
     if (bfs_param_size(pa, "compact-min-bytes", 0, UINT64_MAX, &st->compact_min) < 0 ||
         bfs_param_size(pa, "compact-garbage-pct", 1, 100, &st->compact_pct) < 0 ||
-        bfs_param_size(pa, "compact-step-bytes", 4096, 1u << 30, &st->compact_step) < 0) {
-        ff_err(err, errlen, "bad compact-min-bytes, compact-garbage-pct (1-100) or "
-               "compact-step-bytes (4K-1G) option");
+        bfs_param_size(pa, "compact-step-bytes", 4096, 1u << 30, &st->compact_step) < 0 ||
+        bfs_param_bool(pa, "sync-thread", &st->sync_thread) < 0) {
+        ff_err(err, errlen, "bad compact-min-bytes, compact-garbage-pct (1-100), "
+               "compact-step-bytes (4K-1G) or sync-thread (on|off) option");
         return BACKEND_INVALID;
     }
     return BACKEND_OK;
@@ -508,6 +525,7 @@ static int ff_settings(struct backend_store *st, const struct backend_options *o
 
 static void ff_free_store(struct backend_store *st)
 {
+    bsync_free(st->syncer);         /* first: it may be syncing st->fd */
     ffidx_free(&st->ix);
     if (st->fd >= 0)
         close(st->fd);
@@ -593,6 +611,11 @@ static int ff_open(const struct backend_options *opt, struct backend_store **out
     rc = ff_recover(st, err, errlen);
     if (rc != BACKEND_OK)
         goto fail;
+    if (st->durability == BACKEND_DURABLE_BATCH && opt->host && st->sync_thread &&
+        !(st->syncer = bsync_new(opt->host, err, errlen))) {
+        rc = BACKEND_NOMEM;
+        goto fail;
+    }
     *out = st;
     return BACKEND_OK;
 fail:
@@ -608,6 +631,8 @@ static void ff_close(struct backend_store *st)
         return;
     if (st->cmp)
         ff_compact_abort(st, "the store is closing", 0);
+    bsync_free(st->syncer);         /* waits for the sync in flight */
+    st->syncer = NULL;
     if (st->dirty && !st->failed) {
         int r = ff_datasync(st->fd);
         if (r < 0)
@@ -808,6 +833,8 @@ static void ff_compact_finish(struct backend_store *st)
                "writes until the store is reopened", strerror(-r));
     }
     ffidx_cursor_close(&st->ix, &c->cur);
+    if (st->syncer)
+        bsync_wait(st->syncer);     /* its job may use the old descriptor */
     close(st->fd);
     st->fd = c->fd;
     st->end = c->end;
@@ -1094,6 +1121,53 @@ static int ff_sync(struct backend_store *st, char *err, size_t errlen)
     return BACKEND_OK;
 }
 
+/* The worker's job: fdatasync of the log as it was when the sync began. */
+static int ff_sync_job(void *arg)
+{
+    struct backend_store *st = arg;
+    return ff_datasync(st->sync_fd);
+}
+
+/* On the loop, after the worker's fdatasync: the outcome, as ff_sync. */
+static void ff_sync_done(void *arg, int r)
+{
+    struct backend_store *st = arg;
+    struct backend_call *call = st->sync_call;
+    st->sync_call = NULL;
+    if (r < 0) {
+        st->failed = 1;
+        ff_log(st, BACKEND_LOG_ERROR, "fdatasync failed (%s): refusing writes until the store "
+               "is reopened", strerror(-r));
+        ff_err(call->err, sizeof call->err, "sync: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME,
+               strerror(-r));
+        backend_call_end(call, BACKEND_IOERR);
+    } else {
+        st->epoch++;
+        backend_call_end(call, BACKEND_OK);
+    }
+    call->done(call);
+}
+
+/* Group commit off the loop (version 2): the fdatasync of every record
+ * written so far runs on the worker; records written meanwhile are left
+ * for the next one. */
+static int ff_sync_v2(struct backend_store *st, struct backend_call *call)
+{
+    backend_call_reset(call);
+    if (st && !st->syncer) {
+        ff_err(call->err, sizeof call->err, "sync_v2: no sync worker (sync-thread=off, or no "
+               "event loop): use sync()");
+        return backend_call_end(call, BACKEND_INVALID);
+    }
+    if (!st || st->failed || !st->dirty)
+        return backend_call_end(call, ff_sync(st, call->err, sizeof call->err));
+    st->dirty = 0;
+    st->sync_fd = st->fd;
+    st->sync_call = call;
+    bsync_start(st->syncer, ff_sync_job, ff_sync_done, st);
+    return BACKEND_PENDING;
+}
+
 const struct backend_ops backend_flatfile_ops = {
     .version = 2,
     .name = "flatfile",
@@ -1108,4 +1182,5 @@ const struct backend_ops backend_flatfile_ops = {
     .get_v2 = ff_get_v2,
     .iter_next_v2 = ff_iter_next_v2,
     .apply_v2 = ff_apply_v2,
+    .sync_v2 = ff_sync_v2,
 };

@@ -22,6 +22,21 @@
  * its contents are safely in a table file) and fsyncs the directory. Without
  * inotify it checks the directory after every sync write.
  *
+ * Group commit off the loop. In BATCH mode with the server's event loop
+ * (backend_options.host), sync_v2 does not write LevelDB's empty synced
+ * batch (LevelDB queues every writer behind a sync write, so the loop's
+ * next write would wait for the fdatasync): a worker thread
+ * (backends/bsync.h) fdatasyncs the live log file itself, through its own
+ * descriptor (logfd) of the newest NNNNNN.log, which is what LevelDB's
+ * synced write does (its log writer hands every record to write(2) before
+ * the write returns, and fdatasync covers the file, whichever descriptor
+ * names it). A log switch shows in the inotify queue before any record
+ * goes to the new log, so the thread drains the queue first: after a new
+ * log appeared it reopens logfd on the newest log, and after the
+ * fdatasync syncs the older logs and the directory as above. The thread
+ * touches only inofd, logfd, lognum and many_logs; the loop leaves them
+ * alone while a job may run (close and a reopen wait for it first).
+ *
  * Failed writes. After a failed log write LevelDB keeps appending to the
  * same log, where the partial record would make its log reader drop the
  * rest of that 32 KiB block on recovery, later acknowledged records
@@ -59,7 +74,9 @@
  *   max-file-size      table file size, default 32M
  *   block-size         table block size, default 4K
  *   bloom-bits         bloom filter bits per key, default 10 (0 = none)
- *   compression        on (snappy, default) or off */
+ *   compression        on (snappy, default) or off
+ *   sync-thread        on (default): BATCH mode syncs on the worker thread
+ *                      (see above); off: sync() on the loop */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +92,7 @@
 
 #include "backends/backend.h"
 #include "backends/bfs.h"
+#include "backends/bsync.h"
 #include "backends/checks.h"
 #include "core/clock.h"
 #include "core/errfmt.h"
@@ -104,6 +122,12 @@ struct backend_store {
     int iters;                      /* open cursors (a reopen must wait) */
     char *getval;                   /* get_v2's lent value (LevelDB's malloc) */
     void (*log)(enum backend_log_level, const char *);
+    struct bsync *syncer;           /* BATCH with a host: the sync worker */
+    struct backend_call *sync_call; /* the sync_v2 in flight */
+    int logfd;                      /* the worker's descriptor of the live log */
+    long long lognum;               /* its number, -1: none yet */
+    int many_logs;                  /* more than 64 logs seen (logged later) */
+    int sync_thread;                /* option sync-thread: use a worker */
 };
 
 struct backend_iter {
@@ -169,16 +193,18 @@ static int ldb_settings(struct backend_store *st, const char *const *pa, char *e
     uint64_t cache = 32u << 20, wbuf = 64u << 20, files = 1000, bloom = 10;
     uint64_t fsize = 32u << 20, bsize = 4u << 10;
     int compress = 1;
+    st->sync_thread = 1;
     if (bfs_param_size(pa, "cache-size", 0, (uint64_t)1 << 40, &cache) < 0 ||
         bfs_param_size(pa, "write-buffer-size", 64u << 10, (uint64_t)1 << 32, &wbuf) < 0 ||
         bfs_param_size(pa, "max-open-files", 16, 1u << 20, &files) < 0 ||
         bfs_param_size(pa, "bloom-bits", 0, 64, &bloom) < 0 ||
         bfs_param_size(pa, "max-file-size", 64u << 10, 1u << 30, &fsize) < 0 ||
         bfs_param_size(pa, "block-size", 1u << 10, 4u << 20, &bsize) < 0 ||
-        bfs_param_bool(pa, "compression", &compress) < 0) {
+        bfs_param_bool(pa, "compression", &compress) < 0 ||
+        bfs_param_bool(pa, "sync-thread", &st->sync_thread) < 0) {
         ldb_err(err, errlen, "bad cache-size, write-buffer-size (>= 64K), max-open-files, "
-                "bloom-bits (0-64), max-file-size (64K-1G), block-size (1K-4M) or "
-                "compression (on|off) option");
+                "bloom-bits (0-64), max-file-size (64K-1G), block-size (1K-4M), "
+                "compression (on|off) or sync-thread (on|off) option");
         return BACKEND_INVALID;
     }
     st->opt = leveldb_options_create();
@@ -203,6 +229,9 @@ static int ldb_settings(struct backend_store *st, const char *const *pa, char *e
 /* Releases everything of a store (the database must be closed). */
 static void ldb_free_store(struct backend_store *st)
 {
+    bsync_free(st->syncer);
+    if (st->logfd >= 0)
+        close(st->logfd);
     free(st->getval);
     if (st->batch)
         leveldb_writebatch_destroy(st->batch);
@@ -241,7 +270,8 @@ static int ldb_open(const struct backend_options *o, struct backend_store **out,
         ldb_err(err, errlen, "open: out of memory");
         return BACKEND_NOMEM;
     }
-    st->dirfd = st->inofd = -1;
+    st->dirfd = st->inofd = st->logfd = -1;
+    st->lognum = -1;
     st->durability = o->durability;
     st->log = o->log;
     int rc = ldb_settings(st, o->params, err, errlen);
@@ -280,6 +310,11 @@ static int ldb_open(const struct backend_options *o, struct backend_store **out,
     leveldb_writeoptions_set_sync(st->wsync, 1);
     st->batch = leveldb_writebatch_create();
     st->empty = leveldb_writebatch_create();
+    if (st->durability == BACKEND_DURABLE_BATCH && o->host && st->sync_thread &&
+        !(st->syncer = bsync_new(o->host, err, errlen))) {
+        rc = BACKEND_NOMEM;
+        goto fail;
+    }
     *out = st;
     return BACKEND_OK;
 fail:
@@ -326,7 +361,7 @@ static int ldb_sync_old_logs(struct backend_store *st)
     }
     closedir(d);
     if (overflow)
-        ldb_log(st, BACKEND_LOG_WARN, "more than 64 log files; syncing the first 64");
+        st->many_logs = 1;          /* logged by the loop (this may be the worker) */
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (nums[i] == newest)
             continue;               /* the sync write covered it */
@@ -347,9 +382,17 @@ static int ldb_sync_old_logs(struct backend_store *st)
     return rc;
 }
 
-/* After a sync write: when LevelDB created a log file since the last
- * check, make the older logs and the directory durable too. */
-static int ldb_after_sync(struct backend_store *st)
+/* Says once that ldb_sync_old_logs saw too many logs (on the loop). */
+static void ldb_note_many_logs(struct backend_store *st)
+{
+    if (st->many_logs)
+        ldb_log(st, BACKEND_LOG_WARN, "more than 64 log files; syncing the first 64");
+    st->many_logs = 0;
+}
+
+/* 1 when LevelDB created a log file since the last call (or there is no
+ * inotify to tell): drains the inotify queue. */
+static int ldb_new_logs(struct backend_store *st)
 {
     int need = st->inofd < 0;
     if (st->inofd >= 0) {
@@ -364,6 +407,67 @@ static int ldb_after_sync(struct backend_store *st)
             }
         }
     }
+    return need;
+}
+
+/* After a sync write: when LevelDB created a log file since the last
+ * check, make the older logs and the directory durable too. */
+static int ldb_after_sync(struct backend_store *st)
+{
+    int r = ldb_new_logs(st) ? ldb_sync_old_logs(st) : 0;
+    ldb_note_many_logs(st);
+    return r;
+}
+
+/* Points logfd at the newest log file (LevelDB's live one). 0 or -errno. */
+static int ldb_open_live_log(struct backend_store *st)
+{
+    int fd = openat(st->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return -e;
+    }
+    long long newest = -1;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long long x = ldb_log_number(de->d_name);
+        if (x > newest)
+            newest = x;
+    }
+    closedir(d);
+    if (newest < 0)
+        return -ENOENT;
+    if (newest == st->lognum && st->logfd >= 0)
+        return 0;
+    char name[32];
+    snprintf(name, sizeof(name), "%06lld.log", newest);
+    int lf = openat(st->dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (lf < 0)
+        return -errno;
+    if (st->logfd >= 0)
+        close(st->logfd);
+    st->logfd = lf;
+    st->lognum = newest;
+    return 0;
+}
+
+/* The worker's job: fdatasync of the live log (after a log switch: of
+ * the older logs and the directory too). 0 or -errno. Runs off the loop:
+ * touches only inofd, logfd, lognum and many_logs. */
+static int ldb_sync_job(void *arg)
+{
+    struct backend_store *st = arg;
+    int need = ldb_new_logs(st) || st->logfd < 0;
+    if (need) {
+        int r = ldb_open_live_log(st);
+        if (r < 0)
+            return r;
+    }
+    if (fdatasync(st->logfd) != 0)
+        return -errno;
     return need ? ldb_sync_old_logs(st) : 0;
 }
 
@@ -414,6 +518,8 @@ static int ldb_space_probe(struct backend_store *st)
 /* Closes and reopens the database after a failed write (see the top). */
 static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
 {
+    if (st->syncer)
+        bsync_wait(st->syncer);     /* the worker lists and opens the logs */
     if (st->iters) {
         ldb_err(err, errlen, "a write failed earlier and the store must be reopened, but %d "
                 "cursors are open", st->iters);
@@ -483,6 +589,8 @@ static void ldb_close(struct backend_store *st)
 {
     if (!st)
         return;
+    bsync_free(st->syncer);         /* waits for the sync in flight */
+    st->syncer = NULL;
     if (st->db) {
         if (st->dirty && !st->broken) {
             char *lerr = NULL;
@@ -812,6 +920,43 @@ static int ldb_sync(struct backend_store *st, char *err, size_t errlen)
     return BACKEND_OK;
 }
 
+/* On the loop, after the worker's job: the outcome, as ldb_sync. */
+static void ldb_sync_done(void *arg, int r)
+{
+    struct backend_store *st = arg;
+    struct backend_call *call = st->sync_call;
+    st->sync_call = NULL;
+    ldb_note_many_logs(st);
+    if (r < 0) {
+        ldb_err(call->err, sizeof call->err, "sync: fdatasync of the log: %s", strerror(-r));
+        ldb_log(st, BACKEND_LOG_ERROR, "sync failed (%s); reopening before the next write",
+                strerror(-r));
+        st->broken = 1;
+        backend_call_end(call, BACKEND_IOERR);
+    } else {
+        backend_call_end(call, BACKEND_OK);
+    }
+    call->done(call);
+}
+
+/* Group commit off the loop (version 2): the worker fdatasyncs the log
+ * (see the top); writes applied meanwhile are left for the next sync. */
+static int ldb_sync_v2(struct backend_store *st, struct backend_call *call)
+{
+    backend_call_reset(call);
+    if (st && !st->syncer) {
+        ldb_err(call->err, sizeof call->err, "sync_v2: no sync worker (sync-thread=off, or no "
+                "event loop): use sync()");
+        return backend_call_end(call, BACKEND_INVALID);
+    }
+    if (!st || !st->dirty || st->broken || !st->db)
+        return backend_call_end(call, ldb_sync(st, call->err, sizeof call->err));
+    st->dirty = 0;
+    st->sync_call = call;
+    bsync_start(st->syncer, ldb_sync_job, ldb_sync_done, st);
+    return BACKEND_PENDING;
+}
+
 const struct backend_ops backend_leveldb_ops = {
     .version = 2,
     .name = "leveldb",
@@ -826,4 +971,5 @@ const struct backend_ops backend_leveldb_ops = {
     .get_v2 = ldb_get_v2,
     .iter_next_v2 = ldb_iter_next_v2,
     .apply_v2 = ldb_apply_v2,
+    .sync_v2 = ldb_sync_v2,
 };

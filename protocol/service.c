@@ -53,6 +53,17 @@ struct service_job {
     struct service_job *prev, *next;   /* svc->jobs: the requests waiting */
 };
 
+/* A complete answer held for the pipelined group commit (store_hold):
+ * handed over by done(token) once the sync covering it is over. */
+struct service_hold {
+    struct store_waiter w;     /* first: the store hands back &w */
+    struct service *svc;
+    struct request *req;
+    struct response *resp;
+    void (*done)(void *token);
+    void *token;
+};
+
 static unsigned account_index(const struct req_ctx *c);
 static void service_store_wake(void *arg);
 static void service_refuse(struct service *svc, struct request *req, struct response *resp,
@@ -106,9 +117,10 @@ void service_quiesce(struct service *svc, void (*wait_once)(void *arg), void *ar
 {
     svc->quiescing = 1;
     uint64_t until = clock_mono_us() + (uint64_t)max_ms * 1000u;
-    while ((svc->jobs || svc->bg_running) && clock_mono_us() < until)
+    while ((svc->jobs || svc->bg_running || store_holding(svc->store)) &&
+           clock_mono_us() < until)
         wait_once(arg);
-    if (svc->jobs || svc->bg_running)
+    if (svc->jobs || svc->bg_running || store_holding(svc->store))
         log_warn("stopping with requests still waiting on the store after %d ms", max_ms);
 }
 
@@ -119,6 +131,7 @@ void service_free(struct service *svc)
     if (svc->bg_running)
         coro_free(svc->bg_co);
     /* requests still waiting on storage at shutdown are dropped */
+    store_drop_waiters(svc->store);   /* their holds are in their arenas */
     while (svc->jobs) {
         struct service_job *j = svc->jobs;
         svc->jobs = j->next;
@@ -690,6 +703,50 @@ static void service_run(struct service *svc, struct request *req, struct respons
     }
 }
 
+/* A held answer whose sync failed: the service's error instead (the write
+ * may or may not survive a crash), and the connection is closed after it. */
+static void service_fail_held(struct service *svc, struct request *req, struct response *resp,
+                              int rc)
+{
+    struct arena *a = resp->arena;
+    int no_body = resp->no_body;
+    response_free(resp);
+    response_init(resp, a);
+    resp->no_body = no_body;
+    struct req_ctx c;
+    ctx_init(&c, svc, req, resp);
+    reply_error(&c, terr_from_backend(rc));
+    reply_finish(&c);
+    resp->close = 1;
+}
+
+/* The store's callback: the sync covering a held answer is over. */
+static void service_hold_over(struct store_waiter *w, int status)
+{
+    struct service_hold *h = (struct service_hold *)w;
+    if (status != BACKEND_OK)
+        service_fail_held(h->svc, h->req, h->resp, status);
+    h->done(h->token);         /* frees h with the request's arena */
+}
+
+/* A complete answer, with the pipelined group commit: 1 when it may go
+ * now (resp replaced by an error when a sync failed at once), 0 when it
+ * is held and done(token) follows once the writes it may show are
+ * durable (see store.h). */
+static int service_answer(struct service *svc, struct request *req, struct response *resp,
+                          void (*done)(void *token), void *token)
+{
+    if (!store_pipelined(svc->store) || store_synced(svc->store))
+        return 1;
+    /* in the request's arena: it lives until the answer has been sent */
+    struct service_hold *h = arena_alloc(resp->arena, sizeof *h);
+    *h = (struct service_hold){{service_hold_over, 0, 0, NULL}, svc, req, resp, done, token};
+    int rc = store_hold(svc->store, &h->w);
+    if (rc < 0)
+        service_fail_held(svc, req, resp, rc);
+    return rc <= 0;
+}
+
 /* The coroutine's body. */
 static void service_job_run(void *arg)
 {
@@ -709,7 +766,7 @@ static void service_job_fin(void *arg)
         j->next->prev = j->prev;
     if (j->finished_now)
         *j->finished_now = 1;
-    else
+    else if (service_answer(j->svc, j->req, j->resp, j->done, j->token))
         j->done(j->token);
     free(j);
 }
@@ -720,7 +777,7 @@ int service_handle(struct service *svc, struct request *req, struct response *re
     svc->requests++;
     if (!kv_defers(svc->kv) || !done || coro_current()) {
         service_run(svc, req, resp);
-        return 1;
+        return done ? service_answer(svc, req, resp, done, token) : 1;
     }
     struct service_job *j = calloc(1, sizeof *j);
     struct coro *co = j ? coro_new(service_job_run, service_job_fin, j) : NULL;
@@ -736,7 +793,7 @@ int service_handle(struct service *svc, struct request *req, struct response *re
     svc->jobs = j;
     coro_resume(co);
     if (finished_now)
-        return 1;
+        return service_answer(svc, req, resp, done, token);
     j->finished_now = NULL;   /* it waits: done() will say when it is over */
     return 0;
 }

@@ -434,3 +434,13 @@ int kv_sync(struct kv *kv, char *err, size_t errlen)
 {
     return kv->ops->sync(kv->st, err, errlen);
 }
+
+int kv_syncs_off_loop(const struct kv *kv)
+{
+    return kv->v2 && kv->ops->sync_v2 != NULL;
+}
+
+int kv_sync_start(struct kv *kv, struct backend_call *call)
+{
+    return kv->ops->sync_v2(kv->st, call);
+}

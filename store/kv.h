@@ -94,4 +94,12 @@ int kv_apply(struct kv *kv, const struct backend_write *w, const struct backend_
 /* Group commit (backend sync). */
 int kv_sync(struct kv *kv, char *err, size_t errlen);
 
+/* 1 when the backend can sync off the event loop (backend.h sync_v2). */
+int kv_syncs_off_loop(const struct kv *kv);
+/* Starts such a sync of every write applied so far (sync_v2): a final
+   status now, or BACKEND_PENDING and call->done(call) later from the
+   loop. The caller fills call->done and call->arg and keeps call alive
+   until then; one at a time. */
+int kv_sync_start(struct kv *kv, struct backend_call *call);
+
 #endif

@@ -18,7 +18,18 @@
 struct store {
     struct kv *kv;
     enum durability durability;
-    int dirty;                 /* writes applied since the last sync */
+    int dirty;                 /* writes applied since the last sync began */
+    /* Group commit off the loop (batch mode, kv_syncs_off_loop): syncs are
+       numbered from 1; a write applied while sync k is in flight (or none
+       is, after k) is covered by sync k + 1. */
+    int pipelined;
+    int syncing;               /* sync number started is in flight */
+    uint64_t started;          /* syncs begun */
+    uint64_t finished;         /* syncs over (succeeded or failed) */
+    uint64_t need;             /* the sync that covers the latest write */
+    uint64_t sync_t0;          /* when the sync in flight began (metrics) */
+    struct backend_call call;  /* of the sync in flight */
+    struct store_waiter *wait_head, *wait_tail;  /* by need, ascending */
     int checks_needed;         /* the store may change between a read and
                                   a write (deferred or shared): send the
                                   expectations with the writes */
@@ -41,6 +52,7 @@ struct store *store_new(struct kv *kv, enum durability durability)
     s->durability = durability;
     s->shared = kv_shared(kv);
     s->checks_needed = kv_defers(kv) || s->shared;
+    s->pipelined = durability == DURABILITY_BATCH && kv_syncs_off_loop(kv);
     return s;
 }
 
@@ -164,7 +176,138 @@ int store_probe(struct store *s, int *wait_ms)
 
 int store_dirty(const struct store *s)
 {
-    return s->dirty;
+    return s->dirty && !s->pipelined;
+}
+
+int store_pipelined(const struct store *s)
+{
+    return s->pipelined;
+}
+
+/* Begins sync number started + 1 of everything applied so far: 1 while it
+ * is in flight (store_sync_done follows), or 0 when it finished at once
+ * (*rc, and store_sync_end has run). */
+static int store_sync_begin(struct store *s, int *rc);
+
+/* Bookkeeping at the end of the sync begun last: its outcome rc (err: the
+ * detail), the failure state, the metrics. */
+static void store_sync_end(struct store *s, int rc, const char *err)
+{
+    s->syncing = 0;
+    s->finished = s->started;
+    if (s->metrics)
+        metrics_backend_sync(s->metrics, clock_mono_us() - s->sync_t0);
+    if (rc != BACKEND_OK) {
+        log_error("backend sync failed: %s", err);
+        store_failure(s, rc, err);
+    }
+}
+
+/* Unlinks the waiters the syncs over so far cover, each with status rc,
+ * onto *ready (in order). */
+static void store_detach(struct store *s, int rc, struct store_waiter ***ready)
+{
+    while (s->wait_head && s->wait_head->gen <= s->finished) {
+        struct store_waiter *w = s->wait_head;
+        s->wait_head = w->next;
+        w->status = rc;
+        w->next = NULL;
+        **ready = w;
+        *ready = &w->next;
+    }
+    if (!s->wait_head)
+        s->wait_tail = NULL;
+}
+
+/* The backend's completion of a sync (from the event loop): releases the
+ * waiters it covers and, while writes wait for the next one, begins that
+ * at once (the pipeline: the loop has gone on applying meanwhile). The
+ * waiters are called last, when the store is consistent again: a waiter
+ * may hold a new reply (store_hold) from its callback. */
+static void store_sync_done(struct backend_call *call)
+{
+    struct store *s = call->arg;
+    struct store_waiter *ready = NULL, **tail = &ready;
+    int rc = call->status;
+    store_sync_end(s, rc, call->err);
+    store_detach(s, rc, &tail);
+    while (s->pipelined && (s->wait_head || s->dirty)) {
+        if (store_sync_begin(s, &rc))
+            break;
+        store_detach(s, rc, &tail);
+    }
+    while (ready) {
+        struct store_waiter *w = ready;
+        ready = w->next;
+        w->fn(w, w->status);
+    }
+}
+
+static int store_sync_begin(struct store *s, int *rc)
+{
+    int was_dirty = s->dirty;
+    s->dirty = 0;
+    s->started++;
+    s->syncing = 1;
+    s->sync_t0 = s->metrics ? clock_mono_us() : 0;
+    s->call.done = store_sync_done;
+    s->call.arg = s;
+    s->call.want_counts = 0;
+    s->call.err[0] = '\0';
+    *rc = kv_sync_start(s->kv, &s->call);
+    if (*rc == BACKEND_PENDING)
+        return 1;
+    if (*rc == BACKEND_INVALID) {
+        /* this store syncs on the loop (backend.h sync_v2): from now on
+           the server holds the replies and calls store_sync per turn */
+        log_info("group commit: the backend syncs on the event loop");
+        s->pipelined = 0;
+        s->syncing = 0;
+        s->started--;
+        s->dirty = was_dirty;
+        *rc = BACKEND_OK;
+        return 0;
+    }
+    store_sync_end(s, *rc, s->call.err);
+    return 0;
+}
+
+int store_synced(const struct store *s)
+{
+    return s->need <= s->finished;
+}
+
+int store_hold(struct store *s, struct store_waiter *w)
+{
+    if (!s->pipelined || s->need <= s->finished)
+        return 0;
+    w->gen = s->need;
+    w->next = NULL;
+    if (s->wait_tail)
+        s->wait_tail->next = w;
+    else
+        s->wait_head = w;
+    s->wait_tail = w;
+    if (s->syncing)
+        return 1;
+    /* nothing in flight: then nothing else waits either; begin the sync
+       that covers w (a sync that ends at once is answered here, never
+       through w->fn: the caller is inside a request) */
+    int rc;
+    if (store_sync_begin(s, &rc))
+        return 1;
+    s->wait_head = s->wait_tail = NULL;
+    return rc == BACKEND_OK ? 0 : rc;
+}
+
+int store_holding(const struct store *s)
+{
+    return s->syncing || s->wait_head != NULL;
+}
+
+void store_drop_waiters(struct store *s)
+{
+    s->wait_head = s->wait_tail = NULL;
 }
 
 int store_sync(struct store *s)
@@ -334,8 +477,10 @@ int store_apply(struct store *s, int account, const struct backend_write *w,
         metrics_entities_add(m, (unsigned)account, (int64_t)res.created - (int64_t)res.removed);
     if (s->failed)
         store_recovered(s);
-    if (s->durability == DURABILITY_BATCH)
+    if (s->durability == DURABILITY_BATCH) {
         s->dirty = 1;
+        s->need = s->started + 1;
+    }
     return 0;
 }
 

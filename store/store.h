@@ -45,7 +45,19 @@
  *     empty apply and one get), so /healthz says 503 while the database is
  *     away, with no requests needed to notice, and 200 once it answers.
  *   - Group commit: writes mark the store dirty; store_sync makes them
- *     durable. */
+ *     durable (the server calls it once per loop turn, holding that turn's
+ *     replies until it returns).
+ *   - Pipelined group commit (batch mode, a backend that syncs off the
+ *     loop: kv_syncs_off_loop). The replies are held here instead, through
+ *     store_hold: a reply waits for the sync that covers every write
+ *     applied before the reply was made (the request's own writes, and
+ *     those of others it may have seen). One sync is in flight at a time,
+ *     run by the backend's worker thread; the loop keeps applying writes
+ *     meanwhile, and those are covered by the next sync, begun as soon as
+ *     the one in flight ends. Visibility is as before: reads see applied
+ *     writes at once, but no reply that could show an unsynced write is
+ *     sent before that write is durable. A failed sync fails the replies
+ *     it held (and puts the store in the failed state). */
 #ifndef TABLED_STORE_H
 #define TABLED_STORE_H
 #include <stddef.h>
@@ -148,10 +160,39 @@ int store_checks_needed(const struct store *s);
 int store_apply(struct store *s, int account, const struct backend_write *w,
                 const struct backend_cond *cond, size_t n, size_t *failed);
 
-/* Group commit: 1 when writes were applied since the last store_sync. */
+/* Group commit: 1 when writes were applied since the last store_sync
+   (always 0 when pipelined: store_hold holds the replies then). */
 int store_dirty(const struct store *s);
 /* Makes them durable. 0 or a backend status (logged). */
 int store_sync(struct store *s);
+
+/* 1 when the group commit is pipelined (see the top): every reply goes
+   through store_hold. */
+int store_pipelined(const struct store *s);
+
+/* A reply waiting for a sync (store_hold). The caller owns it and fills
+   fn; the store links it until it calls fn(w, status) from the event loop
+   once the sync covering it is over: status BACKEND_OK (send the reply),
+   or the sync's failure (answer an error instead). */
+struct store_waiter {
+    void (*fn)(struct store_waiter *w, int status);
+    uint64_t gen;              /* the sync it waits for (the store's) */
+    int status;
+    struct store_waiter *next;
+};
+/* Holds a reply made now until every write applied so far is durable:
+   0: it is already, or the backend turned out to sync on the loop (send
+   now: store_dirty then says whether the server must hold it); 1: w
+   waits (fn follows; never from inside this call); or a failure status (a sync that failed at once: answer an
+   error now). Only when store_pipelined. */
+int store_hold(struct store *s, struct store_waiter *w);
+/* 1 when every write applied so far is covered by a sync that is over
+   (store_hold would answer 0). */
+int store_synced(const struct store *s);
+/* 1 while a sync is in flight or a reply waits (shutdown waits for it). */
+int store_holding(const struct store *s);
+/* Forgets every waiting reply (at shutdown, before they are freed). */
+void store_drop_waiters(struct store *s);
 
 /* 0 while all is well; 1 while writes fail (read-only), 2 while the
    database cannot be reached. */

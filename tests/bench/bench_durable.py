@@ -2,8 +2,10 @@
 """bench_durable.py - the [durability] benchmarks (make bench-durable).
 
   inserts  durable single-entity inserts (--durability batch) from --conns
-           keep-alive connections for --seconds, ~1 KiB entities (random
-           characters, then words), per durable backend
+           keep-alive connections (a comma-separated list: each count in
+           turn; default 16,64) for --seconds, ~1 KiB entities (random
+           characters, then words), per durable backend; with the server's
+           CPU time per insert (user + system, every thread)
            (tests/bench/bench_insert does the HTTP)
   restart  loads --entities ~1 KiB entities ($batch of 100), then times
            restarts from process start to the "ready" line (the store open,
@@ -12,7 +14,7 @@
   rss      loads --entities ~1 KiB entities into the memory backend and
            reads VmRSS
 
-  bench_durable.py [--entities N] [--seconds S] [--conns C] [--value BYTES]
+  bench_durable.py [--entities N] [--seconds S] [--conns C[,C]...] [--value BYTES]
                    [--backends leveldb,flatfile] [--dir DIR] [inserts|restart|rss]...
 
 TABLED and BENCH_INSERT name the binaries (default: ./tabled and
@@ -53,6 +55,12 @@ class Server:
                 return self
         raise RuntimeError("tabled did not start: %s" % " ".join(self.cmd))
 
+    def cpu_secs(self):
+        """User + system CPU time of the process so far (all threads)."""
+        with open("/proc/%d/stat" % self.p.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_mib(self):
         with open("/proc/%d/status" % self.p.pid) as f:
             for ln in f:
@@ -88,19 +96,25 @@ def bench_insert(port, *args):
 
 
 def do_inserts(a, base):
-    print("## durable inserts: --durability batch, %d connections, %d s, %d-byte Data of random "
-          "characters (incompressible) or of words and numbers (compresses like JSON)"
-          % (a.conns, a.seconds, a.value))
-    for be in a.backends.split(","):
-        for kind, flags in (("random", []), ("words", ["-w"])):
-            data = os.path.join(base, "ins-" + be)
-            s = Server(be, data).start()
-            s.request("POST", "/Tables", json.dumps({"TableName": "bench"}))
-            text = bench_insert(s.port, "-c", a.conns, "-d", a.seconds, "-s", a.value, *flags)
-            s.stop()
-            print("%-9s %-7s %s" % (be, kind, text))
-            shutil.rmtree(data, ignore_errors=True)
-            sys.stdout.flush()
+    for conns in [int(c) for c in a.conns.split(",")]:
+        print("## durable inserts: --durability batch, %d connections, %d s, %d-byte Data of "
+              "random characters (incompressible) or of words and numbers (compresses like "
+              "JSON)" % (conns, a.seconds, a.value))
+        for be in a.backends.split(","):
+            for kind, flags in (("random", []), ("words", ["-w"])):
+                data = os.path.join(base, "ins-" + be)
+                s = Server(be, data).start()
+                s.request("POST", "/Tables", json.dumps({"TableName": "bench"}))
+                cpu0 = s.cpu_secs()
+                text = bench_insert(s.port, "-c", conns, "-d", a.seconds, "-s", a.value, *flags)
+                cpu = s.cpu_secs() - cpu0
+                s.stop()
+                m = re.search(r"requests (\d+)", text)
+                n = int(m.group(1)) if m else 0
+                print("%-9s %-7s %s; server CPU %.1f us per insert"
+                      % (be, kind, text, cpu * 1e6 / max(n, 1)))
+                shutil.rmtree(data, ignore_errors=True)
+                sys.stdout.flush()
 
 
 def load(s, n, value):
@@ -154,7 +168,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--entities", type=int, default=1000000)
     ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--conns", type=int, default=64)
+    ap.add_argument("--conns", default="16,64")
     ap.add_argument("--value", type=int, default=960)
     ap.add_argument("--backends", default="leveldb,flatfile")
     ap.add_argument("--dir", default=None)

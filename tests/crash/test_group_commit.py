@@ -3,13 +3,16 @@
 success reply while a write it answers for is not yet durable.
 
 A kill -9 cannot show a missing fsync (the page cache survives the process),
-so this test watches the server with strace instead: every write(2) to a
-backend's log file (flatfile.log, LevelDB's NNNNNN.log) must be followed by
-an fdatasync/fsync of that log before the server's main thread writes any
-"HTTP/1.1 2xx" to a socket. It runs 16 connections of inserts and $batch
-requests against each durable backend in --durability batch and sync, and
-reports how many log writes shared one sync (group commit at work: in batch
-mode the replies of one event-loop turn wait for one fdatasync).
+so this test watches the server with strace instead (every thread: the
+pipelined group commit fdatasyncs on a worker thread): every write(2) to a
+backend's log file (flatfile.log, LevelDB's NNNNNN.log) made while a
+connection's request was handled, or before it was read, must be covered
+by an fdatasync/fsync of that log that began after the write and returned
+before the server writes an "HTTP/1.1 2xx" to that connection. It runs 16
+connections of inserts and $batch requests against each durable backend in
+--durability batch (with the sync worker, and with sync-thread=off: one
+fdatasync per loop turn, on the loop) and sync, and reports how many log
+writes shared one sync (group commit at work).
 
 Skipped (TAP SKIP) when strace is not installed. TABLED names the binary.
 """
@@ -30,6 +33,7 @@ import tabled_harness as h  # noqa: E402
 import tload  # noqa: E402
 
 LINE_RE = re.compile(r"^(\d+)\s+(\w+)\((\d+)<([^>]*)>(.*)$")
+RESUMED_RE = re.compile(r"^(\d+)\s+<\.\.\. (\w+) resumed>(.*)$")
 
 
 def load(host, port, seconds, nconn=16):
@@ -91,35 +95,66 @@ def stop_traced(srv):
 
 
 def analyse(trace, data):
-    """Replays the main thread's system calls. Returns (violations, log
-    writes, log syncs, success replies)."""
+    """Replays the system calls of every thread. Returns (violations, log
+    writes, log syncs, success replies).
+
+    Log writes made while a connection's request was being handled (after
+    a read of its socket) are that connection's; so is every log write
+    made before that read (a reply may show what others wrote). An
+    fdatasync/fsync of a log, on any thread (the pipelined group commit
+    runs it on a worker), makes durable the log writes made before it
+    began, once it has returned 0. A 2xx reply on a connection is a
+    violation unless its writes are durable then."""
     main_pid = None
-    dirty = False
+    wseq = 0            # log writes so far
+    durable = 0         # the log writes made durable so far
+    mark = {}           # socket fd -> the log writes its reply needs
+    cur = None          # the socket whose input is being handled
+    sync_from = {}      # thread -> wseq when its sync began
     writes = syncs = replies = 0
     violations = []
+
+    def sync_over(pid, ok):
+        nonlocal durable, syncs
+        began = sync_from.pop(pid, None)
+        if began is not None and ok:
+            durable = max(durable, began)
+            syncs += 1
+
     with open(trace, errors="replace") as f:
         for ln in f:
+            r = RESUMED_RE.match(ln)
+            if r:
+                pid, call, rest = r.groups()
+                if call in ("fdatasync", "fsync"):
+                    sync_over(pid, re.search(r"= 0\s*$", rest) is not None)
+                continue
             m = LINE_RE.match(ln)
             if not m:
                 continue
-            pid, call, _fd, path, rest = m.groups()
+            pid, call, fd, path, rest = m.groups()
             if main_pid is None:
                 main_pid = pid
-            if pid != main_pid:
-                continue
             is_log = path.startswith(data) and path.endswith(".log")
+            is_sock = path.startswith("TCP:") or path.startswith("socket:")
             if call in ("write", "pwrite64", "writev") and is_log:
-                dirty = True
+                wseq += 1
                 writes += 1
+                if cur is not None:
+                    mark[cur] = wseq
             elif call in ("fdatasync", "fsync") and is_log:
-                dirty = False
-                syncs += 1
-            elif call in ("write", "writev", "sendmsg", "sendto") and \
-                    (path.startswith("TCP:") or path.startswith("socket:")) and \
-                    re.search(r'"HTTP/1\.1 2\d\d', rest):
+                sync_from[pid] = wseq
+                if "<unfinished" not in rest:
+                    sync_over(pid, re.search(r"= 0\s*$", rest) is not None)
+            elif call in ("read", "recvfrom") and is_sock and pid == main_pid:
+                cur = fd
+                mark[fd] = max(mark.get(fd, 0), wseq)
+            elif call in ("write", "writev", "sendmsg", "sendto") and is_sock and \
+                    pid == main_pid and re.search(r'"HTTP/1\.1 2\d\d', rest):
                 replies += 1
-                if dirty and len(violations) < 5:
-                    violations.append(ln.strip()[:200])
+                if mark.get(fd, 0) > durable and len(violations) < 5:
+                    violations.append("%s (its log writes up to #%d, durable up to #%d)"
+                                      % (ln.strip()[:160], mark[fd], durable))
     return violations, writes, syncs, replies
 
 
@@ -132,19 +167,23 @@ def main():
     exe = h.tabled_path()
     tmp = tempfile.mkdtemp(prefix="tabled-gc-")
     for backend in ("flatfile", "leveldb"):
-        for mode in ("batch", "sync"):
+        # batch-loop: sync-thread=off, one fdatasync per loop turn on the loop
+        for mode in ("batch", "batch-loop", "sync"):
             data = os.path.join(tmp, "%s-%s" % (backend, mode))
             trace = os.path.join(tmp, "trace-%s-%s" % (backend, mode))
             wrapper = os.path.join(tmp, "tabled-under-strace")
             with open(wrapper, "w") as f:
                 f.write("#!/bin/sh\nexec %s -f -y -qq -s 24 -o %s -e trace=write,pwrite64,"
-                        "writev,fdatasync,fsync,sendmsg,sendto %s \"$@\"\n" % (strace, trace, exe))
+                        "writev,fdatasync,fsync,sendmsg,sendto,read,recvfrom %s \"$@\"\n" % (strace, trace, exe))
             os.chmod(wrapper, stat.S_IRWXU)
             os.environ["TABLED"] = wrapper
             label = "%s/%s" % (backend, mode)
             srv = None
             try:
-                srv = h.Server(["--data", data, "--durability", mode, "--auth", "off"],
+                args = ["--data", data, "--durability", mode.split("-")[0], "--auth", "off"]
+                if mode == "batch-loop":
+                    args += ["--backend-option", "sync-thread=off"]
+                srv = h.Server(args,
                                backend=backend, ready_timeout=30).start()
                 c = tload.Client(srv.host, srv.port)
                 tload.create_table(c, "gctable")

@@ -273,3 +273,28 @@ int bta_apply(const struct backend_ops *ops, struct backend_store *st,
         snprintf(err, errlen, "%s", wt.call.err);
     return rc;
 }
+
+int bta_sync(const struct backend_ops *ops, struct backend_store *st, char *err, size_t errlen)
+{
+    if (!BTA_HAS(ops, sync_v2))
+        return ops->sync(st, err, errlen);
+    struct bta_wait wt;
+    memset(&wt, 0, sizeof wt);
+    bta_start(ops, &wt, 0);
+    int rc = ops->sync_v2(st, &wt.call);
+    wt.in_method = 0;
+    if (rc == BACKEND_INVALID && !wt.done)   /* no sync off the loop here */
+        return ops->sync(st, err, errlen);
+    if (rc == BACKEND_PENDING) {
+        /* a sync off the loop needs no BACKEND_CAP_DEFERS */
+        rc = bta_run_until(&wt.done) != 0 ? BACKEND_IOERR : wt.call.status;
+        if (rc == BACKEND_PENDING)
+            bta_breach("sync_v2: done() with call.status still BACKEND_PENDING");
+    } else if (wt.done) {
+        bta_breach("sync_v2: done() called for a sync that completed at once");
+    }
+    free(wt.buf);
+    if (rc != BACKEND_OK && err && errlen)
+        snprintf(err, errlen, "%s", wt.call.err);
+    return rc;
+}

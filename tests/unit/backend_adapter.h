@@ -52,6 +52,10 @@ int bta_apply(const struct backend_ops *ops, struct backend_store *st,
               const struct backend_write *w, const struct backend_cond *cond, size_t n,
               int want_counts, struct backend_call *out, char *err, size_t errlen);
 
+/* Group commit: sync_v2 when the vtable has it (the sync may run off the
+   loop: the loop is run until it is over), else sync(). */
+int bta_sync(const struct backend_ops *ops, struct backend_store *st, char *err, size_t errlen);
+
 /* Runs the event loop until call->arg's wait says done (see
    backend_adapter.c); exposed for tests that issue several calls. Returns
    0, or -1 when nothing is left to wait for or 10 s passed. */

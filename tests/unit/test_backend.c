@@ -442,7 +442,7 @@ static void test_point_ops(void)
     rc = bt_get(st, "", 0, &v, &vl, NULL, 0);
     BT_CHECK(rc != BACKEND_OK, "point: get with an empty key fails");
     BT_EQ_INT(bt_apply(st, NULL, 0, NULL, 0), BACKEND_OK, "point: apply of zero writes is OK");
-    BT_EQ_INT(ops->sync(st, NULL, 0), BACKEND_OK, "point: sync");
+    BT_EQ_INT(bta_sync(ops, st, NULL, 0), BACKEND_OK, "point: sync");
     ops->close(st);
 }
 
@@ -804,7 +804,7 @@ static void test_many(void)
             ok = 0;
         }
         if (++batches % 16 == 0)
-            sync_ok &= ops->sync(st, NULL, 0) == BACKEND_OK;
+            sync_ok &= bta_sync(ops, st, NULL, 0) == BACKEND_OK;
     }
     BT_CHECK(ok, "many: 100,000 random writes applied in batches of 1..200");
     BT_CHECK(sync_ok, "many: periodic sync() succeeds");
@@ -945,7 +945,7 @@ static void test_reopen(void)
         bt_apply(st, w, 3, NULL, 0);
         if (modes[m] == BACKEND_DURABLE_BATCH) {
             snprintf(what, sizeof(what), "reopen (%s): sync", mode_names[m]);
-            BT_EQ_INT(ops->sync(st, NULL, 0), BACKEND_OK, what);
+            BT_EQ_INT(bta_sync(ops, st, NULL, 0), BACKEND_OK, what);
         }
         ops->close(st);
 
@@ -1232,7 +1232,7 @@ static void test_many_tables(void)
         }
         ok &= bt_apply(st, w, NR, NULL, 0) == BACKEND_OK;
     }
-    ops->sync(st, NULL, 0);
+    bta_sync(ops, st, NULL, 0);
     BT_CHECK(ok, "many tables: 600 tables x 20 rows written, one batch per table");
     for (int round = 0; round < 3 && st; round++) {
         int good = 1;
@@ -1258,7 +1258,7 @@ static void test_many_tables(void)
                 }
                 ok &= bt_apply(st, w, NR, NULL, 0) == BACKEND_OK;
             }
-            ops->sync(st, NULL, 0);
+            bta_sync(ops, st, NULL, 0);
             BT_CHECK(ok, "many tables: drop every third table");
         } else if (round == 1) {
             if (!bt_durable)

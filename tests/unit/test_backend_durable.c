@@ -88,7 +88,7 @@ static void kill_child(const char *section, enum backend_durability d, int cycle
         int ack = -1;
         if (d == BACKEND_DURABLE_SYNC)
             ack = b;
-        else if (b % 3 == 2 && ops->sync(st, NULL, 0) == BACKEND_OK)
+        else if (b % 3 == 2 && bta_sync(ops, st, NULL, 0) == BACKEND_OK)
             ack = b;
         if (ack >= 0 && write(fd, &ack, sizeof(ack)) != (ssize_t)sizeof(ack))
             _exit(5);
@@ -315,7 +315,7 @@ static void test_diskfull(enum backend_durability d, const char *mode)
         return;
     }
     int ok = diskfull_batch(st, "before-", 8, NULL, 0) == BACKEND_OK &&
-             ops->sync(st, NULL, 0) == BACKEND_OK;
+             bta_sync(ops, st, NULL, 0) == BACKEND_OK;
     snprintf(what, sizeof(what), "disk full (%s): a batch before the disk fills", mode);
     BT_CHECK(ok, what);
 
@@ -326,7 +326,7 @@ static void test_diskfull(enum backend_durability d, const char *mode)
         err[0] = 0;
         int rc = diskfull_batch(st, t ? "cut-" : "full-", 5, err, sizeof(err));
         if (rc == BACKEND_OK)
-            rc = ops->sync(st, err, sizeof(err));
+            rc = bta_sync(ops, st, err, sizeof(err));
         faultfs_disarm();
         snprintf(what, sizeof(what), "disk full (%s): a write %s fails with BACKEND_FULL", mode,
                  t ? "cut short by a full disk" : "into a full disk");
@@ -340,7 +340,7 @@ static void test_diskfull(enum backend_durability d, const char *mode)
     err[0] = 0;
     int rc = diskfull_batch(st, "after-", 6, err, sizeof(err));
     if (rc == BACKEND_OK)
-        rc = ops->sync(st, err, sizeof(err));
+        rc = bta_sync(ops, st, err, sizeof(err));
     snprintf(what, sizeof(what), "disk full (%s): with space again, writes work", mode);
     BT_EQ_INT(rc, BACKEND_OK, what);
     if (rc)
@@ -351,7 +351,7 @@ static void test_diskfull(enum backend_durability d, const char *mode)
     faultfs_arm(dir, -1, 1);
     rc = diskfull_batch(st, "nosync-", 4, NULL, 0);
     if (rc == BACKEND_OK)
-        rc = ops->sync(st, NULL, 0);
+        rc = bta_sync(ops, st, NULL, 0);
     faultfs_disarm();
     snprintf(what, sizeof(what), "disk full (%s): a failed fsync fails the write or the sync", mode);
     BT_CHECK(rc != BACKEND_OK, what);
@@ -703,7 +703,7 @@ static void test_ff_compaction(void)
                 }
             }
         }
-        ops->sync(st, NULL, 0);
+        bta_sync(ops, st, NULL, 0);
         off_t sz = file_size(path);
         if (sz > max_size)
             max_size = sz;
