@@ -332,18 +332,29 @@ static long long ldb_log_number(const char *name)
     return strcmp(end, ".log") == 0 ? n : -1;
 }
 
-/* fdatasyncs every log file older than the newest (LevelDB closed them
- * without fsync when it switched logs), then the directory. 0 or -errno. */
-static int ldb_sync_old_logs(struct backend_store *st)
+/* The store's directory opened for reading its entries (*d, closedir
+ * after). 0 or -errno. */
+static int ldb_opendir(struct backend_store *st, DIR **d)
 {
     int fd = openat(st->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
+    *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!*d) {
         int e = errno;
         if (fd >= 0)
             close(fd);
         return -e;
     }
+    return 0;
+}
+
+/* fdatasyncs every log file older than the newest (LevelDB closed them
+ * without fsync when it switched logs), then the directory. 0 or -errno. */
+static int ldb_sync_old_logs(struct backend_store *st)
+{
+    DIR *d;
+    int oe = ldb_opendir(st, &d);
+    if (oe)
+        return oe;
     long long newest = -1, nums[64];
     size_t n = 0;
     int rc = 0, overflow = 0;
@@ -422,14 +433,10 @@ static int ldb_after_sync(struct backend_store *st)
 /* Points logfd at the newest log file (LevelDB's live one). 0 or -errno. */
 static int ldb_open_live_log(struct backend_store *st)
 {
-    int fd = openat(st->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return -e;
-    }
+    DIR *d;
+    int oe = ldb_opendir(st, &d);
+    if (oe)
+        return oe;
     long long newest = -1;
     struct dirent *de;
     while ((de = readdir(d))) {
