@@ -351,7 +351,7 @@ struct batch_reads {
  * prepared without a read when blind, else those judged on one), read in
  * one store call (one round trip on postgres, instead of one read each):
  * r->m of them, write r->idx[k] found (r->found[k]) as r->cur[k]. 0, or a
- * negative backend status. */
+ * negative backend status (only when r->m > 0). */
 static int batch_read(struct req_ctx *c, const struct entity_write *w, size_t n, int blind,
                       struct batch_reads *r)
 {
@@ -375,49 +375,37 @@ static int batch_read(struct req_ctx *c, const struct entity_write *w, size_t n,
     return store_entity_get_many(c->svc->store, c->a, keys, lens, r->m, r->cur, r->found);
 }
 
-/* Judges, in batch order, the writes w[0..n) judged on their entities'
- * current state (upserts, merges, and on a shared store If-Match "*"),
- * all read at once. Returns n, or the index of the first that fails with
- * its error in *e (a failed read fails the first of them). */
-static size_t batch_judge(struct req_ctx *c, struct req_ctx *subs, struct entity_write *w,
-                          size_t n, enum terr *e)
+/* The first of the writes w[0..n) that its entity's current state
+ * refuses, in batch order, their entities all read at once: with blind,
+ * the writes prepared without a read (an earlier blind write's failure
+ * comes first in batch order, so only a changeset that fails anyway
+ * asks); else the writes judged on that state (upserts, merges, and on a
+ * shared store If-Match "*"), judged now. Returns its index with its
+ * error in *e, or n when none is refused (a failed read fails the first
+ * write read). */
+static size_t batch_first_refused(struct req_ctx *c, struct req_ctx *subs,
+                                  struct entity_write *w, size_t n, int blind, enum terr *e)
 {
     struct batch_reads r;
-    int rc = batch_read(c, w, n, 0, &r);
+    int rc = batch_read(c, w, n, blind, &r);
     if (rc < 0) {
         *e = terr_from_backend(rc);
-        return r.idx ? r.idx[0] : 0;
+        return r.idx[0];
     }
-    for (size_t k = 0; k < r.m; k++)
-        if ((*e = entity_judge(&subs[r.idx[k]], &w[r.idx[k]], r.found[k], &r.cur[k])))
-            return r.idx[k];
-    return n;
-}
-
-/* The first of the writes w[0..n) prepared without a read (blind) that
- * its entity's current state refuses, all read at once: its index with
- * its error in *e, or n when none is (a failed read fails the first blind
- * write). Only a changeset that fails anyway asks: an earlier blind
- * write's failure comes first in batch order. */
-static size_t batch_blind_first(struct req_ctx *c, struct req_ctx *subs,
-                                const struct entity_write *w, size_t n, enum terr *e)
-{
-    struct batch_reads r;
-    int rc = batch_read(c, w, n, 1, &r);
-    if (rc < 0) {
-        *e = terr_from_backend(rc);
-        return r.idx ? r.idx[0] : 0;
+    for (size_t k = 0; k < r.m; k++) {
+        size_t i = r.idx[k];
+        *e = blind ? entity_conflict_on(&subs[i], &w[i], r.found[k], &r.cur[k])
+                   : entity_judge(&subs[i], &w[i], r.found[k], &r.cur[k]);
+        if (*e)
+            return i;
     }
-    for (size_t k = 0; k < r.m; k++)
-        if ((*e = entity_conflict_on(&subs[r.idx[k]], &w[r.idx[k]], r.found[k], &r.cur[k])))
-            return r.idx[k];
     return n;
 }
 
 /* Routes, checks and prepares every operation of a changeset into w (one
  * sub-request each): first every check that needs no read, up to the
  * first operation that fails one; then the reads of the operations before
- * it, all in one store call (batch_judge). The first operation in batch
+ * it, all in one store call (batch_first_refused). The first operation in batch
  * order that fails answers the changeset, as if each had been prepared
  * in turn. admit: charge the throttle (the first round only). 0, or -1
  * when the batch was answered (an operation failed). */
@@ -459,14 +447,14 @@ static int batch_prepare(struct req_ctx *c, const struct multipart_batch *mb,
     }
     size_t prepared = stop < mb->nops ? stop + 1 : mb->nops;   /* sub-responses made */
     enum terr je;
-    size_t fail = batch_judge(c, subs, w, stop, &je);
+    size_t fail = batch_first_refused(c, subs, w, stop, 0, &je);
     if (fail < stop)
         e = je;
     if (fail == mb->nops)
         return 0;
     /* an earlier write prepared without a read may fail first */
     enum terr be;
-    size_t bf = batch_blind_first(c, subs, w, fail, &be);
+    size_t bf = batch_first_refused(c, subs, w, fail, 1, &be);
     if (bf < fail) {
         e = be;
         fail = bf;
