@@ -26,14 +26,10 @@ struct service {
     const struct config *cfg;
     struct store *store;       /* store/store.h: entities, writes, failures */
     struct kv *kv;             /* its kv (scans, catalogue reads) */
-    struct table_cache *tables;  /* trusted only when !shared */
+    struct table_cache *tables;  /* trusted only when !shared (then it
+                                    keeps tables_guess's ids) */
     int shared;                /* kv_shared: other front ends share the store */
     uint64_t purge_scan_us;    /* shared: next look for others' purge records */
-    /* shared: the id each table had when its row was last read, by a hash
-       of account and name (a slot per hash; a wrong guess costs one more
-       read, never a wrong answer): lets a point read fetch the row and the
-       entity in one store call (service_table_with) */
-    uint64_t guess_hash[64], guess_id[64];
     struct rand_x128 rng;      /* xorshift128+ state for request ids */
     /* encoding buffers lent to one request at a time (service_run), so
        that their capacity is kept across requests */
@@ -272,9 +268,6 @@ int service_apply(struct req_ctx *c, int entities, const struct backend_write *w
  * (logged). */
 int service_table(struct req_ctx *c, const char *name, size_t name_len,
                   const struct table_info **out);
-/* Shared stores: the id c->table had when this front end last read its
- * row (1 and *id), or 0 when it has no guess. */
-int service_table_guess(struct req_ctx *c, uint64_t *id);
 /* Shared stores: service_table for c->table, and in the same store call
  * the value under key (tables_read_with: copied into c's arena, *found 1
  * or 0). The value is the entity's only if key was built with the id

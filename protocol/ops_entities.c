@@ -178,7 +178,8 @@ void op_get_entity(struct req_ctx *c)
     /* URL syntax first (SPEC 7.7 step 2), then the table. */
     enum terr err = check_url_keys(c);
     if (!err)
-        err = c->svc->shared && service_table_guess(c, &guess)
+        err = c->svc->shared && tables_guess(c->svc->tables, c->account->name, c->table,
+                                             c->table_len, &guess)
                   ? get_with_guess(c, guess, &t, &e, &found)
                   : ctx_table(c, &t);
     if (!err)

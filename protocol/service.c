@@ -17,7 +17,6 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/rand.h"
-#include "core/texthash.h"
 #include "core/throttle.h"
 #include "protocol/acl.h"
 #include "protocol/ctx.h"
@@ -177,30 +176,6 @@ int service_apply(struct req_ctx *c, int entities, const struct backend_write *w
     return store_apply(c->svc->store, account, w, cond, n, failed);
 }
 
-/* The guess slot's hash of c's account and table name. */
-static uint64_t guess_key(struct req_ctx *c, const char *name, size_t name_len)
-{
-    const char *acct = c->account->name;
-    return texthash(name, name_len) ^ (texthash(acct, strlen(acct)) * 0x9E3779B97F4A7C15ull);
-}
-
-/* Remembers the id a table's row showed (shared stores). */
-static void guess_note(struct req_ctx *c, const char *name, size_t name_len, uint64_t id)
-{
-    uint64_t h = guess_key(c, name, name_len);
-    c->svc->guess_hash[h & 63] = h;
-    c->svc->guess_id[h & 63] = id;
-}
-
-int service_table_guess(struct req_ctx *c, uint64_t *id)
-{
-    uint64_t h = guess_key(c, c->table, c->table_len);
-    if (c->svc->guess_hash[h & 63] != h || !c->svc->guess_id[h & 63])
-        return 0;
-    *id = c->svc->guess_id[h & 63];
-    return 1;
-}
-
 int service_table_with(struct req_ctx *c, const struct table_info **out, const void *key,
                        size_t key_len, void **val, size_t *len, int *found)
 {
@@ -211,7 +186,7 @@ int service_table_with(struct req_ctx *c, const struct table_info **out, const v
                               key, key_len, val, len, found, err, sizeof err);
     if (rc == BACKEND_OK) {
         *out = t;
-        guess_note(c, c->table, c->table_len, t->id);
+        tables_guess_note(c->svc->tables, c->account->name, c->table, c->table_len, t->id);
     } else if (rc != BACKEND_NOTFOUND) {
         log_error("reading the table row failed: %s", err);
     }
@@ -232,7 +207,7 @@ int service_table(struct req_ctx *c, const char *name, size_t name_len,
     int rc = tables_read(svc->kv, c->a, c->account->name, name, name_len, t, err, sizeof err);
     if (rc == BACKEND_OK) {
         *out = t;
-        guess_note(c, name, name_len, t->id);
+        tables_guess_note(svc->tables, c->account->name, name, name_len, t->id);
     } else if (rc != BACKEND_NOTFOUND)
         log_error("reading the table row failed: %s", err);
     return rc;

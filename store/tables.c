@@ -20,6 +20,9 @@ struct table_cache {
     size_t nbuckets, count;
     uint64_t next_id;
     const struct tnode *last;  /* the last table found (NULL after a removal) */
+    /* shared stores: the id each table's row showed when last read, a slot
+       per thash (tables_guess) */
+    uint64_t guess_hash[64], guess_id[64];
 };
 
 /* Hash of account '/' lower(name), computed without building the key. */
@@ -292,6 +295,24 @@ int tables_read_with(struct kv *kv, struct arena *a, const char *account, const 
     *len2 = w.len2;
     *found2 = w.found2;
     return BACKEND_OK;
+}
+
+void tables_guess_note(struct table_cache *tc, const char *account, const char *name,
+                       size_t name_len, uint64_t id)
+{
+    uint64_t h = thash(account, name, name_len);
+    tc->guess_hash[h & 63] = h;
+    tc->guess_id[h & 63] = id;
+}
+
+int tables_guess(const struct table_cache *tc, const char *account, const char *name,
+                 size_t name_len, uint64_t *id)
+{
+    uint64_t h = thash(account, name, name_len);
+    if (tc->guess_hash[h & 63] != h || !tc->guess_id[h & 63])
+        return 0;
+    *id = tc->guess_id[h & 63];
+    return 1;
 }
 
 void tables_reserve_id(struct table_cache *tc, uint64_t id)

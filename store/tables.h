@@ -15,7 +15,8 @@
  *     request that names a table; the row's value is small) into the
  *     request's arena; the cache is neither used nor kept current. A
  *     point read may read the row and its entity together
- *     (tables_read_with), its key built with a guessed id that the row
+ *     (tables_read_with), its key built with the id the row showed last
+ *     (tables_guess: the only thing the cache keeps there), which the row
  *     then confirms or refutes. Query
  *     Tables always lists the rows from the store.
  *   - the row's version (backend.h: its bytes 1..8) is the table id, so a
@@ -76,6 +77,16 @@ int tables_claim_id(struct table_cache *tc, struct kv *kv, uint64_t *id, struct 
  * BACKEND_CORRUPT for a row that does not decode). */
 int tables_read(struct kv *kv, struct arena *a, const char *account, const char *name,
                 size_t name_len, struct table_info *out, char *err, size_t errlen);
+/* Shared stores: remembers the id account/name's row showed (a slot per
+ * hash of the name, case folded; a later table in the slot replaces it). */
+void tables_guess_note(struct table_cache *tc, const char *account, const char *name,
+                       size_t name_len, uint64_t id);
+/* Shared stores: the id account/name's row showed when last noted (1 and
+ * *id), or 0. Only a guess: another front end may have deleted or
+ * re-created the table since, and two names may share a slot, so a read
+ * built on it must be confirmed by the row (tables_read_with). */
+int tables_guess(const struct table_cache *tc, const char *account, const char *name,
+                 size_t name_len, uint64_t *id);
 /* Shared stores: tables_read, and in the same store call (one snapshot;
  * one round trip on a backend with get_multi_v2) the value under key2,
  * copied into a (*val2, *len2; *found2 1, or 0 when absent). For a read
