@@ -325,6 +325,15 @@ int store_sync(struct store *s)
     return rc;
 }
 
+/* A borrowed stored value decoded into e, its strings pointing into a
+   copy in a. 0, or -1 when the value does not decode. */
+static int store_entity_copy(struct arena *a, const void *val, size_t vl, struct entity *e)
+{
+    char *copy = arena_alloc(a, vl ? vl : 1);
+    memcpy(copy, val, vl);
+    return entity_decode(a, copy, vl, e);
+}
+
 int store_entity_get(struct store *s, struct arena *a, const char *key, size_t key_len,
                      struct entity *e)
 {
@@ -338,10 +347,7 @@ int store_entity_get(struct store *s, struct arena *a, const char *key, size_t k
         log_error("backend get failed: %s", err);
         return rc;
     }
-    /* the value is borrowed: the entity's strings point into a copy */
-    char *copy = arena_alloc(a, vl ? vl : 1);
-    memcpy(copy, val, vl);
-    if (entity_decode(a, copy, vl, e) != 0) {
+    if (store_entity_copy(a, val, vl, e) != 0) {
         log_error("corrupt entity value in the store");
         return BACKEND_CORRUPT;
     }
@@ -360,9 +366,7 @@ struct store_many {
 static void store_many_found(void *arg, size_t i, const void *val, size_t vl)
 {
     struct store_many *m = arg;
-    char *copy = arena_alloc(m->a, vl ? vl : 1);
-    memcpy(copy, val, vl);
-    if (entity_decode(m->a, copy, vl, &m->e[i]) != 0)
+    if (store_entity_copy(m->a, val, vl, &m->e[i]) != 0)
         m->corrupt = 1;
     else
         m->found[i] = 1;
