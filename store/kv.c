@@ -231,7 +231,10 @@ int kv_get_multi(struct kv *kv, struct backend_mget *keys, size_t n,
     }
     if (n == 0)
         return BACKEND_OK;
-    if (!kv->v2 || !kv->ops->get_multi_v2) {
+    /* A deferred answer's values last only until done() returns: a
+       coroutine reads them inside it, but the main stack's waiter (start-up,
+       the tools) only after, so there each key is a get (kv_keep copies). */
+    if (!kv->v2 || !kv->ops->get_multi_v2 || (!coro_current() && kv_defers(kv))) {
         /* one get per key: each value is handed on before the next get
            (which invalidates it) */
         for (size_t i = 0; i < n; i++) {
