@@ -1095,6 +1095,22 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
     return backend_call_end(call, BACKEND_OK);
 }
 
+/* The outcome of an fdatasync of the log that returned r: one more epoch
+ * is durable, or (failed) the store refuses writes until it is reopened,
+ * the page cache's state being unknown. BACKEND_OK or BACKEND_IOERR. */
+static int ff_synced(struct backend_store *st, int r, char *err, size_t errlen)
+{
+    if (r < 0) {
+        st->failed = 1;
+        ff_log(st, BACKEND_LOG_ERROR, "fdatasync failed (%s): refusing writes until the store "
+               "is reopened", strerror(-r));
+        ff_err(err, errlen, "sync: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
+        return BACKEND_IOERR;
+    }
+    st->epoch++;
+    return BACKEND_OK;
+}
+
 /* Group commit: one fdatasync for every record written since the last. */
 static int ff_sync(struct backend_store *st, char *err, size_t errlen)
 {
@@ -1109,16 +1125,9 @@ static int ff_sync(struct backend_store *st, char *err, size_t errlen)
     if (!st->dirty)
         return BACKEND_OK;
     int r = ff_datasync(st->fd);
-    if (r < 0) {
-        st->failed = 1;
-        ff_log(st, BACKEND_LOG_ERROR, "fdatasync failed (%s): refusing writes until the store "
-               "is reopened", strerror(-r));
-        ff_err(err, errlen, "sync: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
-        return BACKEND_IOERR;
-    }
-    st->dirty = 0;
-    st->epoch++;
-    return BACKEND_OK;
+    if (r >= 0)
+        st->dirty = 0;
+    return ff_synced(st, r, err, errlen);
 }
 
 /* The worker's job: fdatasync of the log as it was when the sync began. */
@@ -1134,17 +1143,7 @@ static void ff_sync_done(void *arg, int r)
     struct backend_store *st = arg;
     struct backend_call *call = st->sync_call;
     st->sync_call = NULL;
-    if (r < 0) {
-        st->failed = 1;
-        ff_log(st, BACKEND_LOG_ERROR, "fdatasync failed (%s): refusing writes until the store "
-               "is reopened", strerror(-r));
-        ff_err(call->err, sizeof call->err, "sync: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME,
-               strerror(-r));
-        backend_call_end(call, BACKEND_IOERR);
-    } else {
-        st->epoch++;
-        backend_call_end(call, BACKEND_OK);
-    }
+    backend_call_end(call, ff_synced(st, r, call->err, sizeof call->err));
     call->done(call);
 }
 
