@@ -213,7 +213,7 @@ def one_backend(backend, args):
         else:
             # One store, loaded once, copied: both servers hold the same bytes.
             first = os.path.join(tmp, "load")
-            s = Server("load", bins[0][1], backend, first)
+            s = Server("load", bins[0][1], backend, first, args.backend_option)
             t0 = time.monotonic()
             load(s.port, args.entities)
             s.stop()
