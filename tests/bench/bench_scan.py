@@ -25,6 +25,7 @@ round is compared, and a difference is an error. Medians of --rounds.
   bench_scan.py [--base BINARY] [--backends memory,leveldb] [--rounds 7]
                 [--pages 300] [--scans 5] [--entities 100000] [--dir DIR]
                 [--backend-option NAME=VALUE ...] [--wrapper COMMAND]
+                [--entity full|small]
 
 --wrapper runs the servers under a command: with callgrind
 (`--wrapper "valgrind --tool=callgrind --collect-atstart=no
@@ -81,8 +82,18 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+ENTITY = "full"  # --entity
+
+
 def entity_json(i):
-    """Row i: every Edm type, about 1 KiB stored."""
+    """Row i: every Edm type, about 1 KiB stored (--entity small: Num,
+    Name, Score, When and Flag, about 150 bytes)."""
+    if ENTITY == "small":
+        return ('{"PartitionKey":"p%06d","RowKey":"r%07d","Num":%d,"Name":"name %d",'
+                '"Score":%d.25,"When":"2024-06-%02dT10:00:%02d.1234567Z",'
+                '"When@odata.type":"Edm.DateTime","Flag":%s}'
+                % (i // 100, i, i % 100, i, i % 1000, 1 + i % 28, i % 60,
+                   "true" if i % 3 else "false"))
     pad = "d%07d-" % i * 110
     return ('{"PartitionKey":"p%06d","RowKey":"r%07d","Num":%d,"Name":"name \\"%d\\"",'
             '"Score":%d.25,"Big":"%d","Big@odata.type":"Edm.Int64",'
@@ -274,8 +285,12 @@ def main():
     ap.add_argument("--backend-option", action="append", default=[],
                     help="NAME=VALUE for the disk backends' servers under test, repeatable "
                          "(e.g. cache-size=256M)")
+    ap.add_argument("--entity", choices=["full", "small"], default="full",
+                    help="full: every Edm type, ~1 KiB; small: five properties, ~150 bytes")
     args = ap.parse_args()
     WRAPPER[:] = args.wrapper.split()
+    global ENTITY
+    ENTITY = args.entity
     for b in args.backends.split(","):
         one_backend(b, args)
 
