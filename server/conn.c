@@ -995,8 +995,12 @@ static int on_message_complete(llhttp_t *p)
              * the client's idleness (see handler.h). */
             evtimer_del(c->timer);
             c->deadline = 0;
+            /* Reading stays on: a client usually sends nothing until it
+             * has its answer, and should it send more, the read callback
+             * finds c waiting and turns reading off then. Turning it off
+             * here and on again with the answer cost two epoll_ctl calls
+             * per deferred request (every write of a group commit). */
             c->read_deferred = 1;  /* whoever ends the wait reads on */
-            conn_reading(c, 0);
             return HPE_PAUSED;
         }
         c->waiting = 0;
