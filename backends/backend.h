@@ -198,11 +198,6 @@ struct backend_call {
     size_t created, removed;
     /* Detail of a failure status, NUL-terminated. */
     char err[256];
-    /* compact_v2 on BACKEND_OK: bytes of memory the backend freed (an
-       estimate; 0 when none or unknown), which the server gives back to
-       the system (core/heap.h) once much was freed. Appended last, so a
-       backend built before it never writes it. */
-    size_t freed;
 };
 
 /* Version 2: one key of get_multi_v2 and its answer (passed as an array,
@@ -456,8 +451,9 @@ struct backend_ops {
        The backend copies lo and hi. Meanwhile every other method is
        called as usual. At most one is outstanding per store; close()
        waits for it and drops its done.
-       On BACKEND_OK, call->freed is the memory the backend freed this way
-       (freed heap stays the process's until the server trims it). NULL: the backend reclaims deleted data by
+       Heap the backend frees this way stays the process's until the
+       server trims it (core/heap.h), which it does after the call
+       completes. NULL: the backend reclaims deleted data by
        itself (memory frees it at once, flatfile compacts its log) or
        leaves it to its engine (postgres: autovacuum). (version 2) */
     int (*compact_v2)(struct backend_store *st, const void *lo, size_t lo_len,

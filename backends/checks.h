@@ -114,7 +114,6 @@ static inline void backend_call_reset(struct backend_call *call)
     call->failed = 0;
     call->created = call->removed = 0;
     call->err[0] = 0;
-    call->freed = 0;
 }
 
 /* Ends a version-2 call that completes at once: records the status. */

@@ -86,8 +86,9 @@
  * hold up the loop for the rest of the compaction, on that rare path)
  * and so does close. When it is done, the drop in LevelDB's memory
  * (leveldb.approximate-memory-usage: the memtables and the block cache)
- * is reported in call->freed: the freed arena is free heap that only the
- * server's malloc_trim gives back (core/heap.h). Without a host
+ * is logged; the freed arenas (this one's, and those of the memtables
+ * LevelDB flushed during the purge) are free heap that only the server's
+ * malloc_trim gives back (core/heap.h). Without a host
  * (an offline tool) the compaction runs in the call itself.
  *
  * Options (backend_options.params, "name=value"):
@@ -163,7 +164,8 @@ struct backend_store {
     leveldb_t *cdb;                 /* the worker's: the database it compacts */
     char *clo, *chi;                /* and its range (chi NULL: to the end) */
     size_t clo_len, chi_len;
-    size_t cfreed;                  /* its result: how far LevelDB's memory fell */
+    size_t cfreed;                  /* its result: how far LevelDB's memory fell
+                                       (for the log) */
     uint64_t cstart_us;             /* when it started (monotonic) */
 };
 
@@ -1033,8 +1035,8 @@ static int ldb_compact_job(void *arg)
     return 0;
 }
 
-/* On the loop, after the worker's compaction: reports the memory freed
- * and completes the call. */
+/* On the loop, after the worker's compaction: logs it and completes the
+ * call. */
 static void ldb_compact_done(void *arg, int r)
 {
     (void)r;
@@ -1045,7 +1047,6 @@ static void ldb_compact_done(void *arg, int r)
     ldb_log(st, BACKEND_LOG_INFO, "compacted a range of deleted data in %.1f s; LevelDB's "
             "memory in use fell by %zu MiB", (double)(clock_mono_us() - st->cstart_us) / 1e6,
             st->cfreed >> 20);
-    call->freed = st->cfreed;
     backend_call_end(call, BACKEND_OK);
     call->done(call);
 }
@@ -1092,7 +1093,6 @@ static int ldb_compact_v2(struct backend_store *st, const void *lo, size_t lo_le
     if (!st->host) {                /* no loop to keep going: compact here */
         ldb_compact_job(st);
         st->cdb = NULL;
-        call->freed = st->cfreed;
         return backend_call_end(call, BACKEND_OK);
     }
     if (!st->compactor && !(st->compactor = bsync_new(st->host, call->err, sizeof call->err)))

@@ -168,7 +168,7 @@ static void service_store_wake(void *arg)
     service_wake(arg);
 }
 
-/* The backend has reclaimed a purged range (store/reclaim.h) and counted
+/* The backend has reclaimed a purged range and store/reclaim.c counted
  * the memory it freed: a background step gives it back when it is due. */
 static void service_reclaimed(void *arg)
 {

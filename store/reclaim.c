@@ -13,6 +13,7 @@
 struct reclaim_range {
     struct reclaim_range *next;
     struct buf lo, hi;         /* [lo, hi) */
+    uint64_t bytes;            /* what the purges deleted there */
 };
 
 struct reclaim {
@@ -22,6 +23,7 @@ struct reclaim {
     struct reclaim_range *head, *tail;
     size_t n;                  /* queued ranges */
     int busy;                  /* call is in flight */
+    uint64_t busy_bytes;       /* the bytes of its range */
     struct backend_call call;
 };
 
@@ -66,15 +68,18 @@ static int buf_same(const struct buf *a, const struct buf *b)
     return a->len == b->len && (!a->len || memcmp(a->data, b->data, a->len) == 0);
 }
 
-/* Says how a hint ended, counts the memory the backend freed (for the
- * give-back, core/heap.h) and tells the owner. */
+/* Says how a hint ended and tells the owner. After a reclaim the backend
+ * has freed what it held of the deleted data (LevelDB: the memtables
+ * that held it, during the purge and at the compaction's start, freed
+ * after the purge's give-back may have run): those bytes are counted again
+ * (core/heap.h: an estimate), for one more give-back. */
 static void reclaim_ended(struct reclaim *r, int status)
 {
     if (status < 0)
         log_warn("reclaiming the space of deleted tables failed (left to the backend): %s",
                  r->call.err);
     else
-        heap_freed(r->call.freed);
+        heap_freed((size_t)r->busy_bytes);
     if (r->done)
         r->done(r->arg);
 }
@@ -93,6 +98,7 @@ void reclaim_start(struct reclaim *r)
         memset(&r->call, 0, sizeof r->call);
         r->call.done = reclaim_call_done;
         r->call.arg = r;
+        r->busy_bytes = g->bytes;
         int rc = kv_compact_start(r->kv, g->lo.data, g->lo.len, g->hi.data, g->hi.len,
                                   &r->call);
         range_free(g);          /* the backend copied the bounds */
@@ -125,9 +131,11 @@ void reclaim_table(struct reclaim *r, uint64_t id, uint64_t bytes)
     keys_prefix_end(&hi);
     struct reclaim_range *t = r->tail;
     if (t && buf_same(&t->hi, &lo)) {           /* the next table up */
+        t->bytes += bytes;
         buf_reset(&t->hi);
         buf_append(&t->hi, hi.data, hi.len);
     } else if (t && buf_same(&t->lo, &hi)) {    /* the next table down */
+        t->bytes += bytes;
         buf_reset(&t->lo);
         buf_append(&t->lo, lo.data, lo.len);
     } else {
@@ -136,6 +144,7 @@ void reclaim_table(struct reclaim *r, uint64_t id, uint64_t bytes)
             abort();
         g->lo = lo;
         g->hi = hi;
+        g->bytes = bytes;
         if (r->tail)
             r->tail->next = g;
         else

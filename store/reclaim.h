@@ -11,10 +11,10 @@
  * backend.h compact_v2), one at a time. A range is joined to the last
  * queued one when the two touch: the tables of a bulk delete have
  * consecutive ids, so the service starts once no purge is left, and one
- * compaction reclaims them all. Each time one completes, the memory the
- * backend says it freed (call.freed) is counted (core/heap.h heap_freed)
- * and done(arg) is called from the event loop: the service gives that
- * memory back when it is due.
+ * compaction reclaims them all. Each time one completes, the bytes its
+ * tables held are counted as freed (core/heap.h heap_freed: the backend
+ * has now freed what it kept of them) and done(arg) is called from the
+ * event loop: the service gives that memory back when it is due.
  *
  * Smaller tables are left to the engine's own compactions: LevelDB
  * compacts whole files, and the files that hold a small table hold its
