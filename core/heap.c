@@ -23,15 +23,9 @@ static size_t heap_freed_bytes;                 /* counted since the last give-b
 void __sanitizer_purge_allocator(void);
 #endif
 
-/* Sets malloc's thresholds, and one arena for every thread: a thread's
- * own arena (LevelDB's compaction thread's, a backend worker's) never
- * gives its free top back, since malloc_trim trims only the main heap's
- * top and a thread heap trims itself only once its free top reaches
- * M_TRIM_THRESHOLD, as large as such a heap may get. In the main heap,
- * heap_give_back reaches that memory too. */
+/* Sets malloc's thresholds. */
 void heap_tune(void)
 {
-    mallopt(M_ARENA_MAX, 1);
     mallopt(M_MMAP_THRESHOLD, HEAP_MMAP);
     mallopt(M_TRIM_THRESHOLD, HEAP_TRIM);
     mallopt(M_TOP_PAD, HEAP_TOP_PAD);

@@ -9,11 +9,8 @@
  * 64 MiB are free there.
  *
  * Free memory in the middle of the heap (a deleted table's entities, with
- * live blocks allocated after them) is never given back by free() itself.
- * Every thread allocates from that one heap (M_ARENA_MAX 1): LevelDB's
- * compaction thread and the backends' workers too, whose own arenas
- * would keep their free tops for good (malloc_trim trims only the main
- * heap's top). Whoever frees much at
+ * live blocks allocated after them) and in the arenas of other threads
+ * (LevelDB's) is never given back by free() itself. Whoever frees much at
  * once counts it with heap_freed(); once HEAP_GIVE_BACK_MIN bytes were
  * counted, heap_give_back_due() says so, and the owner of the idle time
  * (the Table service's background step, after a second without requests)
