@@ -434,6 +434,30 @@ struct backend_ops {
        then calls sync() from the loop instead, as when sync_v2 is NULL.
        (version 2) */
     int (*sync_v2)(struct backend_store *st, struct backend_call *call);
+
+    /* A hint: no live key is left in [lo, hi) (the caller deleted every
+       one of them; lo_len == 0: from the first key, hi == NULL: to the
+       last key; bounds as iter_open's), so the space their
+       deleted data still holds may be reclaimed, on disk and in memory.
+       An engine that keeps deleted data until a compaction reaches it
+       (LevelDB: deletion markers in the memtable, the old values in table
+       files, which stay mapped) compacts that range now. Nothing visible
+       changes: keys written into the range meanwhile stay, as every other
+       key does. Returns BACKEND_OK (done at once, or nothing to do), a
+       failure (nothing was reclaimed; the store works as before), or
+       BACKEND_PENDING: the work runs off the loop (a worker thread,
+       backends/bsync.h) and call->done(call) follows from the event loop
+       with call->status (BACKEND_OK or a failure with call->err).
+       The backend copies lo and hi. Meanwhile every other method is
+       called as usual. At most one is outstanding per store; close()
+       waits for it and drops its done.
+       Heap the backend frees this way stays the process's until the
+       server trims it (core/heap.h), which it does after the call
+       completes. NULL: the backend reclaims deleted data by
+       itself (memory frees it at once, flatfile compacts its log) or
+       leaves it to its engine (postgres: autovacuum). (version 2) */
+    int (*compact_v2)(struct backend_store *st, const void *lo, size_t lo_len,
+                      const void *hi, size_t hi_len, struct backend_call *call);
 };
 
 /* backend_ops.caps bits (version 2). */

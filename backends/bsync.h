@@ -13,6 +13,11 @@
  * fd_watch hook: the job's done callback always runs on the loop thread,
  * from that watch, never from inside a backend method.
  *
+ * The same worker serves a job that is long but as self-contained: a
+ * backend's compaction of a range on request (backend.h compact_v2;
+ * leveldb runs it on a bsync of its own, so that it never holds up a
+ * sync).
+ *
  * At most one job at a time. bsync_wait() blocks the loop until the job
  * in flight (if any) has finished (its done callback still comes later,
  * from the watch), for the rare moments a backend must change what the

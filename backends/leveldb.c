@@ -57,7 +57,8 @@
  * fail too) is retried by the next call, then after backoffs of 100 ms
  * doubling to 32 s, and every call returns an error until one succeeds.
  *
- * Interface version 2, completing every call at once (caps 0). get_v2
+ * Interface version 2, completing every call at once (caps 0; sync_v2 and
+ * compact_v2 run on workers, but no request waits for them). get_v2
  * lends the buffer leveldb_get() returned, kept by the store until the
  * next get or close (LevelDB's C API has no pinned read, so this is the
  * one copy a read makes); the version-1 get hands that same buffer over
@@ -65,6 +66,30 @@
  * conditioned key before writing the batch: one process holds the
  * database (LevelDB's LOCK) and runs one call at a time, so nothing comes
  * between the check and the write.
+ *
+ * Reclaiming deleted tables (compact_v2). Deleting keys writes deletion
+ * markers; the memtable that holds them keeps its arena (up to two of
+ * write-buffer-size), and the table files that hold the old values stay,
+ * and stay mapped (file-backed resident memory), until a compaction
+ * happens to reach them, which for a range nobody writes any more may be
+ * never. compact_v2 runs leveldb_compact_range() over the emptied range
+ * on a second worker thread (a bsync of its own, made at the first call,
+ * so that a compaction of seconds never holds up a group commit): LevelDB
+ * first switches to a fresh memtable and writes the old one to a level-0
+ * file (freeing its arena), then merges the range's files level by level
+ * into nothing (the markers go at the last level) and deletes them,
+ * unmapping them. The call blocks its thread until that is done; LevelDB
+ * serves the loop's reads and writes meanwhile (its own compaction thread
+ * does the work, and the loop's writes may wait behind a memtable switch
+ * as they would for any other). The worker touches only the database
+ * handle and the range it was given; a reopen waits for it (which may
+ * hold up the loop for the rest of the compaction, on that rare path)
+ * and so does close. When it is done, the drop in LevelDB's memory
+ * (leveldb.approximate-memory-usage: the memtables and the block cache)
+ * is logged; the freed arenas (this one's, and those of the memtables
+ * LevelDB flushed during the purge) are free heap that only the server's
+ * malloc_trim gives back (core/heap.h). Without a host
+ * (an offline tool) the compaction runs in the call itself.
  *
  * Options (backend_options.params, "name=value"):
  *   cache-size         block cache, default 32M (0 = LevelDB's own 8 MiB)
@@ -133,6 +158,15 @@ struct backend_store {
     long long lognum;               /* its number, -1: none yet */
     int many_logs;                  /* more than 64 logs seen (logged later) */
     int sync_thread;                /* option sync-thread: use a worker */
+    const struct backend_host *host; /* the loop's hooks, or NULL */
+    struct bsync *compactor;        /* compact_v2's worker (made at the first) */
+    struct backend_call *compact_call; /* the compact_v2 in flight */
+    leveldb_t *cdb;                 /* the worker's: the database it compacts */
+    char *clo, *chi;                /* and its range (chi NULL: to the end) */
+    size_t clo_len, chi_len;
+    size_t cfreed;                  /* its result: how far LevelDB's memory fell
+                                       (for the log) */
+    uint64_t cstart_us;             /* when it started (monotonic) */
 };
 
 struct backend_iter {
@@ -235,6 +269,9 @@ static int ldb_settings(struct backend_store *st, const char *const *pa, char *e
 static void ldb_free_store(struct backend_store *st)
 {
     bsync_free(st->syncer);
+    bsync_free(st->compactor);
+    free(st->clo);
+    free(st->chi);
     if (st->logfd >= 0)
         close(st->logfd);
     free(st->getval);
@@ -279,6 +316,7 @@ static int ldb_open(const struct backend_options *o, struct backend_store **out,
     st->lognum = -1;
     st->durability = o->durability;
     st->log = o->log;
+    st->host = o->host;
     int rc = ldb_settings(st, o->params, err, errlen);
     if (rc != BACKEND_OK)
         goto fail;
@@ -532,6 +570,8 @@ static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
 {
     if (st->syncer)
         bsync_wait(st->syncer);     /* the worker lists and opens the logs */
+    if (st->compactor)
+        bsync_wait(st->compactor);  /* the worker compacts through st->db */
     if (st->iters) {
         ldb_err(err, errlen, "a write failed earlier and the store must be reopened, but %d "
                 "cursors are open", st->iters);
@@ -603,6 +643,8 @@ static void ldb_close(struct backend_store *st)
         return;
     bsync_free(st->syncer);         /* waits for the sync in flight */
     st->syncer = NULL;
+    bsync_free(st->compactor);      /* and for the compaction */
+    st->compactor = NULL;
     if (st->db) {
         if (st->dirty && !st->broken) {
             char *lerr = NULL;
@@ -969,6 +1011,98 @@ static int ldb_sync_v2(struct backend_store *st, struct backend_call *call)
     return BACKEND_PENDING;
 }
 
+/* LevelDB's estimate of its memory in use (memtables, block cache), 0 when
+ * it has none. */
+static size_t ldb_memory(leveldb_t *db)
+{
+    char *v = leveldb_property_value(db, "leveldb.approximate-memory-usage");
+    size_t n = v ? (size_t)strtoull(v, NULL, 10) : 0;
+    leveldb_free(v);
+    return n;
+}
+
+/* The compaction (on the worker, or in the call without a loop): see the
+ * top. LevelDB reports no failure here; one of its background work shows
+ * at the next write. */
+static int ldb_compact_job(void *arg)
+{
+    struct backend_store *st = arg;
+    size_t before = ldb_memory(st->cdb);
+    leveldb_compact_range(st->cdb, st->clo_len ? st->clo : NULL, st->clo_len, st->chi,
+                          st->chi_len);
+    size_t after = ldb_memory(st->cdb);
+    st->cfreed = before > after ? before - after : 0;
+    return 0;
+}
+
+/* On the loop, after the worker's compaction: logs it and completes the
+ * call. */
+static void ldb_compact_done(void *arg, int r)
+{
+    (void)r;
+    struct backend_store *st = arg;
+    struct backend_call *call = st->compact_call;
+    st->compact_call = NULL;
+    st->cdb = NULL;
+    ldb_log(st, BACKEND_LOG_INFO, "compacted a range of deleted data in %.1f s; LevelDB's "
+            "memory in use fell by %zu MiB", (double)(clock_mono_us() - st->cstart_us) / 1e6,
+            st->cfreed >> 20);
+    backend_call_end(call, BACKEND_OK);
+    call->done(call);
+}
+
+/* Keeps a copy of the range for the job (chi NULL: to the end). */
+static int ldb_compact_range_set(struct backend_store *st, const void *lo, size_t lo_len,
+                                 const void *hi, size_t hi_len)
+{
+    free(st->clo);
+    free(st->chi);
+    st->clo = malloc(lo_len + 1);
+    st->chi = hi ? malloc(hi_len + 1) : NULL;
+    if (!st->clo || (hi && !st->chi))
+        return BACKEND_NOMEM;
+    if (lo_len)
+        memcpy(st->clo, lo, lo_len);
+    if (hi_len)
+        memcpy(st->chi, hi, hi_len);
+    st->clo_len = lo_len;
+    st->chi_len = hi ? hi_len : 0;
+    return BACKEND_OK;
+}
+
+/* The hint that [lo, hi) holds no live key (version 2): compacts it on the
+ * worker (see the top). */
+static int ldb_compact_v2(struct backend_store *st, const void *lo, size_t lo_len,
+                          const void *hi, size_t hi_len, struct backend_call *call)
+{
+    backend_call_reset(call);
+    const char *why = backend_check_bounds(lo, lo_len, hi, hi_len);
+    if (!st || why || st->compact_call) {
+        ldb_err(call->err, sizeof call->err, "compact: %s", !st ? "no store"
+                : why ? "bad bounds" : "a compaction is in flight");
+        return backend_call_end(call, BACKEND_INVALID);
+    }
+    leveldb_t *db = ldb_db(st, call->err, sizeof call->err);
+    if (!db)
+        return backend_call_end(call, BACKEND_IOERR);
+    if (ldb_compact_range_set(st, lo, lo_len, hi, hi_len) != BACKEND_OK) {
+        ldb_err(call->err, sizeof call->err, "compact: out of memory");
+        return backend_call_end(call, BACKEND_NOMEM);
+    }
+    st->cdb = db;
+    if (!st->host) {                /* no loop to keep going: compact here */
+        ldb_compact_job(st);
+        st->cdb = NULL;
+        return backend_call_end(call, BACKEND_OK);
+    }
+    if (!st->compactor && !(st->compactor = bsync_new(st->host, call->err, sizeof call->err)))
+        return backend_call_end(call, BACKEND_NOMEM);
+    st->compact_call = call;
+    st->cstart_us = clock_mono_us();
+    bsync_start(st->compactor, ldb_compact_job, ldb_compact_done, st);
+    return BACKEND_PENDING;
+}
+
 const struct backend_ops backend_leveldb_ops = {
     .version = 2,
     .name = "leveldb",
@@ -984,4 +1118,5 @@ const struct backend_ops backend_leveldb_ops = {
     .iter_next_v2 = ldb_iter_next_v2,
     .apply_v2 = ldb_apply_v2,
     .sync_v2 = ldb_sync_v2,
+    .compact_v2 = ldb_compact_v2,
 };

@@ -31,6 +31,14 @@ void heap_tune(void)
     mallopt(M_TOP_PAD, HEAP_TOP_PAD);
 }
 
+/* See heap.h: glibc's own defaults (DEFAULT_TRIM_THRESHOLD, DEFAULT_TOP_PAD)
+ * while on. */
+void heap_trim_eager(int on)
+{
+    mallopt(M_TRIM_THRESHOLD, on ? 128 << 10 : HEAP_TRIM);
+    mallopt(M_TOP_PAD, on ? 128 << 10 : HEAP_TOP_PAD);
+}
+
 /* Adds to the count that makes a give-back worthwhile. */
 void heap_freed(size_t bytes)
 {

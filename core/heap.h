@@ -27,6 +27,16 @@
 /* Sets malloc's options; call once, first thing in main(). */
 void heap_tune(void);
 
+/* On (1) while a backend's compaction of deleted data runs on another
+ * thread, off (0) after it. heap_give_back() cannot trim the free top of
+ * another thread's arena (LevelDB's compaction thread's: malloc_trim
+ * trims only the main heap's top); that thread's own frees trim it, but
+ * only once it exceeds HEAP_TRIM, as large as such an arena gets. On,
+ * the thresholds are glibc's defaults (128 KiB), so that the compaction
+ * thread gives its buffers back as it frees them; for the main heap that
+ * means a brk() more often for those seconds. */
+void heap_trim_eager(int on);
+
 /* Counts bytes just freed in bulk (or data deleted whose memory a library
  * frees: an estimate is enough). */
 void heap_freed(size_t bytes);

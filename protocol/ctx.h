@@ -48,6 +48,7 @@ struct service {
     /* background work (service_background): purges of deleted tables, and
        the state of a store whose writes failed (probed until they work) */
     struct purge *purge;
+    struct reclaim *reclaim;   /* the backend's reclaiming of purged ranges */
     void (*wake)(void *arg);   /* asks core/ for a service_background() call */
     void *wake_arg;
     int purge_failing;

@@ -26,6 +26,7 @@
 #include "protocol/multipart.h"
 #include "protocol/optable.h"
 #include "store/purge.h"
+#include "store/reclaim.h"
 #include "store/store.h"
 #include "protocol/route.h"
 #include "protocol/version.h"
@@ -65,6 +66,7 @@ struct service_hold {
 
 static unsigned account_index(const struct req_ctx *c);
 static void service_store_wake(void *arg);
+static void service_reclaimed(void *arg);
 static void service_refuse(struct service *svc, struct request *req, struct response *resp,
                            enum terr terr);
 
@@ -96,6 +98,7 @@ struct service *service_new(const struct config *cfg, struct store *store, char 
         return NULL;
     }
     tables_reserve_id(svc->tables, purge_max);
+    svc->reclaim = reclaim_new(svc->kv, service_reclaimed, svc);
     if (purge_pending(svc->purge))
         log_info("%zu deleted table(s) still hold entities: removing them in the background",
                  purge_pending(svc->purge));
@@ -139,6 +142,7 @@ void service_free(struct service *svc)
     }
     tables_free(svc->tables);
     purge_free(svc->purge);
+    reclaim_free(svc->reclaim);
     buf_free(&svc->kbuf);
     buf_free(&svc->vbuf);
     free(svc);
@@ -160,6 +164,13 @@ static void service_wake(struct service *svc)
 /* The store failed or recovered: a background step probes it, or resumes
  * the purges that waited for it. */
 static void service_store_wake(void *arg)
+{
+    service_wake(arg);
+}
+
+/* The backend has reclaimed a purged range and store/reclaim.c counted
+ * the memory it freed: a background step gives it back when it is due. */
+static void service_reclaimed(void *arg)
 {
     service_wake(arg);
 }
@@ -847,9 +858,15 @@ static int purge_once(struct service *svc)
         metrics_entities_add(svc->metrics, (unsigned)pr.account, -(int64_t)pr.removed);
     metrics_purge(svc->metrics, purge_pending(svc->purge), pr.removed);
     heap_freed(pr.bytes);
-    if (pr.finished)
+    if (pr.finished) {
         log_info("deleted table %llu: all of its entities are removed",
                  (unsigned long long)pr.id);
+        reclaim_table(svc->reclaim, pr.id, pr.table_bytes);
+    }
+    /* after the last purge: one compaction for the tables of a bulk
+       delete, and none competing with the purge's writes */
+    if (!purge_pending(svc->purge))
+        reclaim_start(svc->reclaim);
     return purge_pending(svc->purge) ? 0 : -1;
 }
 

@@ -447,3 +447,21 @@ int kv_sync_start(struct kv *kv, struct backend_call *call)
 {
     return kv->ops->sync_v2(kv->st, call);
 }
+
+int kv_compacts(const struct kv *kv)
+{
+    return kv->v2 && kv->ops->compact_v2 != NULL;
+}
+
+/* Checks the bounds as kv does for a cursor, then passes the hint on. */
+int kv_compact_start(struct kv *kv, const void *lo, size_t lo_len, const void *hi,
+                     size_t hi_len, struct backend_call *call)
+{
+    if (!kv_compacts(kv) || backend_check_bounds(lo, lo_len, hi, hi_len)) {
+        call->status = BACKEND_INVALID;
+        snprintf(call->err, sizeof call->err, "compact: %s",
+                 kv_compacts(kv) ? "bad bounds" : "the backend takes no such hint");
+        return BACKEND_INVALID;
+    }
+    return kv->ops->compact_v2(kv->st, lo, lo_len, hi, hi_len, call);
+}

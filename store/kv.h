@@ -102,4 +102,15 @@ int kv_syncs_off_loop(const struct kv *kv);
    until then; one at a time. */
 int kv_sync_start(struct kv *kv, struct backend_call *call);
 
+/* 1 when the backend takes the hint that a key range was emptied
+   (backend.h compact_v2). */
+int kv_compacts(const struct kv *kv);
+/* Tells it that [lo, hi) holds no live key any more (compact_v2): a final
+   status now, or BACKEND_PENDING and call->done(call) later from the
+   loop. The caller fills call->done and call->arg and keeps call (and
+   nothing else) alive until then; one at a time. BACKEND_INVALID: bad
+   bounds, or a backend without the hint. */
+int kv_compact_start(struct kv *kv, const void *lo, size_t lo_len, const void *hi,
+                     size_t hi_len, struct backend_call *call);
+
 #endif

@@ -15,6 +15,7 @@ struct purge_job {
     uint64_t id;
     int account;
     struct buf resume;         /* last entity key deleted; empty: none yet */
+    uint64_t bytes;            /* keys' and values' bytes deleted so far */
 };
 
 struct purge {
@@ -344,6 +345,7 @@ int purge_step(struct purge *p, struct kv *kv,
     rc = kv_apply(kv, p->w, cond, n + 1, 0, NULL, err, errlen);
     if (rc == BACKEND_CONFLICT) {
         pr->finished = 1;       /* by another front end */
+        pr->table_bytes = j->bytes;
         job_done(p);
         return BACKEND_OK;
     }
@@ -351,6 +353,8 @@ int purge_step(struct purge *p, struct kv *kv,
         return rc;
     pr->removed = n;
     pr->bytes = bytes;
+    j->bytes += bytes;
+    pr->table_bytes = j->bytes;
     if (last) {
         pr->finished = 1;
         job_done(p);

@@ -52,6 +52,8 @@ struct purge_progress {
     int account;         /* the account given to purge_add(), or -1 */
     size_t removed;      /* entities deleted */
     size_t bytes;        /* their keys' and values' bytes */
+    uint64_t table_bytes; /* bytes of the table deleted by this process
+                            since its purge was queued, this step's too */
     int finished;        /* the table's purge is complete */
 };
 

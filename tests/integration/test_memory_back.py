@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_memory_back.py - memory goes back to the system after Delete Table
-(issue 18.5; core/heap.h).
+(issue 18.5; core/heap.h, store/reclaim.h).
 
 Starts tabled, measures its resident memory (VmRSS), loads --entities
 entities of ~1 KiB into --tables tables in $batch changesets of 100
@@ -12,19 +12,29 @@ freed heap (glibc frees no pages from the middle of the heap by itself)
 does not do. It is a memory assertion: the time it took is reported, not
 checked.
 
+On leveldb the entities' memory is LevelDB's: its memtable (the purge's
+deletion markers and the values under them) and the table files, mapped
+(file-backed resident memory). Once the purge is over the service hands
+the tables' key range to the backend (store/reclaim.h, backend.h
+compact_v2), which compacts it on a worker thread (freeing the memtable's
+arena and deleting and unmapping the files), and the freed heap is given
+back as on memory. Without that, VmRSS stays at hundreds of MiB.
+
 A sanitizer build's allocator is ASan's, not glibc's (heap_give_back
 purges it instead of calling malloc_trim): the servers here get a small
 quarantine (it would hold 256 MiB of freed memory), and the bound grows by
-an eighth of what the load added, ASan's shadow of the freed memory, which
-stays poisoned and resident.
+what ASan's shadow memory grew (read from /proc/PID/smaps: the x86-64
+shadow ranges): the shadow of freed memory stays poisoned and resident,
+and on leveldb, whose memtables and compactions allocate far more over a
+load than is resident at its peak, it is twice an eighth of the peak.
 
   test_memory_back.py [--entities N] [--tables T] [--backend NAME ...]
                       [--wait SECONDS] [--slack MIB] [--bench]
 
---backend may be given several times (default memory); with --bench the
-figures are reported for each and only the memory backend's are checked
-(`make bench-memory`: a million entities on memory and leveldb; LevelDB
-keeps its write buffers and block cache, which are bounded, not the data).
+--backend may be given several times (default memory and leveldb); with
+--bench every figure is reported and the bound is checked at the end of
+--wait (`make bench-memory`: a million entities on memory and leveldb,
+--slack 0: within 25% of the start, the issue's target).
 TABLED and TOP_BUILDDIR as under make check; BENCH_INSERT names the load
 generator (default tests/bench/bench_insert of the build tree).
 """
@@ -53,6 +63,24 @@ def status_kib(pid):
             if key in ("VmRSS", "RssAnon", "RssFile"):
                 got[key] = int(ln.split()[1])
     return got
+
+
+# AddressSanitizer's shadow on x86-64: LowShadow and HighShadow.
+ASAN_SHADOW = ((0x7fff8000, 0x8fff7000), (0x2008fff7000, 0x10007fff8000))
+
+
+def shadow_kib(pid):
+    """Resident KiB of pid's mappings inside ASan's shadow ranges."""
+    kib, inside = 0, False
+    with open("/proc/%d/smaps" % pid) as f:
+        for ln in f:
+            m = re.match(r"^([0-9a-f]+)-([0-9a-f]+) ", ln)
+            if m:
+                lo, hi = int(m.group(1), 16), int(m.group(2), 16)
+                inside = any(a <= lo and hi <= b for a, b in ASAN_SHADOW)
+            elif inside and ln.startswith("Rss:"):
+                kib += int(ln.split()[1])
+    return kib
 
 
 def is_sanitized(pid):
@@ -90,6 +118,8 @@ def measure(tap, backend, a):
         http.request("GET", "/Tables")           # the first request's buffers
         time.sleep(0.5)
         before = status_kib(pid)
+        sanitized = is_sanitized(pid)
+        shadow0 = shadow_kib(pid) if sanitized else 0
         per = a.entities // a.tables
         t0 = time.monotonic()
         for i in range(a.tables):
@@ -107,23 +137,23 @@ def measure(tap, backend, a):
         for i in range(a.tables):
             r = http.request("DELETE", "/Tables('mem%d')" % i)
             tap.ok(r.status == 204, "[%s] delete table mem%d" % (backend, i), repr(r))
-        bound = before["VmRSS"] * 1.25 + a.slack * 1024
-        sanitized = is_sanitized(pid)
-        if sanitized:
-            # ASan keeps freed memory poisoned: its shadow, an eighth of
-            # the heap at its peak, stays resident
-            bound += (peak["VmRSS"] - before["VmRSS"]) / 8
+        base = before["VmRSS"] * 1.25 + a.slack * 1024
+        bound = base
         back_s = None
         now = status_kib(pid)
         while time.monotonic() - t0 < a.wait:
             now = status_kib(pid)
+            if sanitized:
+                # ASan keeps freed memory poisoned: its shadow stays resident
+                bound = base + max(0, shadow_kib(pid) - shadow0)
             if now["VmRSS"] <= bound and back_s is None:
                 back_s = time.monotonic() - t0
                 if not a.bench:
                     break
             time.sleep(0.1)
         log = srv.stderr_text()
-        given = re.findall(r"gave \d+ MiB of freed memory back[^\n]*", log)
+        given = re.findall(r"(?:gave \d+ MiB of freed memory back|compacted a range of "
+                           r"deleted data)[^\n]*", log)
         return {"before": before, "peak": peak, "after": now, "bound": bound,
                 "back_s": back_s, "load_s": load_s, "given": given,
                 "sanitized": sanitized}
@@ -140,11 +170,11 @@ def main():
     ap.add_argument("--entities", type=int, default=100000)
     ap.add_argument("--tables", type=int, default=2)
     ap.add_argument("--backend", action="append")
-    ap.add_argument("--wait", type=float, default=10.0, help="seconds")
+    ap.add_argument("--wait", type=float, default=20.0, help="seconds")
     ap.add_argument("--slack", type=int, default=8, help="MiB")
     ap.add_argument("--bench", action="store_true")
     a = ap.parse_args()
-    backends = a.backend or ["memory"]
+    backends = a.backend or ["memory", "leveldb"]
     tap = h.Tap()
     if not os.access(BENCH_INSERT, os.X_OK):
         tap.ok(False, "the load generator is built: %s" % BENCH_INSERT)
@@ -165,12 +195,18 @@ def main():
         tap.diag("[%s] back within 25%% + %d MiB of the start%s (%d KiB): %s" %
                  (backend, a.slack, " + ASan's shadow" if m["sanitized"] else "",
                   m["bound"], back))
-        if a.bench and backend != "memory":
-            continue
-        tap.ok(m["peak"]["VmRSS"] - m["before"]["VmRSS"] > a.entities // 2,
-               "[%s] the load shows in VmRSS (%d KiB more: at least half a KiB per entity)"
-               % (backend, m["peak"]["VmRSS"] - m["before"]["VmRSS"]))
-        tap.ok(m["back_s"] is not None,
+        # memory holds every entity; LevelDB's memory is bounded (its
+        # memtables, the mapped files), so there the load must only
+        # take VmRSS well above the bound, for coming back to mean something
+        grew = m["peak"]["VmRSS"] - m["before"]["VmRSS"]
+        if backend == "memory":
+            tap.ok(grew > a.entities // 2, "[%s] the load shows in VmRSS (%d KiB more: at "
+                   "least half a KiB per entity)" % (backend, grew))
+        else:
+            tap.ok(m["peak"]["VmRSS"] > 2 * m["bound"], "[%s] the load shows in VmRSS (%d KiB "
+                   "more: over twice the bound)" % (backend, grew))
+        # --bench: still back at the end of --wait
+        tap.ok(m["back_s"] is not None and (not a.bench or m["after"]["VmRSS"] <= m["bound"]),
                "[%s] VmRSS came back to within 25%% + %d MiB of %d KiB within %.0f s%s "
                "(now %d KiB)" % (backend, a.slack, m["before"]["VmRSS"], a.wait,
                                  " (+ ASan's shadow of the load)" if m["sanitized"] else "",

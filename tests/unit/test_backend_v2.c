@@ -4,7 +4,7 @@
  * values, that a version-1 vtable's missing fields are never read, and for
  * a backend with BACKEND_CAP_DEFERS the deferred completion itself (call
  * order, effects invisible until completion, cursors and stores closed
- * with a call outstanding). */
+ * with a call outstanding), and the compact_v2 hint. */
 #include <event2/event.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -587,6 +587,69 @@ static void test_deferred(void)
              "deferred: closing the store drops its outstanding calls");
 }
 
+/* compact_v2, for a backend that has it: the hint that an emptied range
+ * may be reclaimed completes once (at once, or later from the loop, never
+ * inside the call), changes nothing visible (keys around the range, and
+ * keys written into it while the work runs, stay; the deleted ones stay
+ * gone), works without an upper bound, and a store closed with one
+ * outstanding drops its done. */
+static void test_compact(void)
+{
+    struct backend_store *st = store_open("compact", BACKEND_DURABLE_NONE);
+    BT_CHECK(st != NULL, "compact: open");
+    if (!st)
+        return;
+    static unsigned char val[200];
+    memset(val, 'v', sizeof val);
+    char k[16];
+    int ok = put(st, "a", 1, "A", 1) == BACKEND_OK && put(st, "z", 1, "Z", 1) == BACKEND_OK;
+    for (int i = 0; i < 3000 && ok; i++) {
+        snprintf(k, sizeof k, "k%05d", i);
+        ok = put(st, k, strlen(k), val, sizeof val) == BACKEND_OK;
+    }
+    for (int i = 0; i < 3000 && ok; i++) {
+        snprintf(k, sizeof k, "k%05d", i);
+        ok = del(st, k, strlen(k)) == BACKEND_OK;
+    }
+    BT_CHECK(ok, "compact: 3,000 keys written and deleted");
+    int order = 0;
+    struct dcall d;
+    dcall_init(&d, &order);
+    int rc = ops->compact_v2(st, "k", 1, "l", 1, &d.call);
+    BT_CHECK(rc == BACKEND_OK || rc == BACKEND_PENDING, "compact: the hint is taken");
+    BT_CHECK(d.done_at == 0, "compact: done() is not called inside compact_v2");
+    if (rc == BACKEND_PENDING) {
+        /* writes go on while the work runs */
+        BT_CHECK(put(st, "k5", 2, "in", 2) == BACKEND_OK && put(st, "b", 1, "B", 1) ==
+                 BACKEND_OK, "compact: writes while it runs");
+        bta_run_until(&d.done_at);
+        BT_CHECK(d.done_at == 1 && d.call.status == BACKEND_OK,
+                 "compact: done() once, with BACKEND_OK");
+    } else {
+        put(st, "k5", 2, "in", 2);
+        put(st, "b", 1, "B", 1);
+    }
+    struct kv exp[] = {{"a", 1, "A", 1}, {"b", 1, "B", 1}, {"k5", 2, "in", 2}, {"z", 1, "Z", 1}};
+    BT_CHECK(scan_matches(st, NULL, 0, NULL, 0, exp, 4),
+             "compact: only the keys around the range and those written into it meanwhile");
+    BT_CHECK(get_absent(st, "k01500", 6) && get_is(st, "k5", 2, "in", 2),
+             "compact: point reads after it");
+    dcall_init(&d, &order);
+    rc = ops->compact_v2(st, "zz", 2, NULL, 0, &d.call);
+    if (rc == BACKEND_PENDING)
+        bta_run_until(&d.done_at);
+    BT_CHECK((rc == BACKEND_OK || rc == BACKEND_PENDING) && d.call.status == BACKEND_OK &&
+             scan_matches(st, NULL, 0, NULL, 0, exp, 4),
+             "compact: to the last key (hi NULL)");
+    dcall_init(&d, &order);
+    rc = ops->compact_v2(st, "c", 1, "d", 1, &d.call);
+    int before = order;
+    ops->close(st);
+    run_loop_ms(20);
+    BT_CHECK(rc == BACKEND_OK || (rc == BACKEND_PENDING && order == before && d.done_at == 0),
+             "compact: closing the store with one outstanding drops its done");
+}
+
 /* The version-2 sections for one backend. */
 void test_v2_all(void)
 {
@@ -604,4 +667,8 @@ void test_v2_all(void)
         test_lent();
     if (ops->caps & BACKEND_CAP_DEFERS)
         test_deferred();
+    if (BTA_HAS(ops, compact_v2))
+        test_compact();
+    else
+        printf("# no compact_v2: deleted data is reclaimed by the backend itself\n");
 }
