@@ -13,9 +13,16 @@
            kill -9, per durable backend
   rss      loads --entities ~1 KiB entities into the memory backend and
            reads VmRSS
+  fsync    the disk's own price: 500 appends of --value bytes to a file
+           under --dir, each followed by fdatasync (what one group commit
+           costs at least), mean and fastest latency
+
+--durability (default batch) runs the inserts in another mode: `none`
+gives the ceiling any group commit can reach on the machine.
 
   bench_durable.py [--entities N] [--seconds S] [--conns C[,C]...] [--value BYTES]
-                   [--backends leveldb,flatfile] [--dir DIR] [inserts|restart|rss]...
+                   [--backends leveldb,flatfile] [--dir DIR] [--durability MODE]
+                   [inserts|restart|rss|fsync]...
 
 TABLED and BENCH_INSERT name the binaries (default: ./tabled and
 ./tests/bench/bench_insert of the build tree). Data goes under --dir
@@ -101,13 +108,13 @@ def bench_insert(port, *args):
 
 def do_inserts(a, base):
     for conns in [int(c) for c in a.conns.split(",")]:
-        print("## durable inserts: --durability batch, %d connections, %d s, %d-byte Data of "
+        print("## durable inserts: --durability %s, %d connections, %d s, %d-byte Data of "
               "random characters (incompressible) or of words and numbers (compresses like "
-              "JSON)" % (conns, a.seconds, a.value))
+              "JSON)" % (a.durability, conns, a.seconds, a.value))
         for be in a.backends.split(","):
             for kind, flags in (("random", []), ("words", ["-w"])):
                 data = os.path.join(base, "ins-" + be)
-                s = Server(be, data).start()
+                s = Server(be, data, a.durability).start()
                 s.request("POST", "/Tables", json.dumps({"TableName": "bench"}))
                 cpu0, loop0 = s.cpu_secs(), s.cpu_secs(True)
                 text = bench_insert(s.port, "-c", conns, "-d", a.seconds, "-s", a.value, *flags)
@@ -168,6 +175,24 @@ def do_rss(a, base):
           % (secs, text, before, after, after / 1024.0))
 
 
+def do_fsync(a, base):
+    """write + fdatasync of an appended file, 500 times."""
+    path = os.path.join(base, "fsync-probe")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    block, times = b"x" * a.value, []
+    try:
+        for _ in range(500):
+            os.write(fd, block)
+            t0 = time.monotonic()
+            os.fdatasync(fd)
+            times.append(time.monotonic() - t0)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    print("## fdatasync after an append of %d bytes, 500 times: mean %.0f us, fastest %.0f us"
+          % (a.value, sum(times) / len(times) * 1e6, min(times) * 1e6))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--entities", type=int, default=1000000)
@@ -176,6 +201,7 @@ def main():
     ap.add_argument("--value", type=int, default=960)
     ap.add_argument("--backends", default="leveldb,flatfile")
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--durability", default="batch", choices=["batch", "sync", "none"])
     ap.add_argument("what", nargs="*", default=["inserts", "restart", "rss"])
     a = ap.parse_args()
     base = tempfile.mkdtemp(prefix="tabled-bench-", dir=a.dir)
@@ -183,7 +209,8 @@ def main():
         TABLED, BENCH, os.cpu_count(), open("/proc/loadavg").read().split()[0]))
     try:
         for w in a.what:
-            {"inserts": do_inserts, "restart": do_restart, "rss": do_rss}[w](a, base)
+            {"inserts": do_inserts, "restart": do_restart, "rss": do_rss,
+             "fsync": do_fsync}[w](a, base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
