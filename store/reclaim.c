@@ -38,6 +38,7 @@ struct reclaim *reclaim_new(struct kv *kv, void (*done)(void *arg), void *arg)
     return rc;
 }
 
+/* Frees one queued range and its bounds. */
 static void range_free(struct reclaim_range *g)
 {
     buf_free(&g->lo);
