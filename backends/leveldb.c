@@ -1089,14 +1089,15 @@ static int ldb_compact_v2(struct backend_store *st, const void *lo, size_t lo_le
         ldb_err(call->err, sizeof call->err, "compact: out of memory");
         return backend_call_end(call, BACKEND_NOMEM);
     }
-    st->cdb = db;
     if (!st->host) {                /* no loop to keep going: compact here */
+        st->cdb = db;
         ldb_compact_job(st);
         st->cdb = NULL;
         return backend_call_end(call, BACKEND_OK);
     }
     if (!st->compactor && !(st->compactor = bsync_new(st->host, call->err, sizeof call->err)))
         return backend_call_end(call, BACKEND_NOMEM);
+    st->cdb = db;
     st->compact_call = call;
     st->cstart_us = clock_mono_us();
     bsync_start(st->compactor, ldb_compact_job, ldb_compact_done, st);

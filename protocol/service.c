@@ -65,8 +65,7 @@ struct service_hold {
 };
 
 static unsigned account_index(const struct req_ctx *c);
-static void service_store_wake(void *arg);
-static void service_reclaimed(void *arg);
+static void service_wake_cb(void *arg);
 static void service_refuse(struct service *svc, struct request *req, struct response *resp,
                            enum terr terr);
 
@@ -82,7 +81,7 @@ struct service *service_new(const struct config *cfg, struct store *store, char 
     svc->store = store;
     svc->kv = store_kv(store);
     svc->shared = kv_shared(svc->kv);
-    store_set_wake(store, service_store_wake, svc);
+    store_set_wake(store, service_wake_cb, svc);
     svc->tables = tables_load(svc->kv, err, errlen);
     if (!svc->tables) {
         free(svc);
@@ -98,7 +97,7 @@ struct service *service_new(const struct config *cfg, struct store *store, char 
         return NULL;
     }
     tables_reserve_id(svc->tables, purge_max);
-    svc->reclaim = reclaim_new(svc->kv, service_reclaimed, svc);
+    svc->reclaim = reclaim_new(svc->kv, service_wake_cb, svc);
     if (purge_pending(svc->purge))
         log_info("%zu deleted table(s) still hold entities: removing them in the background",
                  purge_pending(svc->purge));
@@ -161,16 +160,11 @@ static void service_wake(struct service *svc)
         svc->wake(svc->wake_arg);
 }
 
-/* The store failed or recovered: a background step probes it, or resumes
- * the purges that waited for it. */
-static void service_store_wake(void *arg)
-{
-    service_wake(arg);
-}
-
-/* The backend has reclaimed a purged range and store/reclaim.c counted
- * the memory it freed: a background step gives it back when it is due. */
-static void service_reclaimed(void *arg)
+/* service_wake as a callback: the store failed or recovered (a background
+ * step probes it, or resumes the purges that waited for it), or the
+ * backend reclaimed a purged range and store/reclaim.c counted the memory
+ * it freed (a background step gives it back when it is due). */
+static void service_wake_cb(void *arg)
 {
     service_wake(arg);
 }

@@ -21,7 +21,6 @@ struct reclaim {
     void (*done)(void *arg);
     void *arg;
     struct reclaim_range *head, *tail;
-    size_t n;                  /* queued ranges */
     int busy;                  /* call is in flight */
     uint64_t busy_bytes;       /* the bytes of its range */
     struct backend_call call;
@@ -58,11 +57,6 @@ void reclaim_free(struct reclaim *r)
     free(r);
 }
 
-size_t reclaim_pending(const struct reclaim *r)
-{
-    return r->n + (size_t)r->busy;
-}
-
 /* 1 when the bytes of a equal those of b. */
 static int buf_same(const struct buf *a, const struct buf *b)
 {
@@ -96,7 +90,6 @@ void reclaim_start(struct reclaim *r)
         r->head = g->next;
         if (!r->head)
             r->tail = NULL;
-        r->n--;
         memset(&r->call, 0, sizeof r->call);
         r->call.done = reclaim_call_done;
         r->call.arg = r;
@@ -153,7 +146,6 @@ void reclaim_table(struct reclaim *r, uint64_t id, uint64_t bytes)
         else
             r->head = g;
         r->tail = g;
-        r->n++;
         return;
     }
     buf_free(&lo);

@@ -51,7 +51,4 @@ void reclaim_table(struct reclaim *r, uint64_t id, uint64_t bytes);
    flight completes). */
 void reclaim_start(struct reclaim *r);
 
-/* Ranges queued or in flight. */
-size_t reclaim_pending(const struct reclaim *r);
-
 #endif
