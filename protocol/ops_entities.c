@@ -385,10 +385,13 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
 int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *failed)
 {
     struct service *svc = c->svc;
-    /* Every entity written together shares one Timestamp (SPEC 4.10). */
+    /* Every entity written together shares one Timestamp (SPEC 4.10),
+     * above the version of each entity it replaces; a deleted entity
+     * leaves no version to stay above (a re-created one starts from the
+     * clock, store.h). */
     int64_t after = 0;
     for (size_t i = 0; i < n; i++)
-        if (w[i].cur_ticks > after)
+        if (!w[i].del && w[i].cur_ticks > after)
             after = w[i].cur_ticks;
     int64_t ts = store_next_timestamp(svc->store, after);
     int checks = store_checks_needed(svc->store), any = 0;
@@ -420,9 +423,15 @@ int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *f
                                        w[i].val_len};
     }
     int rc = service_apply(c, 1, bw, any ? cond : NULL, n, failed);
-    if (rc == 0 && svc->advisor)
+    if (rc != 0)
+        return rc;
+    /* Applied: the versions it replaced (after) are confirmed now, read
+       from the store or checked by the backend as If-Match named them, so
+       the clock may go past them; a refused commit leaves it as it was. */
+    store_timestamp_applied(svc->store, ts);
+    if (svc->advisor)
         service_advise_writes(c, w, n);
-    return rc;
+    return 0;
 }
 
 void entity_respond(struct req_ctx *c, const struct entity_write *w)

@@ -89,10 +89,16 @@ int64_t store_next_timestamp(struct store *s, int64_t after)
     int64_t now = timefmt_now_ticks();
     if (now <= s->last_timestamp)
         now = s->last_timestamp + 1;
-    if (now <= after)
-        now = after + 1;
     s->last_timestamp = now;
-    return now;
+    /* after is kept out of the clock until the commit is applied: a
+       refused If-Match of a far-future ETag must not date later writes */
+    return now <= after ? after + 1 : now;
+}
+
+void store_timestamp_applied(struct store *s, int64_t ts)
+{
+    if (ts > s->last_timestamp)
+        s->last_timestamp = ts;
 }
 
 /* A write or sync failed: out of space or an I/O error puts the store in

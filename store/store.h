@@ -7,7 +7,11 @@
  *     it, and it is the stored value's version (backend.h). A commit's
  *     Timestamp is also above the Timestamp of every entity it replaces
  *     (max(now, last + 1, current + 1)), so an entity's versions increase
- *     even when the clock stepped back or another process wrote it.
+ *     even when the clock stepped back or another process wrote it. Only
+ *     a commit that was applied moves "last" past such a version: an
+ *     If-Match is the client's word until the backend confirms it, so a
+ *     refused write (412, 404, a failed $batch) leaves later Timestamps
+ *     as they were.
  *   - Several front ends on one store (kv_shared(): BACKEND_CAP_SHARED).
  *     Every write of an existing entity then expects the version it read
  *     (BACKEND_EXPECT_VERSION; a blind Insert Or Replace and an Update
@@ -91,8 +95,14 @@ int store_shared(const struct store *s);
 
 /* The Timestamp of the next commit: now in ticks, above every earlier one
    of this process and above after (the largest Timestamp the commit
-   replaces; 0: none). */
+   replaces; 0: none). Only the clock's part is kept here: after may come
+   from the request (an If-Match the backend has yet to confirm), so it
+   moves this process's clock only through store_timestamp_applied, once
+   the commit succeeded. A refused write changes no later Timestamp. */
 int64_t store_next_timestamp(struct store *s, int64_t after);
+/* The commit of Timestamp ts was applied: later commits of this process
+   go above it (ts exceeds a version the backend confirmed it replaced). */
+void store_timestamp_applied(struct store *s, int64_t ts);
 
 /* Reads the entity at key (an entity key of store/keys.h): 1 found (e
    decoded, its strings in a), 0 absent, or a failure: a negative backend
