@@ -96,7 +96,8 @@ static void put_hms(char *out, int64_t secs)
 /* Parses "YYYY-MM-DDThh:mm[:ss[.f+]][Z|+hh:mm|-hh:mm]"; see timefmt.h. Field
  * values are validated (month lengths, leap years, hour < 24 ...) before
  * the range check so that a malformed date is EINVAL, not ERANGE. */
-int timefmt_iso_parse(const char *s, size_t n, int64_t *ticks)
+/* timefmt_iso_parse with the lower bound min (ticks). */
+static int iso_parse_from(const char *s, size_t n, int64_t min, int64_t *ticks)
 {
     int year, mon, day, hh, mi, ss = 0;
     int64_t frac = 0;
@@ -154,10 +155,20 @@ int timefmt_iso_parse(const char *s, size_t n, int64_t *ticks)
     int64_t days = days_from_civil(year, mon, day);
     int64_t secs = (int64_t)hh * 3600 + mi * 60 + ss - offset_min * 60;
     int64_t t = TIMEFMT_UNIX_EPOCH_TICKS + days * TICKS_PER_DAY + secs * TIMEFMT_TICKS_PER_SECOND + frac;
-    if (t < TIMEFMT_MIN_TICKS || t > TIMEFMT_MAX_TICKS)
+    if (t < min || t > TIMEFMT_MAX_TICKS)
         return TIMEFMT_ERANGE;
     *ticks = t;
     return 0;
+}
+
+int timefmt_iso_parse(const char *s, size_t n, int64_t *ticks)
+{
+    return iso_parse_from(s, n, TIMEFMT_MIN_TICKS, ticks);
+}
+
+int timefmt_iso_parse_wide(const char *s, size_t n, int64_t *ticks)
+{
+    return iso_parse_from(s, n, 0, ticks);
 }
 
 /* Writes "YYYY-MM-DDThh:mm:ss" for ticks (clamped to year 1..9999) and
@@ -184,6 +195,23 @@ static size_t format_base(int64_t ticks, char *out, int64_t *frac)
     put_digits(out + 8, 2, d);
     out[10] = 'T';
     put_hms(out + 11, secs);
+    return 19;
+}
+
+size_t timefmt_invariant_format(int64_t ticks, char *out)
+{
+    char iso[24];
+    int64_t frac;
+    format_base(ticks, iso, &frac);
+    /* "YYYY-MM-DDThh:mm:ss" -> "MM/DD/YYYY hh:mm:ss" */
+    memcpy(out, iso + 5, 2);
+    out[2] = '/';
+    memcpy(out + 3, iso + 8, 2);
+    out[5] = '/';
+    memcpy(out + 6, iso, 4);
+    out[10] = ' ';
+    memcpy(out + 11, iso + 11, 8);
+    out[19] = '\0';
     return 19;
 }
 

@@ -25,6 +25,13 @@
  * means UTC; more than 7 fraction digits are truncated. Result must be in
  * [TIMEFMT_MIN_TICKS, TIMEFMT_MAX_TICKS] else TIMEFMT_ERANGE. */
 int timefmt_iso_parse(const char *s, size_t n, int64_t *ticks);
+/* The same text with the lower bound year 1 (ticks 0, .NET's
+ * DateTime.MinValue) instead of 1601: what a DateTime before 1601 was,
+ * for the message that names it. */
+int timefmt_iso_parse_wide(const char *s, size_t n, int64_t *ticks);
+/* Formats "MM/DD/YYYY hh:mm:ss" (.NET's invariant-culture DateTime text,
+ * the fraction dropped) into out (>= 20 bytes); returns the length. */
+size_t timefmt_invariant_format(int64_t ticks, char *out);
 /* Formats "YYYY-MM-DDThh:mm:ss[.fffffff trimmed]Z" into out (>= 32 bytes);
  * returns the length. */
 size_t timefmt_iso_format(int64_t ticks, char *out);

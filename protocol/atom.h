@@ -82,8 +82,9 @@ void atom_write_table(struct buf *b, const char *name, size_t n, const struct at
                       int top);
 
 /* The OData XML error document (default namespace, SPEC 9.1.2), indented
- * as the service writes it. */
-void atom_write_error(struct buf *b, const char *code, const char *message);
+ * as the service writes it; message is len bytes (NUL bytes allowed: they
+ * are written as character references, like every control character). */
+void atom_write_error(struct buf *b, const char *code, const char *message, size_t len);
 
 /* Appends s[0..n) escaped for XML text and attribute values (see above). */
 void atom_escape(struct buf *b, const char *s, size_t n);

@@ -281,11 +281,11 @@ void atom_write_entity(struct buf *b, const struct entity *e, const struct atom_
 
 /* Indented as the service's WCF Data Services error writer does (an
  * observed body: azure-sdk-for-js issue 10917). */
-void atom_write_error(struct buf *b, const char *code, const char *message)
+void atom_write_error(struct buf *b, const char *code, const char *message, size_t len)
 {
     buf_puts(b, DECL "\n<error xmlns=\"" ATOM_NS_M "\">\n  <code>");
     atom_escape(b, code, strlen(code));
     buf_puts(b, "</code>\n  <message xml:lang=\"en-US\">");
-    atom_escape(b, message, strlen(message));
+    atom_escape(b, message, len);
     buf_puts(b, "</message>\n</error>");
 }

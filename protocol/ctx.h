@@ -110,6 +110,12 @@ struct req_ctx {
     int in_batch;              /* a $batch sub-operation */
     struct batch_state *batch; /* that batch's cross-operation checks */
     const char *msg_prefix;    /* "2:" before error messages of batch parts */
+    /* The message of an error that names a value (an OutOfRangeInput's key,
+       terr_range_message), err_msg_len bytes (NUL bytes allowed): reply_error
+       answers err_code with it instead of the code's fixed text. */
+    enum terr err_code;
+    const char *err_msg;
+    size_t err_msg_len;
     /* throttling and fault injection (service.c) */
     int guarded;               /* buckets and fault rules were consulted */
     int throttled;             /* refused by a bucket (Retry-After extension) */
@@ -122,6 +128,9 @@ struct req_ctx {
 /* reply.c: answers. reply_error picks JSON or storage XML (SPEC 9.1.4). */
 void reply_error(struct req_ctx *c, enum terr e);
 void reply_error_msg(struct req_ctx *c, enum terr e, const char *message);
+/* Sets the message (len bytes) that names the value of error e, for the
+   reply_error of e that follows (ctx.h err_msg). */
+void reply_set_error_msg(struct req_ctx *c, enum terr e, const char *message, size_t len);
 /* An authentication/authorization failure with auth_result's decoration. */
 void reply_auth_error(struct req_ctx *c, enum terr e);
 /* Sets the JSON Content-Type of the negotiated level. */

@@ -21,9 +21,9 @@
  *      InvalidInput (DateTime out of range -> OutOfRangeInput), String over
  *      32768 UTF-16 units or Binary over 65536 bytes -> PropertyValueTooLarge;
  *   4. keys (SPEC 7.7 step 6): INSERT without PartitionKey or RowKey ->
- *      PropertiesNeedValue; then PartitionKey, then RowKey through
- *      entity_check_key (OutOfRangeInput for a forbidden character,
- *      InvalidInput / KeyValueTooLarge);
+ *      PropertiesNeedValue; then PartitionKey, then RowKey: over 1024
+ *      UTF-16 units -> KeyValueTooLarge, then entity_check_key
+ *      (OutOfRangeInput for a forbidden character, InvalidInput);
  *   5. the whole entity over 1 MiB (SPEC 4.12) -> EntityTooLarge.
  *
  * Writing (SPEC 5.2-5.7, 6.9) emits compact JSON in the service's member
@@ -38,6 +38,7 @@
 #include <yajl/yajl_parse.h>
 
 #include "core/coding.h"
+#include "core/timefmt.h"
 #include "core/jsonwalk.h"
 #include "protocol/edm.h"
 #include "protocol/jsonflat.h"
@@ -564,12 +565,57 @@ static enum terr parse_body(struct jparse *jp, struct arena *a, const char *body
     return TERR_NONE;
 }
 
+/* A DateTime value the service refuses as out of range: its name and, when
+ * .NET can hold the instant (year 1 on, i.e. before 1601 here), its
+ * invariant-culture text "MM/dd/yyyy HH:mm:ss" (in UTC), which the
+ * service's message shows instead of the text sent. Other out-of-range
+ * instants (year 0, past 9999 after the offset) name nothing. */
+static void range_datetime(struct arena *a, const struct member *m, struct entity_range *r)
+{
+    int64_t ticks;
+    if (!r || timefmt_iso_parse_wide(m->text, m->text_len, &ticks) != 0)
+        return;
+    char *t = arena_alloc(a, 24);
+    r->value_len = timefmt_invariant_format(ticks, t);
+    r->value = t;
+    r->name = m->name;
+    r->name_len = m->name_len;
+}
+
+/* Checks a body key (SPEC 4.5) as entity_check_key does, but its length
+ * before its characters: a key refused for a character is named in the
+ * message with its value, which is then at most 1024 UTF-16 units (a few
+ * KiB, however long the body). name: "PartitionKey" or "RowKey". */
+static enum terr check_body_key(const char *s, size_t n, const char *name,
+                                struct entity_range *r)
+{
+    if (n > MAX_KEY_UTF16 && utf8_check(s, n) == 0 && utf16_len(s, n) > MAX_KEY_UTF16)
+        return TERR_KeyValueTooLarge;
+    enum terr err = entity_check_key(s, n);
+    if (err == TERR_OutOfRangeInput && r) {
+        r->name = name;
+        r->name_len = strlen(name);
+        r->value = s;
+        r->value_len = n;
+    }
+    return err;
+}
+
 enum terr entity_json_parse(struct arena *a, const char *body, size_t len,
                             enum entity_parse_mode mode, struct entity *e)
+{
+    return entity_json_parse_range(a, body, len, mode, e, NULL);
+}
+
+enum terr entity_json_parse_range(struct arena *a, const char *body, size_t len,
+                                  enum entity_parse_mode mode, struct entity *e,
+                                  struct entity_range *range)
 {
     struct jparse jp;
     jp_init(&jp, a);
     memset(e, 0, sizeof *e);
+    if (range)
+        memset(range, 0, sizeof *range);
     enum terr err = parse_body(&jp, a, body, len);
     if (err != TERR_NONE)
         return err;
@@ -579,16 +625,19 @@ enum terr entity_json_parse(struct arena *a, const char *body, size_t len,
         const struct member *m = jp.order[i];
         struct edm_value v;
         err = convert(a, m, &v);
-        if (err != TERR_NONE)
+        if (err != TERR_NONE) {
+            if (err == TERR_OutOfRangeInput)
+                range_datetime(a, m, range);
             return err;
+        }
         struct property *p = entity_add_ref(a, e, m->name, m->name_len);
         p->v = v;
     }
     if (mode == ENTITY_PARSE_INSERT && (!jp.pk.s || !jp.rk.s))
         return TERR_PropertiesNeedValue;
-    if (jp.pk.s && (err = entity_check_key(jp.pk.s, jp.pk.n)) != TERR_NONE)
+    if (jp.pk.s && (err = check_body_key(jp.pk.s, jp.pk.n, "PartitionKey", range)) != TERR_NONE)
         return err;
-    if (jp.rk.s && (err = entity_check_key(jp.rk.s, jp.rk.n)) != TERR_NONE)
+    if (jp.rk.s && (err = check_body_key(jp.rk.s, jp.rk.n, "RowKey", range)) != TERR_NONE)
         return err == TERR_KeyValueTooLarge ? TERR_RowKeyValueTooLarge : err;
     e->pk = jp.pk.s;
     e->pk_len = jp.pk.n;

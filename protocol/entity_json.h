@@ -31,10 +31,29 @@ enum entity_parse_mode {
 enum terr entity_json_parse(struct arena *a, const char *body, size_t len,
                             enum entity_parse_mode mode, struct entity *e);
 
+/* What a TERR_OutOfRangeInput of a body names, for the service's message
+ * "The '{0}' parameter of value '{1}' is out of range." (errors.h,
+ * terr_range_message): the key or property and its value as the message
+ * shows it (a key as sent; a DateTime as .NET's invariant text). name is
+ * NULL when the error names nothing (the generic message then). Pointers
+ * into the body or the arena. */
+struct entity_range {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+};
+/* entity_json_parse that also fills *range (zeroed first; may be NULL). */
+enum terr entity_json_parse_range(struct arena *a, const char *body, size_t len,
+                                  enum entity_parse_mode mode, struct entity *e,
+                                  struct entity_range *range);
+
 /* Validates a PartitionKey/RowKey value (from a body or a URL): ill-formed
  * UTF-8 -> TERR_InvalidInput; a forbidden character (SPEC 4.5) ->
  * TERR_OutOfRangeInput (a body's answer; callers checking URL keys map it);
- * more than 1024 UTF-16 units -> TERR_KeyValueTooLarge. */
+ * more than 1024 UTF-16 units -> TERR_KeyValueTooLarge. (A body's keys are
+ * checked for length before characters, so that the message naming a key
+ * stays bounded; see entity_json.c.) */
 enum terr entity_check_key(const char *s, size_t n);
 
 /* Count (<= 252 custom) and size (<= 1 MiB, SPEC 4.12) of a whole entity,

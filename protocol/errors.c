@@ -1,6 +1,8 @@
 /* errors.c - status and message of every error code (SPEC 9.2, 9.3, 4.3). */
 #include "protocol/errors.h"
 
+#include <string.h>
+
 #include "backends/backend.h"
 
 static const struct terr_info table[TERR__COUNT] = {
@@ -141,6 +143,25 @@ const struct terr_info *terr_info(enum terr e)
     if ((int)e < 0 || e >= TERR__COUNT || !table[e].code)
         return &table[TERR_InternalError];
     return &table[e];
+}
+
+const char *terr_range_message(struct arena *a, const char *name, size_t name_len,
+                               const char *value, size_t value_len, size_t *len)
+{
+    static const char p1[] = "The '", p2[] = "' parameter of value '", p3[] = "' is out of range.";
+    size_t n = sizeof p1 - 1 + name_len + sizeof p2 - 1 + value_len + sizeof p3 - 1;
+    char *m = arena_alloc(a, n + 1), *o = m;
+    memcpy(o, p1, sizeof p1 - 1);
+    o += sizeof p1 - 1;
+    memcpy(o, name, name_len);
+    o += name_len;
+    memcpy(o, p2, sizeof p2 - 1);
+    o += sizeof p2 - 1;
+    memcpy(o, value, value_len);
+    o += value_len;
+    memcpy(o, p3, sizeof p3);   /* with its NUL */
+    *len = n;
+    return m;
 }
 
 enum terr terr_from_auth(enum auth_status s)

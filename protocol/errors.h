@@ -5,7 +5,10 @@
  * (JSON for OData operations, storage XML otherwise; SPEC 9.1). */
 #ifndef TABLED_ERRORS_H
 #define TABLED_ERRORS_H
+#include <stddef.h>
+
 #include "auth/auth.h"
+#include "core/arena.h"
 #include "core/http.h"
 
 enum terr {
@@ -94,6 +97,13 @@ struct terr_info {
 };
 
 const struct terr_info *terr_info(enum terr e);
+
+/* The message of an OutOfRangeInput that names what was out of range (a
+ * key, a DateTime property): the service's "The '{0}' parameter of value
+ * '{1}' is out of range." with name and value as given, in the arena,
+ * NUL-terminated; *len is its length (value may hold NUL bytes). */
+const char *terr_range_message(struct arena *a, const char *name, size_t name_len,
+                               const char *value, size_t value_len, size_t *len);
 
 /* The Table error code of an auth refusal, TERR_NONE for AUTH_OK: the one
  * place auth's statuses become the service's codes (SPEC 10). */

@@ -292,10 +292,18 @@ enum terr entity_prepare_early(struct req_ctx *c, struct entity_write *w)
         return err;
     struct entity body;
     if (!w->del) {
-        err = entity_json_parse(c->a, c->req->body ? c->req->body : "", c->req->body_len,
-                                c->op == OP_INSERT_ENTITY ? ENTITY_PARSE_INSERT
-                                                          : ENTITY_PARSE_UPDATE,
-                                &body);
+        struct entity_range range;
+        err = entity_json_parse_range(c->a, c->req->body ? c->req->body : "", c->req->body_len,
+                                      c->op == OP_INSERT_ENTITY ? ENTITY_PARSE_INSERT
+                                                                : ENTITY_PARSE_UPDATE,
+                                      &body, &range);
+        if (err == TERR_OutOfRangeInput && range.name) {
+            /* the service names the key or property and its value */
+            size_t len;
+            const char *msg = terr_range_message(c->a, range.name, range.name_len, range.value,
+                                                 range.value_len, &len);
+            reply_set_error_msg(c, err, msg, len);
+        }
         if (err)
             return err;
     }

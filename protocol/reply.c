@@ -25,10 +25,10 @@ const char *reply_metadata_url(struct req_ctx *c, const char *suffix)
     return arena_sprintf(c->a, "%s/$metadata#%s", c->base, suffix);
 }
 
-/* Appends s to b with the five XML special characters escaped. */
-static void xml_escape(struct buf *b, const char *s)
+/* Appends s (n bytes) to b with the XML special characters escaped. */
+static void xml_escape(struct buf *b, const char *s, size_t n)
 {
-    for (; *s; s++) {
+    for (const char *end = s + n; s < end; s++) {
         switch (*s) {
         case '<': buf_puts(b, "&lt;"); break;
         case '>': buf_puts(b, "&gt;"); break;
@@ -64,23 +64,47 @@ void reply_atom_content_type(struct req_ctx *c)
                     url_query_get(c->qp, c->nqp, "$select") ? "2.0;" : "1.0;");
 }
 
-/* Message text followed by the RequestId and Time lines (SPEC 9.1). */
-static const char *full_message(struct req_ctx *c, const char *message)
+/* The batch prefix, the message text (len bytes: it may hold NUL bytes,
+ * a key's value does), and the RequestId and Time lines (SPEC 9.1), in
+ * the arena; *n its length. */
+static const char *full_message(struct req_ctx *c, const char *message, size_t len, size_t *n)
 {
     char t[40];
     edm_datetime_format7(edm_now_ticks(), t);
-    return arena_sprintf(c->a, "%s\nRequestId:%s\nTime:%s", message, c->request_id, t);
+    const char *prefix = c->msg_prefix ? c->msg_prefix : "";
+    const char *tail = arena_sprintf(c->a, "\nRequestId:%s\nTime:%s", c->request_id, t);
+    size_t pl = strlen(prefix), tl = strlen(tail);
+    char *m = arena_alloc(c->a, pl + len + tl + 1);
+    memcpy(m, prefix, pl);
+    memcpy(m + pl, message, len);
+    memcpy(m + pl + len, tail, tl + 1);
+    *n = pl + len + tl;
+    return m;
+}
+
+void reply_set_error_msg(struct req_ctx *c, enum terr e, const char *message, size_t len)
+{
+    c->err_code = e;
+    c->err_msg = message;
+    c->err_msg_len = len;
 }
 
 void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
 {
     const struct terr_info *info = terr_info(e);
     struct response *r = c->resp;
-    if (!message)
+    size_t len;
+    if (message) {
+        len = strlen(message);
+    } else if (c->err_msg && c->err_code == e) {
+        message = c->err_msg;
+        len = c->err_msg_len;
+    } else {
         message = info->message;
-    if (c->msg_prefix)
-        message = arena_sprintf(c->a, "%s%s", c->msg_prefix, message);
-    const char *msg = full_message(c, message);
+        len = strlen(message);
+    }
+    size_t msg_len;
+    const char *msg = full_message(c, message, len, &msg_len);
     r->status = info->status;
     buf_reset(&r->body);
     /* Drop headers an operation may have added before failing. */
@@ -94,19 +118,19 @@ void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
                            "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\"><code>");
         buf_puts(&r->body, info->code);
         buf_puts(&r->body, "</code><message xml:lang=\"en-US\">");
-        xml_escape(&r->body, msg);
+        xml_escape(&r->body, msg, msg_len);
         buf_puts(&r->body, "</message></error>");
     } else if (c->odata && reply_atom(c)) {
         /* Atom requests get the OData XML error (SPEC 9.1.2). */
         response_header(r, "Content-Type", "application/xml;charset=utf-8");
         response_header(r, "x-ms-error-code", info->code);
-        atom_write_error(&r->body, info->code, msg);
+        atom_write_error(&r->body, info->code, msg, msg_len);
     } else if (c->odata) {
         reply_json_content_type(c);
         buf_puts(&r->body, "{\"odata.error\":{\"code\":\"");
         buf_puts(&r->body, info->code);
         buf_puts(&r->body, "\",\"message\":{\"lang\":\"en-US\",\"value\":");
-        json_put_string(&r->body, msg, strlen(msg));
+        json_put_string(&r->body, msg, msg_len);
         buf_puts(&r->body, "}}}");
     } else {
         response_header(r, "Content-Type", "application/xml");
@@ -115,7 +139,7 @@ void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
                            "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\"><m:code>");
         buf_puts(&r->body, info->code);
         buf_puts(&r->body, "</m:code><m:message xml:lang=\"en-US\">");
-        xml_escape(&r->body, msg);
+        xml_escape(&r->body, msg, msg_len);
         buf_puts(&r->body, "</m:message></m:error>");
     }
     if (r->no_body) {
@@ -143,7 +167,7 @@ void reply_auth_error(struct req_ctx *c, enum terr e)
         if (b->len > tl && memcmp(b->data + b->len - tl, tail, tl) == 0) {
             b->len -= tl;
             buf_puts(b, "<AuthenticationErrorDetail>");
-            xml_escape(b, ar->detail);
+            xml_escape(b, ar->detail, strlen(ar->detail));
             buf_puts(b, "</AuthenticationErrorDetail>");
             buf_puts(b, tail);
         }

@@ -866,26 +866,28 @@ class BatchTests:
         self.table(T)
         et = self.put(T, {"PartitionKey": "p", "RowKey": "e", "V": 1})
         before = snapshot(self.http, T)
-        out_of_range = "One of the request inputs is out of range."
+        # the message names the key and its value (test_range_messages.py)
+        out_of_range = "The '%s' parameter of value '%s' is out of range."
         query_syntax = "Bad Request - Error in query syntax."
         for ch, why in (("/", "/"), ("\\", "\\"), ("#", "#"), ("?", "?"), ("\x01", "U+0001"),
                         ("\x7f", "U+007F"), ("\x9f", "U+009F")):
             ops = [self.ins(T, "p", "ok1"), self.ins(T, "p", "a%sb" % ch)]
             r, ans, err = batch(self.http, changeset_body(ops))
             p = self.expect_failure("insert of a RowKey with %s as op 1" % why, ans, err, 400,
-                                    "OutOfRangeInput", 1, out_of_range)
+                                    "OutOfRangeInput", 1,
+                                    out_of_range % ("RowKey", "a%sb" % ch))
             if p and why == "/":
                 tap.eq(p.h("Content-Type"), CT_MIN, "OutOfRangeInput part: JSON error body")
             ops = [self.ins(T, "p", "ok1"), op("POST", self.turl(T),
                                                {"PartitionKey": "p%s" % ch, "RowKey": "r"})]
             r, ans, err = batch(self.http, changeset_body(ops))
             self.expect_failure("insert of a PartitionKey with %s as op 1" % why, ans, err, 400,
-                                "OutOfRangeInput", 1, out_of_range)
+                                "OutOfRangeInput", 1, out_of_range % ("PartitionKey", "p%s" % ch))
         for method in ("PUT", "MERGE"):
             o = op(method, self.eurl(T, "p", "u1"), {"PartitionKey": "p", "RowKey": "u1#"})
             r, ans, err = batch(self.http, changeset_body([o]))
             self.expect_failure("%s upsert with a body RowKey containing #" % method, ans, err,
-                                400, "OutOfRangeInput", 0, out_of_range)
+                                400, "OutOfRangeInput", 0, out_of_range % ("RowKey", "u1#"))
         # the URL: raw '/' as the legacy .NET SDK writes it, and percent-encoded
         for what, url in (
                 ("raw / in the URL RowKey", "%s/%s(PartitionKey='p',RowKey='a/b')"

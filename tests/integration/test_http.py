@@ -1878,24 +1878,27 @@ def bad_names_keys_limits(t):
              "a 1,025-character key in the URL of a PUT", method="PUT",
              path=t.ep(name, "k" * 1025, "r"))
     # Forbidden key characters in a body: 400 OutOfRangeInput (SPEC 4.5
-    # corrected, issue 14 point 1), in an insert and in an upsert body.
-    out_of_range = "One of the request inputs is out of range."
+    # corrected, issue 14 point 1), in an insert and in an upsert body; the
+    # message names the key and its value (test_range_messages.py has more).
+    out_of_range = "The '%s' parameter of value '%s' is out of range."
     query_syntax = "Bad Request - Error in query syntax."
     for ch, why in (("/", "/"), ("\\", "\\"), ("#", "#"), ("?", "?"), ("\t", "TAB"),
                     ("\n", "LF"), ("\x00", "NUL"), ("\x1f", "U+001F"), ("\x7f", "DEL"),
                     ("\x80", "U+0080"), ("\x85", "U+0085"), ("\x9f", "U+009F")):
         bad_body(t, name, js({"PartitionKey": "a" + ch + "b", "RowKey": "r"}), 400,
-                 "OutOfRangeInput", "a PartitionKey containing %s" % why, message=out_of_range)
+                 "OutOfRangeInput", "a PartitionKey containing %s" % why,
+                 message=out_of_range % ("PartitionKey", "a" + ch + "b"))
         bad_body(t, name, js({"PartitionKey": "p", "RowKey": ch}), 400, "OutOfRangeInput",
-                 "a RowKey that is %s" % why, message=out_of_range)
+                 "a RowKey that is %s" % why, message=out_of_range % ("RowKey", ch))
     for method, hdrs in (("PUT", None), ("MERGE", None), ("PUT", {"If-Match": "*"})):
         bad_body(t, name, js({"PartitionKey": "a/b", "RowKey": "r", "V": 1}), 400,
                  "OutOfRangeInput", "%s%s with a body PartitionKey containing /" % (
                      method, " If-Match: *" if hdrs else ""),
-                 method=method, path=t.ep(name, "a", "r"), headers=hdrs, message=out_of_range)
+                 method=method, path=t.ep(name, "a", "r"), headers=hdrs,
+                 message=out_of_range % ("PartitionKey", "a/b"))
         bad_body(t, name, js({"RowKey": "r#", "V": 1}), 400, "OutOfRangeInput",
                  "%s with a body RowKey containing #" % method, method=method,
-                 path=t.ep(name, "a", "r"), headers=hdrs, message=out_of_range)
+                 path=t.ep(name, "a", "r"), headers=hdrs, message=out_of_range % ("RowKey", "r#"))
     # The same characters in URL keys: the service cannot parse the URL
     # and says so (azure-storage-net#386; SPEC 4.5), for every verb, and
     # before the body is looked at.

@@ -1,6 +1,7 @@
 /* test_entity_json.c - OData JSON entity parsing, validation, writing and
  * ETags (protocol/entity_json.c). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -678,6 +679,75 @@ static void test_check_key(void)
     buf_free(&b);
 }
 
+/* What an OutOfRangeInput names (entity_json_parse_range) and the
+ * service's message built from it (terr_range_message). */
+static void range_is(const char *body, enum terr want, const char *name, const char *value,
+                     size_t value_len, const char *what)
+{
+    struct entity e;
+    struct entity_range r;
+    char w[160];
+    enum terr got = entity_json_parse_range(A, body, strlen(body), ENTITY_PARSE_INSERT, &e, &r);
+    snprintf(w, sizeof w, "%s: the error", what);
+    TEST_EQ_INT(got, want, w);
+    snprintf(w, sizeof w, "%s: the name", what);
+    TEST_CHECK(name ? r.name && r.name_len == strlen(name) && memcmp(r.name, name,
+                                                                      r.name_len) == 0
+                    : r.name == NULL, w);
+    snprintf(w, sizeof w, "%s: the value", what);
+    TEST_CHECK(!name || (r.value_len == value_len && memcmp(r.value, value, value_len) == 0), w);
+}
+
+static void test_range(void)
+{
+    range_is("{\"PartitionKey\":\"a/b\",\"RowKey\":\"r\"}", TERR_OutOfRangeInput, "PartitionKey",
+             "a/b", 3, "PartitionKey a/b");
+    range_is("{\"PartitionKey\":\"p\",\"RowKey\":\"x\\u0000y\"}", TERR_OutOfRangeInput, "RowKey",
+             "x\0y", 3, "RowKey with NUL (the value keeps it)");
+    range_is("{\"PartitionKey\":\"a?\",\"RowKey\":\"b#\"}", TERR_OutOfRangeInput, "PartitionKey",
+             "a?", 2, "both keys bad: PartitionKey first");
+    range_is("{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"When@odata.type\":\"Edm.DateTime\","
+             "\"When\":\"1600-12-31T23:59:59.9999999Z\"}", TERR_OutOfRangeInput, "When",
+             "12/31/1600 23:59:59", 19, "DateTime before 1601: invariant text");
+    range_is("{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"When@odata.type\":\"Edm.DateTime\","
+             "\"When\":\"0001-01-01T00:30:00+01:00\"}", TERR_OutOfRangeInput, NULL, NULL, 0,
+             "DateTime before year 1 after its offset: names nothing");
+    range_is("{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"When@odata.type\":\"Edm.DateTime\","
+             "\"When\":\"0000-06-01T00:00:00Z\"}", TERR_OutOfRangeInput, NULL, NULL, 0,
+             "DateTime of year 0: names nothing");
+    range_is("{\"PartitionKey\":\"a\",\"RowKey\":\"b\",\"When@odata.type\":\"Edm.DateTime\","
+             "\"When\":\"1000-06-15T08:09:10+02:00\"}", TERR_OutOfRangeInput, "When",
+             "06/15/1000 06:09:10", 19, "DateTime with an offset: shown in UTC");
+    range_is("{\"PartitionKey\":\"a\",\"RowKey\":\"b\"}", TERR_NONE, NULL, NULL, 0,
+             "a good entity names nothing");
+    /* a key over 1024 units is too large before its characters are looked
+       at: the message that names a key stays bounded */
+    struct buf b;
+    buf_init(&b);
+    buf_puts(&b, "{\"PartitionKey\":\"p\",\"RowKey\":\"");
+    put_repeat(&b, "/", 1025);
+    buf_puts(&b, "\"}");
+    buf_putc(&b, '\0');
+    range_is(b.data, TERR_RowKeyValueTooLarge, NULL, NULL, 0, "1,025 '/' in a RowKey");
+    buf_reset(&b);
+    buf_puts(&b, "{\"PartitionKey\":\"");
+    put_repeat(&b, "k", 1023);
+    buf_puts(&b, "#\",\"RowKey\":\"r\"}");
+    buf_putc(&b, '\0');
+    struct entity e;
+    struct entity_range r;
+    TEST_EQ_INT(entity_json_parse_range(A, b.data, strlen(b.data), ENTITY_PARSE_INSERT, &e, &r),
+                TERR_OutOfRangeInput, "1,024 characters with #: OutOfRangeInput");
+    TEST_EQ_INT((long)r.value_len, 1024, "... naming all 1,024");
+    buf_free(&b);
+
+    size_t len;
+    const char *m = terr_range_message(A, "RowKey", 6, "x\0y", 3, &len);
+    static const char want[] = "The 'RowKey' parameter of value 'x\0y' is out of range.";
+    TEST_CHECK(len == sizeof want - 1 && memcmp(m, want, len) == 0 && m[len] == '\0',
+               "terr_range_message: the service's text, NUL bytes kept, NUL-terminated");
+}
+
 /* ---- writer ---- */
 
 #define BASE "http://127.0.0.1:10002/devstoreaccount1"
@@ -1167,6 +1237,7 @@ int main(void)
     test_limits();
     test_deep();
     test_check_key();
+    test_range();
     test_write();
     test_escape_blocks();
     test_round_trip();
