@@ -34,7 +34,8 @@
 #include "core/config.h"
 #include "core/http.h"
 
-/* Largest clock skew of a SharedKey/SharedKeyLite/Bearer date (SPEC 10.5). */
+/* Largest clock skew of a SharedKey/SharedKeyLite date (SPEC 10.5); a
+ * Bearer request needs no date (doc/protocol-notes.md). */
 #define AUTH_MAX_SKEW_SECONDS (15 * 60)
 /* Version from which an anonymous request gets the 401 Bearer challenge
  * instead of 403 AuthenticationFailed (SPEC 10.10, 16 row 29). */

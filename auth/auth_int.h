@@ -42,7 +42,7 @@ const char *auth_header(const struct request *req, const char *name, size_t *len
 /* 1 when v is "YYYY-MM-DD" (digits and dashes). */
 int auth_version_shape(const char *v);
 
-/* Checks the x-ms-date/Date of a SharedKey/SharedKeyLite/Bearer request
+/* Checks the x-ms-date/Date of a SharedKey/SharedKeyLite request
  * (SPEC 10.5); on failure sets out->detail and returns
  * AUTH_FAILED. */
 enum auth_status auth_check_date(const struct auth_ctx *ctx, const struct request *req,

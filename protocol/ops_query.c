@@ -249,7 +249,7 @@ void op_query_entities(struct req_ctx *c)
         .jc = {.level = c->level, .base = c->base, .account = c->account->name,
                .table = t->name, .metadata = NULL, .select = q.select, .nselect = q.nselect},
         .ac = ac,
-        .limit = q.top ? q.top : PAGE_MAX,
+        .limit = q.top == QUERY_NO_TOP ? PAGE_MAX : q.top,
         /* A shorter page (still with its continuation) while the server
          * holds much unsent output (core/conn.c, backpressure). */
         .max_bytes = c->req->reply_budget && c->req->reply_budget < PAGE_MAX_BYTES
@@ -278,6 +278,10 @@ void op_query_entities(struct req_ctx *c)
         pg.it = NULL;
     }
     pg.scratch = rc == 0 ? arena_new(16384) : NULL;
+    /* $top=0: an empty page that examined nothing, so no continuation
+     * either; one naming the first match would send a client that follows
+     * it with the same $top round in circles (doc/protocol-notes.md). */
+    pg.done = pg.limit == 0;
     for (size_t i = 0; i < plan.n && !pg.done && rc == 0; i++) {
         buf_reset(&start);
         buf_reset(&end);

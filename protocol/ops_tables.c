@@ -296,13 +296,15 @@ void op_query_tables(struct req_ctx *c)
         }
         buf_puts(b, "\"value\":[");
     }
-    int limit = q.top ? q.top : TABLE_PAGE_MAX, count = 0;
+    int limit = q.top == QUERY_NO_TOP ? TABLE_PAGE_MAX : q.top, count = 0;
     const char *next_name = NULL;
     size_t next_len = 0;
     const void *k, *v;
     size_t kl, vl;
-    int rc;
-    while ((rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+    int rc = 0;
+    /* $top=0: an empty page without a continuation (as in Query Entities,
+     * doc/protocol-notes.md). */
+    while (limit > 0 && (rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
         uint64_t id;
         const char *name;
         size_t nl, al;

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* $top: an integer 1..1000 (SPEC 6.10). */
+/* $top: an integer 0..1000 in plain digits (doc/protocol-notes.md,
+ * "$top"): OData makes it a non-negative integer, the service answers 0
+ * with an empty page, and refuses more than its 1000-item page. */
 static enum terr parse_top(const char *s, int *top)
 {
     if (!*s)
@@ -20,8 +22,6 @@ static enum terr parse_top(const char *s, int *top)
         if (v > 1000)
             return TERR_InvalidInput;
     }
-    if (v < 1)
-        return TERR_InvalidInput;
     *top = (int)v;
     return TERR_NONE;
 }
@@ -104,6 +104,7 @@ static enum terr parse_select(struct req_ctx *c, const char *s, struct query_opt
 enum terr query_opts_parse(struct req_ctx *c, enum query_kind kind, struct query_opts *q)
 {
     memset(q, 0, sizeof *q);
+    q->top = QUERY_NO_TOP;
     const struct query_param *p;
     enum terr e;
     if (kind != QUERY_POINT && (p = url_query_get(c->qp, c->nqp, "$top")) &&

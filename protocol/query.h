@@ -11,8 +11,12 @@ enum query_kind { QUERY_TABLES, QUERY_ENTITIES, QUERY_POINT };
 struct filter;
 struct filter_row;
 
+/* query_opts.top when the query has no $top. */
+#define QUERY_NO_TOP (-1)
+
 struct query_opts {
-    int top;                    /* 0 = no $top */
+    int top;                    /* 0..1000, or QUERY_NO_TOP; 0 asks for an
+                                   empty page (doc/protocol-notes.md) */
     const char *const *select;  /* NULL = all properties */
     size_t nselect;
     const char *select_text;    /* "a,b" as echoed in odata.metadata, or NULL */

@@ -1889,6 +1889,146 @@ def _https_tls_versions(tap, port, cert):
 
 
 # --------------------------------------------------------------------------
+# Bearer tokens (--oauth basic): doc/protocol-notes.md
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def make_jwt(nbf, exp, aud="https://storage.azure.com",
+             iss="https://sts.windows.net/72f988bf-86f1-41af-91ab-2d7cd011db47/"):
+    """An unsigned-looking JWT whose claims pass the basic check."""
+    head = b64url(json.dumps({"alg": "RS256", "typ": "JWT"}).encode())
+    body = b64url(json.dumps({"aud": aud, "iss": iss, "nbf": int(nbf), "exp": int(exp),
+                              "iat": int(nbf), "oid": "x"}).encode())
+    return "%s.%s.c2lnbmF0dXJl" % (head, body)
+
+
+class TokenCred:
+    """A token credential handing out one fixed token (an SDK then signs
+    nothing and, in the JS and .NET SDKs, sends no date)."""
+
+    def __init__(self, token, exp):
+        from azure.core.credentials import AccessToken
+        self.tok = AccessToken(token, int(exp))
+
+    def get_token(self, *scopes, **kw):
+        return self.tok
+
+
+def test_bearer(tap):
+    try:
+        subprocess.run(["openssl", "version"], check=True, stdout=subprocess.DEVNULL,
+                       timeout=10)
+    except (OSError, subprocess.SubprocessError) as e:
+        tap.ok(False, "openssl CLI available for the bearer checks", str(e))
+        return
+    tmp = tempfile.mkdtemp(prefix="tabled-auth-bearer-")
+    try:
+        _test_bearer(tap, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+ACL_BODY = ('<?xml version="1.0" encoding="utf-8"?><SignedIdentifiers><SignedIdentifier>'
+            '<Id>bearerpolicy</Id><AccessPolicy><Start>2026-01-01T00:00:00Z</Start>'
+            '<Expiry>2099-01-01T00:00:00Z</Expiry><Permission>r</Permission></AccessPolicy>'
+            '</SignedIdentifier></SignedIdentifiers>')
+
+
+def _test_bearer(tap, tmp):
+    cert, key = make_cert(tmp, "bearer")
+    srv = None
+    for _ in range(5):
+        port = free_port()
+        srv = h.Server(args=["--tls-port", str(port), "--tls-cert", cert, "--tls-key", key,
+                             "--oauth", "basic"])
+        try:
+            srv.start()
+            break
+        except h.ServerError as e:
+            srv, last = None, e
+    if srv is None:
+        tap.ok(False, "tabled starts with HTTPS and --oauth basic", str(last))
+        return
+    try:
+        now = time.time()
+        tok = make_jwt(now - 300, now + 3600)
+        raw = Raw("127.0.0.1", port, ssl.create_default_context(cafile=cert))
+
+        def bearer(method, path, body=None, date=False, token=tok, extra=(), via=raw,
+                   accept=NOMETA):
+            hd = via.base_headers(accept=accept, date=date, version="2020-12-06")
+            hd.append(("Authorization", "Bearer " + token))
+            hd.extend(extra)
+            if body is not None and not any(k.lower() == "content-type" for k, _ in extra):
+                hd.append(("Content-Type", "application/json"))
+            return via.send(method, "/%s%s" % (DEV, path), hd, body)
+
+        # The SDKs send no x-ms-date / Date with a token credential, and the
+        # service accepts that (recorded traffic, doc/protocol-notes.md).
+        r = bearer("GET", "/Tables")
+        check_ok(tap, r, 200, "Bearer Query Tables without x-ms-date or Date -> 200")
+        r = bearer("POST", "/Tables", json.dumps({"TableName": "bearertbl"}))
+        check_ok(tap, r, 201, "Bearer Create Table without a date -> 201")
+        r = bearer("POST", "/bearertbl", json.dumps({"PartitionKey": "p", "RowKey": "1"}))
+        check_ok(tap, r, 201, "Bearer Insert Entity without a date -> 201")
+        r = bearer("GET", "/bearertbl()")
+        tap.ok(r.status == 200 and [e["RowKey"] for e in r.json()["value"]] == ["1"],
+               "Bearer Query Entities without a date -> 200 with the entity",
+               "status %s body %r" % (r.status, r.body[:300]))
+        r = bearer("GET", "/Tables", date="Mon, 01 Jan 2001 00:00:00 GMT")
+        check_ok(tap, r, 200, "Bearer with a stale x-ms-date -> 200 (the token's lifetime "
+                 "is the time check)")
+        old = make_jwt(now - 7200, now - 600)
+        r = bearer("GET", "/Tables", token=old)
+        tap.ok(r.status == 401 and "invalid_token" in (r.h("WWW-Authenticate") or ""),
+               "an expired token without a date -> 401 with the invalid_token challenge",
+               "status %s %r" % (r.status, r.h("WWW-Authenticate")))
+        plain = Raw(srv.host, srv.port)
+        r = bearer("GET", "/Tables", via=plain)
+        check_error(tap, r, 403, "AuthenticationFailed",
+                    "Bearer without a date over HTTP -> 403 AuthenticationFailed")
+
+        # Get/Set Table ACL take bearer tokens since the service's 2025
+        # change (doc/protocol-notes.md, "Table ACL and bearer tokens").
+        r = bearer("PUT", "/bearertbl?comp=acl", ACL_BODY,
+                   extra=[("Content-Type", "application/xml")], accept="application/xml")
+        check_ok(tap, r, 204, "Bearer Set Table ACL without a date -> 204")
+        r = bearer("GET", "/bearertbl?comp=acl", accept="application/xml")
+        tap.ok(r.status == 200 and b"<Id>bearerpolicy</Id>" in r.body,
+               "Bearer Get Table ACL without a date -> 200 with the policy",
+               "status %s body %r" % (r.status, r.body[:300]))
+        r = bearer("GET", "/bearertbl?comp=acl", date=h.rfc1123(), accept="application/xml")
+        tap.ok(r.status == 200 and b"<Id>bearerpolicy</Id>" in r.body,
+               "Bearer Get Table ACL with a date -> 200 with the policy",
+               "status %s body %r" % (r.status, r.body[:300]))
+
+        # The Python SDK with a token credential (it happens to send a date)
+        if IMPORT_ERROR is not None:
+            return
+        ep = "https://127.0.0.1:%d/%s" % (port, DEV)
+        kw = dict(CLIENT_KW, connection_verify=cert)
+        cred = TokenCred(tok, now + 3600)
+        svc = TableServiceClient(ep, credential=cred, **kw)
+        sdk_ok(tap, "SDK token credential: create_table", lambda: svc.create_table("sdkbearer"))
+        tc = TableClient(ep, "sdkbearer", credential=cred, **kw)
+        sdk_ok(tap, "SDK token credential: create_entity",
+               lambda: tc.create_entity({"PartitionKey": "p", "RowKey": "r", "v": 1}))
+        sdk_ok(tap, "SDK token credential: query_entities",
+               lambda: [e["RowKey"] for e in tc.query_entities("v eq 1")],
+               lambda ks: ks == ["r"])
+        sdk_ok(tap, "SDK token credential: set_table_access_policy",
+               lambda: tc.set_table_access_policy(
+                   {"pol": TableAccessPolicy(permission="r",
+                                             expiry=datetime.datetime(2099, 1, 1, tzinfo=UTC))}))
+        sdk_ok(tap, "SDK token credential: get_table_access_policy",
+               lambda: tc.get_table_access_policy(),
+               lambda p: list(p) == ["pol"] and p["pol"].permission == "r")
+        sdk_ok(tap, "SDK token credential: delete_table", lambda: svc.delete_table("sdkbearer"))
+    finally:
+        srv.stop_and_check(tap)
 
 
 def test_unknown_account_noauth(tap):
@@ -1931,6 +2071,7 @@ def main():
     tap.run(test_sharedkey_raw, c)
     srv.stop_and_check(tap)
     tap.run(test_https, tap)
+    tap.run(test_bearer, tap)
     tap.run(test_unknown_account_noauth, tap)
     tap.done()
 

@@ -5,8 +5,9 @@
 Finds or installs the SDK as test_sdk_js.py does (find_or_install), makes a
 self-signed P-256 certificate for 127.0.0.1 with the openssl command in a
 temporary directory, starts one tabled with an HTTP listener, an HTTPS
-listener (--tls-port on a free port picked here, since 0 means "off") and a
-second account (--account NAME:KEY1:KEY2), then runs node with the HTTP
+listener (--tls-port on a free port picked here, since 0 means "off"),
+--oauth basic (bearer tokens by their claims) and a second account
+(--account NAME:KEY1:KEY2), then runs node with the HTTP
 connection string, the HTTPS endpoint the server printed, the second
 account's keys and NODE_EXTRA_CA_CERTS pointing at the certificate (so node
 trusts it without turning verification off), relaying its TAP lines
@@ -71,6 +72,7 @@ def start_server(tap, cert, key, key1, key2):
     for _ in range(3):
         port = free_port()
         args = ["--tls-port", str(port), "--tls-cert", cert, "--tls-key", key,
+                "--oauth", "basic",
                 "--dev-account", "on", "--account", "%s:%s:%s" % (ACCOUNT2, key1, key2)]
         try:
             srv = h.Server(args=args).start()
@@ -79,7 +81,8 @@ def start_server(tap, cert, key, key1, key2):
             continue
         tap.ok(True, "server starts on port %d with HTTPS on port %d" % (srv.port, port))
         return srv, port
-    tap.ok(False, "server starts with --tls-port/--tls-cert/--tls-key/--account", err)
+    tap.ok(False, "server starts with --tls-port/--tls-cert/--tls-key/--oauth/--account",
+           err)
     return None, None
 
 

@@ -684,6 +684,68 @@ class Tests:
                          {"Name": "O'Neil", "Qty": None}],
                    "%s: SDK list_entities(select='Name,Qty')" % lv)
 
+    def test_top_zero(self):
+        """$top=0 (Azure Storage Explorer sends it): 200 with no entities
+        and no continuation, in every format; the other values of $top
+        (doc/protocol-notes.md, "$top")."""
+        tap = self.tap
+        cont_hdrs = ("x-ms-continuation-NextPartitionKey", "x-ms-continuation-NextRowKey")
+        for lv in LEVELS:
+            r = self.raw("orders", [("$top", "0")], level=lv)
+            tap.eq((r.status, r.h("Content-Type"), value_of(r)),
+                   (200, h.JSON_CT % lv, []), "%s: $top=0 -> 200, no entities" % lv)
+            tap.ok(not any(r.has(x) for x in cont_hdrs),
+                   "%s: $top=0 -> no continuation headers" % lv, r.headers)
+            if lv != "nometadata":
+                tap.eq(r.json().get("odata.metadata"), self.srv.base + "/$metadata#orders",
+                       "%s: $top=0 -> the feed's odata.metadata" % lv)
+        atom = h.Http(self.srv, version="2013-08-15", accept="application/atom+xml")
+        r = atom.get("/orders()?$top=0")
+        tap.ok(r.status == 200 and r.h("Content-Type", "").startswith("application/atom+xml")
+               and b"<feed" in r.body and b"<entry" not in r.body
+               and not any(r.has(x) for x in cont_hdrs),
+               "Atom: $top=0 -> 200, a feed without entries or continuation",
+               "status %s %r %r" % (r.status, r.headers, r.body[:400]))
+        # Azure Storage Explorer's own query (Azure/Azurite#1428)
+        r = self.raw("orders", [("$select", ""), ("$filter", q("PartitionKey eq 'a'")),
+                                ("$top", "0")])
+        tap.eq((r.status, value_of(r), any(r.has(x) for x in cont_hdrs)), (200, [], False),
+               "?$select=&$filter=PartitionKey eq 'a'&$top=0 -> 200, empty, no continuation")
+        # with a continuation token: still empty, and nothing to follow, so a
+        # client looping on continuation headers stops after one page
+        r = self.raw("orders", [("$top", "0"), ("NextPartitionKey", q(tok("a"))),
+                                ("NextRowKey", q(tok("2")))])
+        tap.eq((r.status, value_of(r), any(r.has(x) for x in cont_hdrs)), (200, [], False),
+               "$top=0 with NextPartitionKey/NextRowKey -> 200, empty, no continuation")
+        r = self.raw("orders", [("$top", "00")])
+        tap.eq((r.status, value_of(r)), (200, []), "$top=00 -> 200, no entities")
+        r = self.raw("orders", [("$top", "0"), ("$filter", q("Qty eq"))])
+        tap.eq((r.status, r.error_code()), (400, "InvalidInput"),
+               "$top=0 with a bad $filter -> 400 InvalidInput (the options are still checked)")
+        r = self.http.get("/nosuchtable()?$top=0")
+        tap.eq((r.status, r.error_code()), (404, "TableNotFound"),
+               "$top=0 on a missing table -> 404 TableNotFound")
+        for top in ("+1", " 1", "1 ", "0x1", "1e2", "-0", "1000000000000000000000"):
+            r = self.raw("orders", [("$top", q(top))])
+            tap.eq((r.status, r.error_code()), (400, "InvalidInput"),
+                   "$top=%r -> 400 InvalidInput" % top)
+        # Query Tables
+        r = self.http.get("/Tables?$top=0")
+        tap.eq((r.status, value_of(r), r.has("x-ms-continuation-NextTableName")),
+               (200, [], False), "Query Tables $top=0 -> 200, no tables, no NextTableName")
+        r = self.http.get("/Tables?$top=0&NextTableName=%s" % q(tok("orders")))
+        tap.eq((r.status, value_of(r), r.has("x-ms-continuation-NextTableName")),
+               (200, [], False), "Query Tables $top=0 with NextTableName -> 200, empty")
+        r = atom.get("/Tables?$top=0")
+        tap.ok(r.status == 200 and b"<feed" in r.body and b"<entry" not in r.body
+               and not r.has("x-ms-continuation-NextTableName"),
+               "Atom Query Tables $top=0 -> 200, a feed without entries",
+               "status %s %r" % (r.status, r.body[:400]))
+        r = self.http.get("/Tables?$top=1")
+        tap.ok(r.status == 200 and len(value_of(r) or []) == 1
+               and r.has("x-ms-continuation-NextTableName"),
+               "Query Tables $top=1 -> one table and NextTableName", r.body[:300])
+
     def test_errors(self):
         tap = self.tap
         cases = [
@@ -750,7 +812,7 @@ class Tests:
         tap.ok(msg is not None and msg.startswith("Syntax error at position ")
                and "S eq 'abc" in msg, "syntax error message names the position and filter",
                msg)
-        for top, status in (("1000", 200), ("1", 200), ("1001", 400), ("0", 400), ("-1", 400),
+        for top, status in (("1000", 200), ("1", 200), ("1001", 400), ("0", 200), ("-1", 400),
                             ("abc", 400), ("", 400), ("1.5", 400)):
             r = self.raw("qall", [("$top", top)])
             tap.eq(r.status, status, "$top=%s -> %d" % (top, status))
@@ -1064,9 +1126,10 @@ class Tests:
             r = http.get("/Tables?NextTableName=%s" % bad)
             tap.eq((r.status, r.error_code()), (400, "InvalidInput"),
                    "NextTableName=%r -> 400 InvalidInput" % bad)
-        for top in ("0", "1001", "x"):
+        for top in ("1001", "x", "-1", "", "1.5"):
             r = http.get("/Tables?$top=%s" % top)
-            tap.eq(r.status, 400, "Query Tables $top=%s -> 400" % top)
+            tap.eq((r.status, r.error_code()), (400, "InvalidInput"),
+                   "Query Tables $top=%s -> 400 InvalidInput" % top)
         # the SDK
         svc = self.svc
         tap.eq([t.name for t in svc.list_tables()], ordered, "SDK list_tables")
@@ -1111,7 +1174,8 @@ def main():
         tap.done()
     run_server(tap, [], ["load_qall", "test_comparisons", "test_logic", "test_timestamp",
                          "test_parameters", "test_select_top_sdk", "test_errors",
-                         "test_spec_orders", "test_select_raw", "test_paging"])
+                         "test_spec_orders", "test_select_raw", "test_top_zero",
+                         "test_paging"])
     run_server(tap, ["--scan-budget", str(BUDGET)], ["test_budget"])
     run_server(tap, [], ["test_tables"])
     tap.done()

@@ -1,7 +1,8 @@
 // Integration test: authentication and authorization through the JavaScript
 // Azure Tables SDK (@azure/data-tables): named keys, connection strings, a
 // second account's secondary key, account SAS, table SAS with key ranges and
-// stored access policies, SAS time windows, and HTTPS (SPEC 10, 17.11).
+// stored access policies, SAS time windows, HTTPS, and a token credential
+// (SPEC 10, 17.11; doc/protocol-notes.md).
 // Run by tests/integration/test_auth_js.py, which starts one tabled with an
 // HTTP and an HTTPS listener and passes:
 //   TABLED_CONN            the HTTP connection string the server printed
@@ -574,6 +575,48 @@ async function main() {
     const both = acctSas({ permissions: ALL, protocol: "https,http" });
     ok((await names(sasSvc(both))).includes("AuthJsTlsOnly"), "account SAS spr=https,http over http: listTables");
     await admin.deleteTable("AuthJsTlsOnly");
+  });
+
+  // ------------------------------------------------------ token credential
+  // The server runs with --oauth basic: a token whose claims look right is
+  // the account owner. With a TokenCredential the SDK sends no x-ms-date or
+  // Date (only its named-key policy adds one), as against the service,
+  // which accepts that (doc/protocol-notes.md); Get/Set Table ACL take the
+  // token too (the service's rule since 2025).
+  await run("https token credential", async () => {
+    const b64url = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
+    const now = Math.floor(Date.now() / 1000);
+    const jwt = `${b64url({ alg: "RS256", typ: "JWT" })}.` +
+      `${b64url({ aud: "https://storage.azure.com", iss: "https://sts.windows.net/72f988bf-86f1-41af-91ab-2d7cd011db47/",
+                  nbf: now - 300, exp: now + 3600, iat: now - 300 })}.c2lnbmF0dXJl`;
+    const cred = { getToken: async () => ({ token: jwt, expiresOnTimestamp: (now + 3600) * 1000 }) };
+    const seen = [];
+    const spy = {
+      policy: {
+        name: "tabledDateSpy",
+        sendRequest: async (req, next) => {
+          seen.push([req.method, req.headers.has("x-ms-date") || req.headers.has("date"),
+                     /^Bearer /.test(req.headers.get("authorization") || "")]);
+          return next(req);
+        },
+      },
+      position: "perRetry",
+    };
+    const o = { ...HTTPS, additionalPolicies: [spy] };
+    const svc = new TableServiceClient(httpsEp, cred, o);
+    const tc = new TableClient(httpsEp, "AuthJsToken", cred, o);
+    await svc.createTable("AuthJsToken");
+    await tc.createEntity({ partitionKey: "t", rowKey: "1", v: 1 });
+    eq(await keys(tc), [["t", "1"]], "token credential: createTable, createEntity, listEntities");
+    const start = new Date(Date.now() - 60000), expiry = later(3600);
+    await tc.setAccessPolicy([{ id: "tokpol", accessPolicy: { start, expiry, permission: "r" } }]);
+    const acl = await tc.getAccessPolicy();
+    eq(Array.from(acl, (i) => [i.id, i.accessPolicy && i.accessPolicy.permission]),
+       [["tokpol", "r"]], "token credential: setAccessPolicy then getAccessPolicy");
+    await svc.deleteTable("AuthJsToken");
+    ok(seen.length >= 6 && seen.every(([, dated, bearer]) => !dated && bearer),
+       "token credential: every request carried a Bearer token and no x-ms-date or Date",
+       safeJson(seen));
   });
 
   await run("cleanup", async () => {
