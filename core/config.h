@@ -48,6 +48,9 @@ struct config {
     size_t nbackend_options;
     enum log_level log_level;  /* default LOG_INFO */
     int access_log;            /* one line per request (default on) */
+    char log_file[1024];       /* "" (default): diagnostics on stderr, access log on
+                                  stdout; else both appended to this file, which
+                                  SIGHUP reopens */
     enum durability durability;/* default DURABILITY_BATCH */
     char host_suffix[256];     /* host-style suffix after ACCOUNT.table., default "localhost" */
     int auth;                  /* 1 = verify requests (default), 0 = --auth off */

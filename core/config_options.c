@@ -272,6 +272,9 @@ const struct opt config_options[] = {
      .def = "batch", .arg = "MODE", .help = "sync, batch or none"},
     {.name = "log-level", .type = OPT_ENUM, AT(log_level), .names = log_level_names,
      .def = "info", .arg = "LEVEL", .help = "error, warn, info or debug"},
+    {.name = "log-file", .type = OPT_STRING, AT(log_file), .arg = "FILE",
+     .help = "append diagnostics and the access log to FILE, reopened on SIGHUP "
+     "(default stderr and stdout)"},
     {.name = "access-log", .type = OPT_BOOL, AT(access_log), .def = "on",
      .help = "one line per request on stdout"},
     {.name = "auth", .type = OPT_BOOL, AT(auth), .def = "on",

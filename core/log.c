@@ -1,4 +1,5 @@
-/* log.c - diagnostics on stderr, the access log on stdout.
+/* log.c - diagnostics on stderr, the access log on stdout, or both in
+ * the file of --log-file (reopened by log_open_file on SIGHUP).
  *
  * The access log is on the hot path (one line per request), so it formats
  * by hand into a stack buffer, reuses the "YYYY-MM-DDTHH:MM:SS" text while
@@ -6,12 +7,54 @@
  * server flushes it shortly after a burst of requests and at exit). */
 #include "core/log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static enum log_level log_level = LOG_INFO;
+/* The --log-file stream, or NULL (stderr and stdout). Once made it stays
+ * the same FILE: a reopen moves the new file under its descriptor with
+ * dup2(), so a thread writing meanwhile writes to one file or the other,
+ * never to a closed stream. */
+static FILE *log_file;
+
+int log_open_file(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open log file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!log_file) {
+        log_file = fdopen(fd, "a");
+        if (!log_file) {
+            snprintf(err, errlen, "cannot open log file %s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        return 0;
+    }
+    fflush(log_file);  /* what was written before goes to the old file */
+    int rc = dup2(fd, fileno(log_file));
+    if (rc < 0)
+        snprintf(err, errlen, "cannot switch to log file %s: %s", path, strerror(errno));
+    close(fd);
+    return rc < 0 ? -1 : 0;
+}
+
+int log_to_file(void)
+{
+    return log_file != NULL;
+}
+
+void log_flush(void)
+{
+    fflush(log_file ? log_file : stdout);
+}
 
 void log_set_level(enum log_level level)
 {
@@ -68,7 +111,13 @@ void log_msg(enum log_level level, const char *fmt, ...)
     if (len > sizeof line - 2)
         len = sizeof line - 2;
     line[len++] = '\n';
-    fwrite(line, 1, len, stderr);
+    if (log_file) {
+        /* locked writes: another thread may log too; a diagnostic is seen at once */
+        fwrite(line, 1, len, log_file);
+        fflush(log_file);
+    } else {
+        fwrite(line, 1, len, stderr);
+    }
 }
 
 /* Appends the decimal form of v at p; returns the new end. */
@@ -116,5 +165,8 @@ void log_access(const char *method, const char *path, int status, size_t bytes,
     *p++ = ' ';
     p = put_str(p, request_id && *request_id ? request_id : "-", 128);
     *p++ = '\n';
-    fwrite_unlocked(line, 1, (size_t)(p - line), stdout);
+    if (log_file)
+        fwrite(line, 1, (size_t)(p - line), log_file);
+    else
+        fwrite_unlocked(line, 1, (size_t)(p - line), stdout);
 }

@@ -1,4 +1,5 @@
-/* log.h - error/diagnostic log (stderr) and the access log (stdout). */
+/* log.h - error/diagnostic log (stderr) and the access log (stdout), or
+ * both appended to one file (--log-file). */
 #ifndef TABLED_LOG_H
 #define TABLED_LOG_H
 #include <stddef.h>
@@ -14,6 +15,16 @@ void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(p
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+
+/* Appends both logs to path from now on. The first call makes the log
+ * stream; a later one (SIGHUP, after logrotate moved the file) opens the
+ * new file first and switches only when that worked, so a failure leaves
+ * the old file in use. Returns 0, or -1 with a message in err. */
+int log_open_file(const char *path, char *err, size_t errlen);
+/* 1 once log_open_file() succeeded. */
+int log_to_file(void);
+/* Flushes the access log's buffer (the server does after a burst). */
+void log_flush(void);
 
 /* One access-log line per request: time, method, path, status, bytes,
  * microseconds, request id. */

@@ -36,6 +36,9 @@ struct server {
     struct event *sync_ev;      /* group commit, activated when a reply is held */
     struct event *flush_ev;     /* flushes the access log after a burst */
     struct event *sigint_ev, *sigterm_ev;
+    struct event *sighup_ev;    /* runs reload_fn (server_set_reload) */
+    void (*reload_fn)(void *arg);
+    void *reload_arg;
     struct event *stop_ev;      /* gives up draining after a few seconds */
     struct event *reaccept_ev;  /* re-enables accepting after EMFILE */
 

@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "server/notify.h"
+#include "server/reload.h"
 #include "server/handler.h"
 #include "server/server.h"
 #include "core/throttle.h"
@@ -335,7 +336,12 @@ int main(int argc, char **argv)
         }
     }
     log_set_level(cfg.log_level);
+    if (cfg.log_file[0] && log_open_file(cfg.log_file, err, sizeof err) < 0) {
+        fprintf(stderr, "%s: %s\n", azurite ? "azurite-table" : "tabled", err);
+        return 2;
+    }
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);  /* until the server reloads on it */
     raise_fd_limit(cfg.max_connections);
 
     const struct backend_ops *ops = backend_lookup(cfg.backend, err, sizeof err);
@@ -447,6 +453,10 @@ int main(int argc, char **argv)
         return 1;
     }
     server_attach(srv, admin, metrics, throttle);
+    static struct reload reload;
+    reload = (struct reload){.argc = argc, .argv = argv, .az = azurite ? &az : NULL,
+                             .cfg = &cfg, .srv = srv, .admin = admin};
+    server_set_reload(srv, reload_run, &reload);
     kv_set_waiter(kv, NULL, NULL);
     if (!cfg.auth)
         log_warn("authentication is off (--auth off): every request is accepted unsigned");
@@ -476,6 +486,7 @@ int main(int argc, char **argv)
     fault_set_free(faults);
     throttle_free(throttle);
     log_info("stopped");
+    log_flush();
     fflush(stdout);
     return 0;
 }

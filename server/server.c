@@ -92,7 +92,7 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     srv->flush_pending = 0;
-    fflush(stdout);
+    log_flush();
 }
 
 void server_note_access(struct server *srv)
@@ -278,6 +278,33 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
     server_stop(arg);
 }
 
+/* SIGHUP: the reload main() registered, between two events of the loop. */
+static void sighup_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct server *srv = arg;
+    (void)sig;
+    (void)what;
+    if (srv->reload_fn)
+        srv->reload_fn(srv->reload_arg);
+}
+
+void server_set_reload(struct server *srv, void (*fn)(void *arg), void *arg)
+{
+    srv->reload_fn = fn;
+    srv->reload_arg = arg;
+}
+
+int server_tls_swap(struct server *srv, SSL_CTX *ctx)
+{
+    if (!srv->tls_ctx) {
+        tls_ctx_free(ctx);
+        return -1;
+    }
+    tls_ctx_free(srv->tls_ctx);  /* open connections' SSLs hold their own reference */
+    srv->tls_ctx = ctx;
+    return 0;
+}
+
 /* Creates an event or aborts (only fails on out-of-memory). */
 static struct event *must_event(struct event_base *base, evutil_socket_t fd, short what,
                                event_callback_fn cb, void *arg)
@@ -322,6 +349,8 @@ struct server *server_new(const struct config *cfg, struct event_base *base,
     srv->sigterm_ev = must_event(srv->base, SIGTERM, EV_SIGNAL | EV_PERSIST, signal_cb, srv);
     event_add(srv->sigint_ev, NULL);
     event_add(srv->sigterm_ev, NULL);
+    srv->sighup_ev = must_event(srv->base, SIGHUP, EV_SIGNAL | EV_PERSIST, sighup_cb, srv);
+    event_add(srv->sighup_ev, NULL);
 
     if (cfg->tls_port) {
         srv->tls_ctx = tls_ctx_new(cfg->tls_cert, cfg->tls_key, err, errlen);
@@ -388,7 +417,7 @@ int server_run(struct server *srv)
     /* Replies still held when the loop ended are not sent: their writes
      * are made durable by the backend's close, but nobody is waiting. */
     conn_free_all(srv);
-    fflush(stdout);
+    log_flush();
     return 0;
 }
 
@@ -404,7 +433,7 @@ void server_free(struct server *srv)
         evconnlistener_free(srv->tls_listener);
     if (srv->admin_listener)
         evconnlistener_free(srv->admin_listener);
-    struct event *evs[] = {srv->sync_ev,   srv->flush_ev, srv->sigint_ev,  srv->sigterm_ev,
+    struct event *evs[] = {srv->sync_ev,   srv->flush_ev, srv->sigint_ev,  srv->sigterm_ev, srv->sighup_ev,
                            srv->stop_ev,   srv->reaccept_ev, srv->maint_ev};
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i])

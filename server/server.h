@@ -44,6 +44,16 @@ void server_stop(struct server *srv);
 /* Closes every remaining connection and frees the server. */
 void server_free(struct server *srv);
 
+/* What SIGHUP runs, on the loop thread between events (NULL: a HUP is
+ * ignored). Until this is set a HUP does nothing either. */
+void server_set_reload(struct server *srv, void (*fn)(void *arg), void *arg);
+/* Replaces the HTTPS context for connections accepted from now on; each
+ * open connection keeps the context it started with (its SSL holds a
+ * reference). Takes ownership of ctx. Returns 0, or -1 when TLS is off
+ * (ctx is then freed). */
+struct ssl_ctx_st;
+int server_tls_swap(struct server *srv, struct ssl_ctx_st *ctx);
+
 /* The server's event loop, for timers of other modules (server/background.c);
  * valid until server_free(). */
 struct event_base *server_base(struct server *srv);
