@@ -15,6 +15,9 @@
 #include "core/log.h"
 #include "core/metrics.h"
 
+/* Seconds a GET /export refused while another runs is told to wait. */
+#define ADMIN_EXPORT_RETRY_AFTER "10"
+
 struct admin {
     struct metrics *metrics;
     struct fault_set *faults;
@@ -334,7 +337,9 @@ static void export(struct admin *adm, const struct request *req, struct response
                                &resp->stream, err, sizeof err);
     if (rc != 0) {
         log_warn("admin: export refused: %s", err);
-        reply_json_error(resp, rc == 404 ? 404 : 500, err);
+        if (rc == 503)
+            response_header(resp, "Retry-After", ADMIN_EXPORT_RETRY_AFTER);
+        reply_json_error(resp, rc == 404 || rc == 501 || rc == 503 ? rc : 500, err);
         return;
     }
     log_info("admin: export started%s%s%s%s", ha ? " of account " : "", ha ? account : "",
@@ -343,7 +348,8 @@ static void export(struct admin *adm, const struct request *req, struct response
     response_header(resp, "Content-Type", "application/x-ndjson");
 }
 
-/* Refuses a request admin_access_check() does not admit: 403 for its Host,
+/* Refuses a request admin_access_check() does not admit: 403 for its Host
+ * or for coming from another origin's web page,
  * 401 with a Bearer challenge (RFC 6750) for its token. 1 when refused. */
 static int refuse_unadmitted(struct admin *adm, const struct request *req,
                              struct response *resp)
@@ -356,6 +362,12 @@ static int refuse_unadmitted(struct admin *adm, const struct request *req,
                  "name (see --admin-allowed-host)", req->peer_ip[0] ? req->peer_ip : "?");
         reply_json_error(resp, 403, "the Host header names neither a loopback address nor an "
                          "allowed admin host");
+        return 1;
+    case ADMIN_CROSS_SITE:
+        log_info("admin: request from %s refused: it came from a web page of another site "
+                 "(Origin or Sec-Fetch-Site)", req->peer_ip[0] ? req->peer_ip : "?");
+        reply_json_error(resp, 403, "requests from web pages of other origins are refused: "
+                         "use a command-line client, or the dashboard this listener serves");
         return 1;
     case ADMIN_NO_TOKEN:
         response_header(resp, "WWW-Authenticate", "Bearer realm=\"tabled-admin\"");

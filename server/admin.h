@@ -27,7 +27,7 @@
  * "timeout_delay_ms", "latency_ms", "table", ...); numbers, strings and
  * booleans are accepted, and the counters GET shows ("matched",
  * "injected") are ignored, so a GET answer can be PUT back. Errors answer
- * 400/401/403/404/405 with {"error":"message"}. */
+ * 400/401/403/404/405/500/501/503 with {"error":"message"}. */
 #ifndef TABLED_ADMIN_H
 #define TABLED_ADMIN_H
 
@@ -51,7 +51,9 @@ struct advisor;
 void admin_set_advisor(struct admin *adm, struct advisor *adv);
 
 /* Serves GET /export: start fills s (its filters are copied by start) and
- * returns 0, or 404 (no such table) or 500 with a message in err. */
+ * returns 0, or 404 (no such table), 503 (another export runs: answered
+ * with Retry-After), 501 (not on this store) or 500 with a message in
+ * err. */
 struct response_stream;
 typedef int (*admin_export_fn)(void *arg, const char *account, const char *table,
                                struct response_stream *s, char *err, size_t errlen);

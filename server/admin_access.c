@@ -133,11 +133,49 @@ static int token_matches(const struct admin_access *a, const char *value)
     return CRYPTO_memcmp(got, a->token_sha256, sizeof got) == 0;
 }
 
+/* Length of an authority ("name", "name:port") without a ":80" port,
+ * the default of http: origins (a browser leaves it out). */
+static size_t without_default_port(const char *v, size_t n)
+{
+    if (n > 3 && !memcmp(v + n - 3, ":80", 3) && v[n - 4] != ':')
+        return n - 3;
+    return n;
+}
+
+/* 1 when origin (an Origin header value) is http://HOST, HOST being the
+ * request's Host value: the listener's own origin as the browser sees
+ * it (the admin listener speaks plain HTTP). */
+static int origin_is_own(const char *origin, const char *host)
+{
+    if (strncasecmp(origin, "http://", 7) != 0)
+        return 0;
+    const char *o = origin + 7;
+    size_t ol = without_default_port(o, strlen(o));
+    size_t hl = without_default_port(host, strlen(host));
+    return ol == hl && ol > 0 && strncasecmp(o, host, ol) == 0;
+}
+
+int admin_access_same_origin(const struct request *req, const char *host)
+{
+    const char *site = request_header(req, "Sec-Fetch-Site");
+    if (site) {
+        if (request_header_count(req, "Sec-Fetch-Site") != 1 ||
+            (strcasecmp(site, "same-origin") != 0 && strcasecmp(site, "none") != 0))
+            return 0;
+    }
+    const char *origin = request_header(req, "Origin");
+    if (origin && (request_header_count(req, "Origin") != 1 || !origin_is_own(origin, host)))
+        return 0;
+    return 1;
+}
+
 enum admin_verdict admin_access_check(const struct admin_access *a, const struct request *req)
 {
     const char *host = request_header(req, "Host");
     if (!host || request_header_count(req, "Host") != 1 || !admin_access_host_ok(a, host))
         return ADMIN_BAD_HOST;
+    if (!admin_access_same_origin(req, host))
+        return ADMIN_CROSS_SITE;
     /* GET /export hands out every entity: with a token it needs it, as a
      * change does, on any listener. */
     int read_only = (req->method == HTTP_M_GET || req->method == HTTP_M_HEAD) &&

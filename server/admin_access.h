@@ -1,6 +1,6 @@
 /* admin_access.h - who may talk to the admin listener.
  *
- * Two checks run on every admin request before it is routed:
+ * Three checks run on every admin request before it is routed:
  *
  *  1. Host. A web page in a browser on the same machine can reach a
  *     loopback port through DNS rebinding (its own name made to resolve to
@@ -11,7 +11,21 @@
  *     non-loopback one. Anything else, a missing Host or more than one
  *     Host, is refused with 403.
  *
- *  2. Bearer token (--admin-token / --admin-token-file). When one is set,
+ *  2. Origin. A page of another site can still make a browser send
+ *     requests to a loopback port it names by address (an <img> or a
+ *     form needs no answer to start an export or change faults). Browsers
+ *     say where a request comes from: Sec-Fetch-Site ("same-origin",
+ *     "same-site", "cross-site", or "none" when the user typed the URL)
+ *     and, on most requests that are not plain GETs, Origin. So a request
+ *     whose Sec-Fetch-Site is anything but "same-origin" or "none" is
+ *     refused with 403 ("same-site" too: another port of localhost is the
+ *     same site but another origin), and so is one whose Origin is not
+ *     http://HOST, HOST being its own Host header (the listener as the
+ *     browser reached it; ":80" may be left out). Command-line clients
+ *     (curl, tabled export --admin, tabled advise) send neither header;
+ *     the dashboard page this listener serves is same-origin.
+ *
+ *  3. Bearer token (--admin-token / --admin-token-file). When one is set,
  *     every request that is not GET or HEAD, and GET /export (it hands
  *     out every entity), must carry
  *     "Authorization: Bearer TOKEN", and so must every request when the
@@ -39,6 +53,7 @@ struct admin_access {
 enum admin_verdict {
     ADMIN_ADMIT = 0,
     ADMIN_BAD_HOST,       /* 403: Host not loopback nor allowed */
+    ADMIN_CROSS_SITE,     /* 403: sent by a web page of another origin */
     ADMIN_NO_TOKEN,       /* 401: a token is needed and none was sent */
     ADMIN_BAD_TOKEN,      /* 401: a Bearer token was sent and is not ours */
 };
@@ -49,6 +64,9 @@ void admin_access_init(struct admin_access *a, const struct config *cfg);
 /* 1 when the Host header value (NUL-terminated) names a loopback address
  * or an allowed name, with an optional port. */
 int admin_access_host_ok(const struct admin_access *a, const char *host);
+/* 1 when req carries no sign of coming from another origin's web page
+ * (check 2 above); host is its Host header value. */
+int admin_access_same_origin(const struct request *req, const char *host);
 /* The verdict on one request. */
 enum admin_verdict admin_access_check(const struct admin_access *a, const struct request *req);
 

@@ -20,6 +20,7 @@ struct kv {
                                   the main stack (see kv_call_done) */
     void (*wait_once)(void *arg);
     void *wait_arg;
+    struct kv_watcher watcher;  /* before == NULL: none (kv_watch) */
 };
 
 struct kv_iter {
@@ -396,21 +397,22 @@ static int kv_v1_precheck(struct kv *kv, const struct backend_write *w,
     return BACKEND_OK;
 }
 
-int kv_apply(struct kv *kv, const struct backend_write *w, const struct backend_cond *cond,
-             size_t n, int want_counts, struct kv_result *res, char *err, size_t errlen)
+int kv_watch(struct kv *kv, const struct kv_watcher *w)
 {
-    struct kv_result local;
-    if (!res)
-        res = &local;
-    memset(res, 0, sizeof *res);
-    const char *why = backend_check_writes(w, cond, n);
-    if (why) {
-        errfmt_set(err, errlen, "%s", why);
-        return BACKEND_INVALID;
-    }
-    for (size_t i = 0; kv->max_key < BACKEND_KEY_MAX && i < n; i++)
-        if (kv_check_key(kv, w[i].key, w[i].key_len, err, errlen) != BACKEND_OK)
-            return BACKEND_INVALID;
+    if (w && (kv->watcher.before || kv_defers(kv) || !w->before))
+        return -1;
+    if (w)
+        kv->watcher = *w;
+    else
+        memset(&kv->watcher, 0, sizeof kv->watcher);
+    return 0;
+}
+
+/* kv_apply's call of the backend, its arguments checked. */
+static int kv_apply_backend(struct kv *kv, const struct backend_write *w,
+                            const struct backend_cond *cond, size_t n, int want_counts,
+                            struct kv_result *res, char *err, size_t errlen)
+{
     if (kv->v2 && kv->ops->apply_v2) {
         struct backend_call call;
         struct kv_wait wt;
@@ -431,6 +433,32 @@ int kv_apply(struct kv *kv, const struct backend_write *w, const struct backend_
     if (rc != BACKEND_OK)
         return rc;
     return kv->ops->apply(kv->st, w, n, err, errlen);
+}
+
+int kv_apply(struct kv *kv, const struct backend_write *w, const struct backend_cond *cond,
+             size_t n, int want_counts, struct kv_result *res, char *err, size_t errlen)
+{
+    struct kv_result local;
+    if (!res)
+        res = &local;
+    memset(res, 0, sizeof *res);
+    const char *why = backend_check_writes(w, cond, n);
+    if (why) {
+        errfmt_set(err, errlen, "%s", why);
+        return BACKEND_INVALID;
+    }
+    for (size_t i = 0; kv->max_key < BACKEND_KEY_MAX && i < n; i++)
+        if (kv_check_key(kv, w[i].key, w[i].key_len, err, errlen) != BACKEND_OK)
+            return BACKEND_INVALID;
+    if (!kv->watcher.before)
+        return kv_apply_backend(kv, w, cond, n, want_counts, res, err, errlen);
+    /* a copy: the hooks may remove the watcher */
+    struct kv_watcher wt = kv->watcher;
+    wt.before(wt.arg, w, n);
+    int rc = kv_apply_backend(kv, w, cond, n, want_counts, res, err, errlen);
+    if (wt.after)
+        wt.after(wt.arg, w, n, rc);
+    return rc;
 }
 
 int kv_sync(struct kv *kv, char *err, size_t errlen)

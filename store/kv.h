@@ -91,6 +91,21 @@ void kv_iter_close(struct kv_iter *it);
 int kv_apply(struct kv *kv, const struct backend_write *w, const struct backend_cond *cond,
              size_t n, int want_counts, struct kv_result *res, char *err, size_t errlen);
 
+/* Told of the writes kv_apply passes to the backend: before(arg, w, n)
+   runs after the argument checks and ahead of the backend's apply, after(arg,
+   w, n, rc) once the apply has its final status rc. store/snap.c keeps a
+   snapshot with it. One watcher per store (kv_watch with w set while one
+   is set fails: -1); NULL removes it. Only on a store whose calls complete
+   at once (not kv_defers): the hooks may read the store, through cursors
+   of their own (never kv_get, whose result a caller may be about to
+   write back), and may not apply to it. */
+struct kv_watcher {
+    void (*before)(void *arg, const struct backend_write *w, size_t n);
+    void (*after)(void *arg, const struct backend_write *w, size_t n, int rc);
+    void *arg;
+};
+int kv_watch(struct kv *kv, const struct kv_watcher *w);
+
 /* Group commit (backend sync). */
 int kv_sync(struct kv *kv, char *err, size_t errlen);
 

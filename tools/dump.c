@@ -140,7 +140,7 @@ static int dump_export(struct dump *d, FILE *f, char *err, size_t errlen)
     struct buf out;
     buf_init(&out);
     int rc = -1, r;
-    struct dump_export *x = dump_export_new(d->kv, d->account, d->table, err, errlen);
+    struct dump_export *x = dump_export_new(d->kv, d->account, d->table, 0, err, errlen);
     if (!x)
         goto out;
     if (dump_export_catalogue(x, &out, err, errlen) != 0)

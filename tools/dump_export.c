@@ -1,8 +1,9 @@
-/* dump_export.c - the lines of an export file from one store cursor (see
- * dump_export.h). The cursor spans the whole store and is repositioned
- * with iter_seek for each part (service properties 'p', tables 't', then
- * each table's entities), never reopened, so a snapshot cursor gives one
- * instant for everything. */
+/* dump_export.c - the lines of an export file (see dump_export.h). The
+ * catalogue (service properties 'p', tables 't') is read with one cursor
+ * in the call of dump_export_catalogue; the entities then come from a
+ * snap (store/snap.h) over one key range per table, opened in that same
+ * call: nothing can write in between, so everything is as of one
+ * instant. */
 #include "tools/dump_export.h"
 
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "store/entity.h"
 #include "protocol/entity_json.h"
 #include "store/keys.h"
+#include "store/snap.h"
 #include "store/tables.h"
 
 /* One table found in the store. */
@@ -28,18 +30,19 @@ struct dump_table {
 struct dump_export {
     struct kv *kv;
     const char *account, *table;     /* filters, or NULL */
-    struct kv_iter *it;
+    int live;                        /* the store is written meanwhile */
+    struct kv_iter *it;              /* the catalogue's cursor */
+    struct snap *snap;               /* the entities' cursor */
     struct arena *a;                 /* one entity's decoding, reset per line */
     struct dump_table *tabs;
     size_t ntabs, cap;
     size_t cur;                      /* table whose entities come next */
     int in_table;                    /* the cursor is inside tabs[cur] */
-    struct buf end;                  /* first key after tabs[cur] */
     unsigned long long nentities;
 };
 
-struct dump_export *dump_export_new(struct kv *kv, const char *account, const char *table, char *err,
-                                    size_t errlen)
+struct dump_export *dump_export_new(struct kv *kv, const char *account, const char *table,
+                                    int live, char *err, size_t errlen)
 {
     struct dump_export *x = calloc(1, sizeof *x);
     if (!x)
@@ -47,7 +50,7 @@ struct dump_export *dump_export_new(struct kv *kv, const char *account, const ch
     x->kv = kv;
     x->account = account;
     x->table = table;
-    buf_init(&x->end);
+    x->live = live;
     if (kv_iter_open(kv, NULL, 0, NULL, 0, &x->it, err, errlen) != 0) {
         x->it = NULL;
         dump_export_free(x);
@@ -63,9 +66,9 @@ void dump_export_free(struct dump_export *x)
         return;
     if (x->it)
         kv_iter_close(x->it);
+    snap_close(x->snap);
     if (x->a)
         arena_free(x->a);
-    buf_free(&x->end);
     free(x->tabs);
     free(x);
 }
@@ -75,6 +78,14 @@ void dump_export_counts(const struct dump_export *x, unsigned long long *ntables
 {
     *ntables = x->ntabs;
     *nentities = x->nentities;
+}
+
+void dump_export_kept(const struct dump_export *x, unsigned long long *keys,
+                      unsigned long long *bytes)
+{
+    *keys = *bytes = 0;
+    if (x->snap)
+        snap_kept(x->snap, keys, bytes);
 }
 
 /* Appends "key":"base64(p)" with a leading comma. */
@@ -191,6 +202,33 @@ static int export_tables(struct dump_export *x, struct buf *out, char *err, size
     return 0;
 }
 
+/* Opens the snap over the entities of every table found, in their order,
+ * and closes the catalogue's cursor. */
+static int open_snap(struct dump_export *x, char *err, size_t errlen)
+{
+    struct snap_range *r = calloc(x->ntabs ? x->ntabs : 1, sizeof *r);
+    struct buf *b = calloc(x->ntabs ? 2 * x->ntabs : 1, sizeof *b);
+    if (!r || !b)
+        abort();
+    for (size_t i = 0; i < x->ntabs; i++) {
+        buf_init(&b[2 * i]);
+        buf_init(&b[2 * i + 1]);
+        keys_entity_table_prefix(&b[2 * i], x->tabs[i].id);
+        keys_entity_table_prefix(&b[2 * i + 1], x->tabs[i].id);
+        keys_prefix_end(&b[2 * i + 1]);
+        r[i] = (struct snap_range){b[2 * i].data, b[2 * i].len, b[2 * i + 1].data,
+                                   b[2 * i + 1].len};
+    }
+    int rc = snap_open(x->kv, r, x->ntabs, x->live, &x->snap, err, errlen);
+    for (size_t i = 0; i < 2 * x->ntabs; i++)
+        buf_free(&b[i]);
+    free(b);
+    free(r);
+    kv_iter_close(x->it);
+    x->it = NULL;
+    return rc == 0 ? 0 : -1;
+}
+
 int dump_export_catalogue(struct dump_export *x, struct buf *out, char *err, size_t errlen)
 {
     buf_puts(out, "{\"tabled-export\":1,\"version\":\"" TABLED_VERSION "\"}\n");
@@ -201,34 +239,7 @@ int dump_export_catalogue(struct dump_export *x, struct buf *out, char *err, siz
                  x->account ? x->account : "");
         return 1;
     }
-    return 0;
-}
-
-/* Positions the cursor at the first entity of tabs[cur]. */
-static int enter_table(struct dump_export *x, char *err, size_t errlen)
-{
-    struct buf lo;
-    buf_init(&lo);
-    keys_entity_table_prefix(&lo, x->tabs[x->cur].id);
-    buf_reset(&x->end);
-    keys_entity_table_prefix(&x->end, x->tabs[x->cur].id);
-    keys_prefix_end(&x->end);
-    int rc = kv_iter_seek(x->it, lo.data, lo.len);
-    buf_free(&lo);
-    if (rc != 0) {
-        snprintf(err, errlen, "reading table %s failed", x->tabs[x->cur].name);
-        return -1;
-    }
-    x->in_table = 1;
-    return 0;
-}
-
-/* Whether key k is below the end of the current table. */
-static int before_end(const struct dump_export *x, const void *k, size_t kl)
-{
-    size_t n = kl < x->end.len ? kl : x->end.len;
-    int c = memcmp(k, x->end.data, n);
-    return c < 0 || (c == 0 && kl < x->end.len);
+    return open_snap(x, err, errlen);
 }
 
 int dump_export_step(struct dump_export *x, struct buf *out, size_t max, char *err,
@@ -237,13 +248,19 @@ int dump_export_step(struct dump_export *x, struct buf *out, size_t max, char *e
     const void *k, *v;
     size_t kl, vl;
     while (x->cur < x->ntabs) {
-        if (!x->in_table && enter_table(x, err, errlen) < 0)
-            return -1;
+        if (!x->in_table) {
+            if (snap_enter(x->snap, x->cur) != 0) {
+                snprintf(err, errlen, "reading table %s failed: %s", x->tabs[x->cur].name,
+                         snap_error(x->snap));
+                return -1;
+            }
+            x->in_table = 1;
+        }
         const struct dump_table *t = &x->tabs[x->cur];
         struct entity_json_ctx ctx = {.level = ODATA_MINIMAL, .base = "",
                                       .account = t->account, .table = t->name};
         int r;
-        while ((r = kv_iter_next(x->it, &k, &kl, &v, &vl)) == 1 && before_end(x, k, kl)) {
+        while ((r = snap_next(x->snap, &k, &kl, &v, &vl)) == 1) {
             struct entity e;
             uint64_t id;
             memset(&e, 0, sizeof e);
@@ -264,7 +281,7 @@ int dump_export_step(struct dump_export *x, struct buf *out, size_t max, char *e
                 return 1;
         }
         if (r < 0) {
-            snprintf(err, errlen, "reading table %s failed", t->name);
+            snprintf(err, errlen, "reading table %s failed: %s", t->name, snap_error(x->snap));
             return -1;
         }
         x->in_table = 0;

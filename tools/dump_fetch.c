@@ -15,7 +15,8 @@
 #include "core/advise.h"
 #include "core/buf.h"
 
-/* Longer than the stall of a large export of a non-snapshot backend. */
+/* How long a connect or a read may wait (a server under load, or a large
+ * export's catalogue read in the turn of the request). */
 #define FETCH_TIMEOUT_S 300
 
 /* Counts the entity and table lines of the body as it passes (an entity

@@ -206,6 +206,51 @@ static void test_access(struct fault_set *fs)
                 "admin_set_access(NULL) is back to the defaults");
 }
 
+/* Requests a browser sends for a page of another origin are 403
+ * (server/admin_access.c, check 2); tools' and same-origin ones are not. */
+static void test_origin(void)
+{
+    static const struct {
+        const char *host, *name, *value;
+        int want;
+    } cases[] = {
+        {"127.0.0.1:10009", "Sec-Fetch-Site", "cross-site", 403},
+        {"127.0.0.1:10009", "Sec-Fetch-Site", "same-site", 403},
+        {"127.0.0.1:10009", "Sec-Fetch-Site", "Cross-Site", 403},
+        {"127.0.0.1:10009", "Sec-Fetch-Site", "", 403},
+        {"127.0.0.1:10009", "Sec-Fetch-Site", "same-origin", 200},
+        {"127.0.0.1:10009", "Sec-Fetch-Site", "none", 200},
+        {"127.0.0.1:10009", "Origin", "http://127.0.0.1:10009", 200},
+        {"127.0.0.1:10009", "Origin", "HTTP://127.0.0.1:10009", 200},
+        {"127.0.0.1:10009", "Origin", "http://127.0.0.1:10010", 403},
+        {"127.0.0.1:10009", "Origin", "http://127.0.0.1", 403},
+        {"127.0.0.1:10009", "Origin", "https://127.0.0.1:10009", 403},
+        {"127.0.0.1:10009", "Origin", "http://localhost:10009", 403},
+        {"127.0.0.1:10009", "Origin", "http://127.0.0.1:10009/", 403},
+        {"127.0.0.1:10009", "Origin", "null", 403},
+        {"127.0.0.1:10009", "Origin", "", 403},
+        {"localhost", "Origin", "http://localhost:80", 200},
+        {"localhost:80", "Origin", "http://localhost", 200},
+        {"[::1]:10009", "Origin", "http://[::1]:10009", 200},
+        {"[::1]:10009", "Origin", "http://[::1]", 403},
+    };
+    char what[200];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *hdrs[] = {"Host", cases[i].host, cases[i].name, cases[i].value, NULL};
+        snprintf(what, sizeof what, "Host %s, %s: '%s' is %d", cases[i].host, cases[i].name,
+                 cases[i].value, cases[i].want);
+        TEST_EQ_INT(call_h(HTTP_M_GET, "/healthz", NULL, hdrs), cases[i].want, what);
+    }
+    const char *two[] = {"Host", "127.0.0.1", "Origin", "http://127.0.0.1", "Origin",
+                         "http://127.0.0.1", NULL};
+    TEST_EQ_INT(call_h(HTTP_M_GET, "/healthz", NULL, two), 403, "two Origin headers are 403");
+    const char *put[] = {"Host", "127.0.0.1", "Origin", "http://evil.example", NULL};
+    TEST_EQ_INT(call_h(HTTP_M_PUT, "/faults/x", "{\"busy\":1}", put), 403,
+                "a PUT from another origin's page is 403");
+    TEST_CHECK(strstr(body(), "other origins") != NULL, "and the body says why");
+    TEST_EQ_INT(call(HTTP_M_GET, "/faults/x", NULL), 404, "and added no rule");
+}
+
 int main(void)
 {
     static struct config cfg;
@@ -287,6 +332,7 @@ int main(void)
     TEST_EQ_INT(call(HTTP_M_GET, "/faults/%zz", NULL), 404, "a malformed escape is 404");
 
     test_access(fs);
+    test_origin();
     /* 1 MiB of nesting is refused before any tree is built (a recursive
      * yajl_tree_free over it ran off the stack) */
     call(HTTP_M_DELETE, "/faults", NULL);
