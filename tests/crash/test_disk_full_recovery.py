@@ -248,6 +248,61 @@ def test_sync_failure(tap, mode, kind, shim, tmp):
     srv.stop_and_check(tap)
 
 
+def table_op(srv, method, name):
+    """Create (POST) or delete (DELETE) table name, or read it (GET)."""
+    if method == "POST":
+        return one(srv, "POST", "/%s/Tables" % ACCT, json.dumps({"TableName": name}),
+                   JSON_CT)[0]
+    return one(srv, method, "/%s/Tables('%s')" % (ACCT, name))[0]
+
+
+def test_sync_failure_tables(tap, shim, tmp):
+    """flatfile batch: a Delete Table or Create Table whose sync fails is
+    dropped with the server's own view of the tables: the deleted table
+    keeps its entities (no background purge removes them), the created one
+    does not exist and can be created again."""
+    label = "flatfile/batch/tables"
+    data = os.path.join(tmp, "data-tables")
+    ctl = os.path.join(tmp, "ctl-tables")
+    env = {"LD_PRELOAD": shim, "FAULTFS_CTL": ctl,
+           "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "detect_leaks=1") +
+           ":verify_asan_link_order=0"}
+    srv = start("flatfile", "batch", data, env)
+    c = tload.Client(srv.host, srv.port)
+    tload.create_table(c, "keep")
+    c.close()
+    keys = ["k%d" % i for i in range(3)]
+    for rk in keys:
+        one(srv, "POST", "/%s/keep" % ACCT, '{"PartitionKey":"p","RowKey":"%s"}' % rk, JSON_CT)
+
+    def cycle(method, name):
+        arm(ctl, data, -1, 1)
+        st = table_op(srv, method, name)
+        arm(ctl, data, -1, 0)
+        return st, wait_health(srv, 200, 20)[0]
+
+    tap.eq(cycle("DELETE", "keep"), (500, 200), "%s: a Delete Table whose sync fails answers "
+           "500; the store recovers" % label)
+    time.sleep(1.5)         # time for a background purge, were one queued
+    got = [one(srv, "GET", "/%s/keep(PartitionKey='p',RowKey='%s')" % (ACCT, rk))[0]
+           for rk in keys]
+    tap.eq((table_op(srv, "GET", "keep"), got), (200, [200] * 3),
+           "%s: the table is there with all its entities" % label)
+    tap.eq(cycle("POST", "gone"), (500, 200), "%s: a Create Table whose sync fails answers "
+           "500; the store recovers" % label)
+    tap.eq(table_op(srv, "GET", "gone"), 404, "%s: the table does not exist" % label)
+    tap.eq(table_op(srv, "POST", "gone"), 204, "%s: it can be created" % label)
+    srv.stop_and_check(tap)
+
+    srv = start("flatfile", "batch", data)
+    got = [one(srv, "GET", "/%s/keep(PartitionKey='p',RowKey='%s')" % (ACCT, rk))[0]
+           for rk in keys]
+    tap.eq((table_op(srv, "GET", "keep"), got, table_op(srv, "GET", "gone")),
+           (200, [200] * 3, 200), "%s: after a restart both tables are there, with the "
+           "entities" % label)
+    srv.stop_and_check(tap)
+
+
 def main():
     tap = h.Tap()
     watchdog = h.watchdog(600, tap=tap)
@@ -263,6 +318,7 @@ def main():
             for mode, kind in (("batch", "EIO"), ("batch-loop", "EIO"), ("sync", "EIO"),
                                ("batch", "ENOSPC")):
                 tap.run(test_sync_failure, tap, mode, kind, shim, tmp)
+            tap.run(test_sync_failure_tables, tap, shim, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         watchdog.cancel()
