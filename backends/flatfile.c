@@ -40,9 +40,14 @@
  * that replaces the log first waits for the sync in flight
  * (bsync_wait), so the descriptor it closes is not the thread's. The
  * option sync-thread=off keeps sync() on the loop instead. A failed write is cut off again with
- * ftruncate() so that nothing half-written stays in the log; a failed
- * fdatasync() makes the store refuse writes until it is reopened (the state
- * of the page cache after a failed fsync is unknown).
+ * ftruncate() so that nothing half-written stays in the log. A failed
+ * fdatasync() is never retried (the state of the page cache after it is
+ * unknown): every record past the last durable point (durable_end) is
+ * dropped, from the index at once through the undo journal (BATCH mode),
+ * and writes are refused until ff_reset has cut the log back to
+ * durable_end from a fresh descriptor, made that durable and read the last
+ * durable span back from disk (see "the undo journal" below and
+ * doc/architecture.md).
  *
  * Compaction: when the log is at least compact-min-bytes long and garbage
  * (overwritten and deleted data) is at least compact-garbage-pct percent of
@@ -654,7 +659,7 @@ fail:
 }
 
 static void ff_compact_abort(struct backend_store *st, const char *why, int e);
-static void ff_fail(struct backend_store *st, const char *what, int r);
+static void ff_fail(struct backend_store *st, const char *what, int r, uint64_t unsynced);
 
 static void ff_close(struct backend_store *st)
 {
@@ -667,7 +672,7 @@ static void ff_close(struct backend_store *st)
     if (st->dirty && !st->failed) {
         int r = ff_datasync(st->fd);
         if (r < 0)
-            ff_fail(st, "close: fdatasync", r);
+            ff_fail(st, "close: fdatasync", r, 0);
     }
     if (st->failed) {
         /* leave no dropped record for the next start to find (best
@@ -880,14 +885,15 @@ static void ff_undo_all(struct backend_store *st)
  * durable data only), their answers fail (every sync fails until
  * ff_reset), the log is cut back to durable_end in the page cache now and
  * again, from a fresh descriptor and made durable, by ff_reset before any
- * write is taken. */
-static void ff_fail(struct backend_store *st, const char *what, int r)
+ * write is taken. unsynced: bytes written past st->end (SYNC mode: the
+ * record being made durable). */
+static void ff_fail(struct backend_store *st, const char *what, int r, uint64_t unsynced)
 {
     if (st->failed)
         return;
     if (st->cmp)
         ff_compact_abort(st, "the log is cut back after a failed write or fsync", 0);
-    uint64_t dropped = st->end - st->durable_end;
+    uint64_t dropped = st->end - st->durable_end + unsynced;
     ff_undo_all(st);
     st->failed = 1;
     st->fail_status = bfs_status(r);
@@ -1090,7 +1096,7 @@ static void ff_compact_finish(struct backend_store *st)
         uint64_t upto = st->end;
         r = ff_datasync(st->fd);
         if (r < 0) {
-            ff_fail(st, "fdatasync of the log before a compaction's switch", r);
+            ff_fail(st, "fdatasync of the log before a compaction's switch", r, 0);
             return;
         }
         st->epoch++;
@@ -1339,7 +1345,7 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
     if (r < 0) {
         /* Cut whatever part reached the file so no half record stays. */
         if (ftruncate(st->fd, (off_t)st->end) != 0)
-            ff_fail(st, "cutting back a failed write", -errno);
+            ff_fail(st, "cutting back a failed write", -errno, 0);
         ff_drop_nodes(st, n);
         ff_err(err, errlen, "apply: writing %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
         return backend_call_end(call, bfs_status(r));
@@ -1348,7 +1354,7 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
         r = ff_datasync(st->fd);
         if (r < 0) {
             ff_drop_nodes(st, n);
-            ff_fail(st, "fdatasync", r);
+            ff_fail(st, "fdatasync", r, size);
             ff_err(err, errlen, "apply: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
             return backend_call_end(call, bfs_status(r));
         }
@@ -1425,7 +1431,7 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
 static int ff_synced(struct backend_store *st, int r, uint64_t upto, char *err, size_t errlen)
 {
     if (r < 0) {
-        ff_fail(st, "fdatasync", r);
+        ff_fail(st, "fdatasync", r, 0);
         ff_err(err, errlen, "sync: fdatasync %s/%s: %s (the writes since the last successful "
                "one are dropped)", st->dir, FF_LOG_NAME, strerror(-r));
         return bfs_status(r);
