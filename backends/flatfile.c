@@ -40,9 +40,14 @@
  * that replaces the log first waits for the sync in flight
  * (bsync_wait), so the descriptor it closes is not the thread's. The
  * option sync-thread=off keeps sync() on the loop instead. A failed write is cut off again with
- * ftruncate() so that nothing half-written stays in the log; a failed
- * fdatasync() makes the store refuse writes until it is reopened (the state
- * of the page cache after a failed fsync is unknown).
+ * ftruncate() so that nothing half-written stays in the log. A failed
+ * fdatasync() is never retried (the state of the page cache after it is
+ * unknown): every record past the last durable point (durable_end) is
+ * dropped, from the index at once through the undo journal (BATCH mode),
+ * and writes are refused until ff_reset has cut the log back to
+ * durable_end from a fresh descriptor, made that durable and read the last
+ * durable span back from disk (see "the undo journal" below and
+ * doc/architecture.md).
  *
  * Compaction: when the log is at least compact-min-bytes long and garbage
  * (overwritten and deleted data) is at least compact-garbage-pct percent of
@@ -85,6 +90,7 @@
 #include "backends/checks.h"
 #include "backends/crc32c.h"
 #include "backends/ffindex.h"
+#include "core/clock.h"
 #include "core/errfmt.h"
 
 #define FF_LOG_NAME "flatfile.log"
@@ -104,6 +110,19 @@
 #define FF_MAX_PAYLOAD (1u << 31)   /* one apply() at most 2 GiB */
 #define FF_REC_KEEP (16u << 20)     /* encode buffers above this are freed */
 #define FF_RECOVER_UNMAP (64u << 20) /* start-up drops read pages this often */
+#define FF_UNDO_MAX (32u << 20)     /* undo journal bytes that force a sync */
+#define FF_RETRY_MS 1000u           /* between recovery attempts of writes */
+
+/* How to take back one write of a record that is not durable yet (BATCH
+ * mode): the node a put linked (NULL for a delete) and the node it
+ * replaced or removed (NULL when the key was absent). The journal owns
+ * old until the record is durable (then it is freed) or rolled back (then
+ * it goes back into the index and put is freed). */
+struct ff_undo {
+    struct ffidx_node *put;
+    struct ffidx_node *old;
+    uint64_t rec_end;               /* end of its record in the log */
+};
 
 /* A compaction in progress. */
 struct ff_compaction {
@@ -121,7 +140,17 @@ struct backend_store {
     uint64_t epoch;                 /* fsyncs completed (see the top) */
     enum backend_durability durability;
     int dirty;                      /* records written since the last fsync */
-    int failed;                     /* a fsync failed: writes are refused */
+    int failed;                     /* a fsync failed: writes are refused
+                                       until ff_reset succeeds */
+    int fail_status;                /* BACKEND_IOERR or BACKEND_FULL */
+    int dir_unsynced;               /* a directory fsync failed */
+    uint64_t retry_us;              /* no write tries ff_reset before */
+    uint64_t durable_end;           /* the log up to here is durable */
+    uint64_t span_start;            /* start of the last span made durable */
+    unsigned resets;                /* rollbacks so far */
+    struct ff_undo *undo;           /* BATCH: the writes past durable_end */
+    size_t nundo, undo_cap;
+    uint64_t undo_bytes;            /* journal and the old nodes it holds */
     int parity;                     /* nodes' loc[parity] is in the live file */
     uint32_t cgen;                  /* number of the latest compaction */
     struct ffidx ix;
@@ -138,6 +167,8 @@ struct backend_store {
     struct bsync *syncer;           /* BATCH with a host: the sync worker */
     int sync_fd;                    /* the fd the worker's job syncs */
     struct backend_call *sync_call; /* the sync_v2 in flight */
+    uint64_t sync_end;              /* the log end it covers */
+    unsigned sync_resets;           /* resets when it began */
     int sync_thread;                /* option sync-thread: use a worker */
 };
 
@@ -493,6 +524,7 @@ static int ff_recover(struct backend_store *st, char *err, size_t errlen)
         goto out;
     }
     st->epoch = epoch + 1;
+    st->durable_end = st->span_start = st->end;
     if (nrec > 0)
         ff_log(st, BACKEND_LOG_INFO, "opened: %llu records, %zu live keys, %llu bytes",
                (unsigned long long)nrec, st->ix.count, (unsigned long long)st->end);
@@ -526,6 +558,9 @@ static int ff_settings(struct backend_store *st, const struct backend_options *o
 static void ff_free_store(struct backend_store *st)
 {
     bsync_free(st->syncer);         /* first: it may be syncing st->fd */
+    for (size_t i = 0; i < st->nundo; i++)
+        free(st->undo[i].old);      /* the puts are in the index */
+    free(st->undo);
     ffidx_free(&st->ix);
     if (st->fd >= 0)
         close(st->fd);
@@ -624,6 +659,7 @@ fail:
 }
 
 static void ff_compact_abort(struct backend_store *st, const char *why, int e);
+static void ff_fail(struct backend_store *st, const char *what, int r, uint64_t unsynced);
 
 static void ff_close(struct backend_store *st)
 {
@@ -636,7 +672,13 @@ static void ff_close(struct backend_store *st)
     if (st->dirty && !st->failed) {
         int r = ff_datasync(st->fd);
         if (r < 0)
-            ff_log(st, BACKEND_LOG_ERROR, "close: fdatasync failed: %s", strerror(-r));
+            ff_fail(st, "close: fdatasync", r, 0);
+    }
+    if (st->failed) {
+        /* leave no dropped record for the next start to find (best
+           effort: the next start cuts a torn tail anyway) */
+        if (ftruncate(st->fd, (off_t)st->durable_end) == 0)
+            ff_datasync(st->fd);
     }
     ff_free_store(st);
 }
@@ -766,6 +808,231 @@ static void ff_iter_close(struct backend_iter *it)
     free(it);
 }
 
+/* ---- the undo journal, a failed sync, and recovery from it ---- */
+
+/* Bytes a node held by the journal stands for. */
+static uint64_t ff_node_size(const struct ffidx_node *n)
+{
+    return sizeof(*n) + (uint64_t)n->height * sizeof(n->next[0]) + n->klen;
+}
+
+/* Room for n more journal entries (BATCH mode only keeps one). 0, or -1
+ * when out of memory. */
+static int ff_undo_reserve(struct backend_store *st, size_t n)
+{
+    if (st->durability != BACKEND_DURABLE_BATCH || st->nundo + n <= st->undo_cap)
+        return 0;
+    size_t cap = st->undo_cap ? st->undo_cap : 256;
+    while (cap < st->nundo + n)
+        cap *= 2;
+    struct ff_undo *u = realloc(st->undo, cap * sizeof(*u));
+    if (!u)
+        return -1;
+    st->undo = u;
+    st->undo_cap = cap;
+    return 0;
+}
+
+/* The log is durable up to upto: the journal entries of the records
+ * before it go, with the nodes those records replaced. */
+static void ff_durable(struct backend_store *st, uint64_t upto)
+{
+    if (upto <= st->durable_end)
+        return;
+    st->span_start = st->durable_end;
+    st->durable_end = upto;
+    size_t k = 0;
+    while (k < st->nundo && st->undo[k].rec_end <= upto) {
+        struct ffidx_node *old = st->undo[k].old;
+        if (old) {
+            st->undo_bytes -= ff_node_size(old);
+            free(old);
+        }
+        st->undo_bytes -= sizeof(struct ff_undo);
+        k++;
+    }
+    st->nundo -= k;
+    memmove(st->undo, st->undo + k, st->nundo * sizeof(*st->undo));
+    if (!st->nundo && st->undo_cap > 4096) {   /* a burst is over: give it back */
+        free(st->undo);
+        st->undo = NULL;
+        st->undo_cap = 0;
+    }
+}
+
+/* Takes every write past durable_end back out of the index, newest
+ * first, so that the index shows the durable log again (cursors move as
+ * for any write). */
+static void ff_undo_all(struct backend_store *st)
+{
+    while (st->nundo) {
+        struct ff_undo *u = &st->undo[--st->nundo];
+        struct ffidx_node *gone;
+        if (u->old)
+            gone = ffidx_put(&st->ix, u->old);   /* the put's node, or NULL */
+        else
+            gone = ffidx_remove(&st->ix, ffidx_key(u->put), u->put->klen);
+        free(gone);
+    }
+    st->undo_bytes = 0;
+}
+
+/* A failed fdatasync (r: -errno) or a failed write that could not be cut
+ * back. The records past durable_end may or may not be on disk, and after
+ * a failed fsync the page cache cannot say which (the kernel may have
+ * marked the pages clean; a later fsync can succeed without writing
+ * them). So they are all dropped: out of the index at once (reads show
+ * durable data only), their answers fail (every sync fails until
+ * ff_reset), the log is cut back to durable_end in the page cache now and
+ * again, from a fresh descriptor and made durable, by ff_reset before any
+ * write is taken. unsynced: bytes written past st->end (SYNC mode: the
+ * record being made durable). */
+static void ff_fail(struct backend_store *st, const char *what, int r, uint64_t unsynced)
+{
+    if (st->failed)
+        return;
+    if (st->cmp)
+        ff_compact_abort(st, "the log is cut back after a failed write or fsync", 0);
+    uint64_t dropped = st->end - st->durable_end + unsynced;
+    ff_undo_all(st);
+    st->failed = 1;
+    st->fail_status = bfs_status(r);
+    st->resets++;
+    st->dirty = 0;
+    st->retry_us = 0;
+    if (ftruncate(st->fd, (off_t)st->durable_end) != 0) {
+        /* ff_reset cuts it before any write */
+    }
+    st->end = st->durable_end;
+    ff_log(st, BACKEND_LOG_ERROR, "%s failed (%s): the %llu bytes of the log written since it "
+           "was last made durable are dropped, and their writes answer an error; writes are "
+           "refused until the log is cut back to its durable part and read back intact "
+           "(tried about once a second)", what, strerror(-r), (unsigned long long)dropped);
+}
+
+/* Reads [from, to) of the log through fd, from the disk as far as the
+ * kernel lets go of its clean cached pages, and checks that it holds whole
+ * records with good checksums ending exactly at to (and that the file
+ * header is intact). BACKEND_OK, BACKEND_CORRUPT or a read failure. */
+static int ff_verify(struct backend_store *st, int fd, uint64_t from, uint64_t to, char *err,
+                     size_t errlen)
+{
+    posix_fadvise(fd, 0, FF_HDR_SIZE, POSIX_FADV_DONTNEED);
+    if (to > from)
+        posix_fadvise(fd, (off_t)from, (off_t)(to - from), POSIX_FADV_DONTNEED);
+    uint8_t h[FF_HDR_SIZE];
+    int r = bfs_pread_all(fd, h, sizeof h, 0);
+    if (r < 0)
+        goto io;
+    uint64_t p = from;
+    if (memcmp(h, FF_FILE_MAGIC, 8) != 0 || ff_get32(h + 28) != crc32c_extend(0, h, 28))
+        goto bad;
+    while (p < to) {
+        uint8_t rh[FF_REC_HDR];
+        if (to - p < FF_REC_HDR)
+            goto bad;
+        if ((r = bfs_pread_all(fd, rh, sizeof rh, p)) < 0)
+            goto io;
+        uint32_t len = ff_get32(rh + 4);
+        if (ff_get32(rh) != FF_REC_MAGIC || len < FF_PAYLOAD_HDR || len > to - p - FF_REC_HDR)
+            goto bad;
+        if (ff_reserve(&st->rec, &st->rec_cap, len) != 0) {
+            ff_err(err, errlen, "reading back %s/%s: out of memory", st->dir, FF_LOG_NAME);
+            return BACKEND_NOMEM;
+        }
+        if ((r = bfs_pread_all(fd, st->rec, len, p + FF_REC_HDR)) < 0)
+            goto io;
+        uint32_t crc = crc32c_extend(crc32c_extend(0, rh + 4, 4), st->rec, len);
+        if (crc != ff_get32(rh + 8))
+            goto bad;
+        p += FF_REC_HDR + (uint64_t)len;
+    }
+    return BACKEND_OK;
+io:
+    ff_err(err, errlen, "reading back %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
+    return bfs_status(r);
+bad:
+    ff_err(err, errlen, "%s/%s read back from disk is not what was made durable (at offset "
+           "%llu): writes stay refused; restart tabled to check the whole log", st->dir,
+           FF_LOG_NAME, (unsigned long long)p);
+    return BACKEND_CORRUPT;
+}
+
+/* Recovery after ff_fail (or a failed directory fsync): a fresh
+ * descriptor of the same file, the log cut back to durable_end and that
+ * made durable, the last span made durable before the failure read back
+ * and checked; then writes are taken again. On failure nothing changes
+ * (the next attempt starts over). BACKEND_OK or a failure with err. */
+static int ff_reset(struct backend_store *st, char *err, size_t errlen)
+{
+    if (st->syncer)
+        bsync_wait(st->syncer);     /* a sync begun before the failure uses st->fd */
+    int r;
+    if (st->dir_unsynced) {
+        if ((r = bfs_fsync_dir(st->dirfd)) < 0) {
+            ff_err(err, errlen, "writes are refused until an fsync of the directory %s "
+                   "succeeds: %s", st->dir, strerror(-r));
+            return bfs_status(r);
+        }
+        st->dir_unsynced = 0;
+    }
+    int fd = openat(st->dirfd, FF_LOG_NAME, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        r = -errno;
+        ff_err(err, errlen, "writes are refused after a failed fsync; reopening %s/%s: %s",
+               st->dir, FF_LOG_NAME, strerror(-r));
+        return bfs_status(r);
+    }
+    struct stat now, was;
+    int rc = BACKEND_OK;
+    if (fstat(fd, &now) != 0 || fstat(st->fd, &was) != 0) {
+        r = -errno;
+        ff_err(err, errlen, "writes are refused after a failed fsync; fstat %s/%s: %s", st->dir,
+               FF_LOG_NAME, strerror(-r));
+        rc = bfs_status(r);
+    } else if (now.st_dev != was.st_dev || now.st_ino != was.st_ino) {
+        ff_err(err, errlen, "writes are refused after a failed fsync, and %s/%s was replaced by "
+               "another file: restart tabled", st->dir, FF_LOG_NAME);
+        rc = BACKEND_IOERR;
+    } else if ((uint64_t)now.st_size < st->durable_end) {
+        ff_err(err, errlen, "writes are refused after a failed fsync, and %s/%s is %llu bytes, "
+               "shorter than the %llu made durable: restart tabled to check the log", st->dir,
+               FF_LOG_NAME, (unsigned long long)now.st_size,
+               (unsigned long long)st->durable_end);
+        rc = BACKEND_CORRUPT;
+    } else if (ftruncate(fd, (off_t)st->durable_end) != 0) {
+        r = -errno;
+        ff_err(err, errlen, "writes are refused after a failed fsync; cutting %s/%s back: %s",
+               st->dir, FF_LOG_NAME, strerror(-r));
+        rc = bfs_status(r);
+    } else if ((r = ff_datasync(fd)) < 0) {
+        ff_err(err, errlen, "writes are refused after a failed fsync, and fdatasync of %s/%s "
+               "still fails: %s", st->dir, FF_LOG_NAME, strerror(-r));
+        rc = bfs_status(r);
+    } else {
+        rc = ff_verify(st, fd, st->span_start, st->durable_end, err, errlen);
+    }
+    if (st->rec_cap > FF_REC_KEEP) {
+        free(st->rec);
+        st->rec = NULL;
+        st->rec_cap = 0;
+    }
+    if (rc != BACKEND_OK) {
+        close(fd);
+        return rc;
+    }
+    close(st->fd);
+    st->fd = fd;
+    st->end = st->durable_end;
+    st->epoch++;
+    st->dirty = 0;
+    st->failed = 0;
+    ff_log(st, BACKEND_LOG_WARN, "the log is cut back to offset %llu (the end of its durable "
+           "part), made durable and read back intact: writes are taken again",
+           (unsigned long long)st->durable_end);
+    return BACKEND_OK;
+}
+
 /* ---- compaction ---- */
 
 /* Drops an unfinished compaction: the live log is untouched and complete. */
@@ -812,11 +1079,31 @@ static void ff_compact_maybe_start(struct backend_store *st)
            (unsigned long long)st->end, (unsigned long long)live);
 }
 
-/* Makes the new log the live one: fdatasync, rename, directory fsync. */
+/* Makes the new log the live one: fdatasync of both logs, rename,
+ * directory fsync. Not while a sync is in flight (the next apply tries
+ * again): its outcome must be known before the live log is synced again,
+ * since a second fsync can succeed where the first failed without the data
+ * being on disk. The live log is made durable first (a failure is a failed
+ * sync: ff_fail), so that whichever name survives a crash, it holds every
+ * record, and nothing is left for the journal. */
 static void ff_compact_finish(struct backend_store *st)
 {
     struct ff_compaction *c = st->cmp;
-    int r = ff_datasync(c->fd);
+    if (st->syncer && bsync_busy(st->syncer))
+        return;
+    int r;
+    if (st->durable_end < st->end) {
+        uint64_t upto = st->end;
+        r = ff_datasync(st->fd);
+        if (r < 0) {
+            ff_fail(st, "fdatasync of the log before a compaction's switch", r, 0);
+            return;
+        }
+        st->epoch++;
+        st->dirty = 0;
+        ff_durable(st, upto);
+    }
+    r = ff_datasync(c->fd);
     if (r < 0) {
         ff_compact_abort(st, "fdatasync of the new log", r);
         return;
@@ -828,9 +1115,14 @@ static void ff_compact_finish(struct backend_store *st)
     /* From here on the new file is the log, whatever happens next. */
     r = bfs_fsync_dir(st->dirfd);
     if (r < 0) {
+        /* both logs hold every record durably, but later writes must not
+           go to a file the directory may not name after a crash */
         st->failed = 1;
-        ff_log(st, BACKEND_LOG_ERROR, "compaction: directory fsync failed (%s): refusing "
-               "writes until the store is reopened", strerror(-r));
+        st->dir_unsynced = 1;
+        st->fail_status = bfs_status(r);
+        st->retry_us = 0;
+        ff_log(st, BACKEND_LOG_ERROR, "compaction: directory fsync failed (%s): writes are "
+               "refused until it succeeds (tried about once a second)", strerror(-r));
     }
     ffidx_cursor_close(&st->ix, &c->cur);
     if (st->syncer)
@@ -841,6 +1133,7 @@ static void ff_compact_finish(struct backend_store *st)
     st->parity ^= 1;
     st->epoch++;
     st->dirty = 0;
+    st->durable_end = st->span_start = c->end;
     ff_log(st, BACKEND_LOG_INFO, "compaction done: %llu -> %llu bytes",
            (unsigned long long)c->old_size, (unsigned long long)c->end);
     st->cmp = NULL;
@@ -989,6 +1282,8 @@ static int ff_probe(void *ctx, const void *key, size_t klen, int want_version, u
 /* Appends the writes as one record (version 2), after the argument and
  * expectation checks, then updates the index and counts what each write
  * found there. */
+static int ff_sync(struct backend_store *st, char *err, size_t errlen);
+
 static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
                        const struct backend_cond *cond, size_t n, struct backend_call *call)
 {
@@ -1007,16 +1302,39 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
         ff_err(err, errlen, "apply: one batch may hold at most 2 GiB");
         return backend_call_end(call, BACKEND_INVALID);
     }
-    if (st->failed) {  /* n == 0 too: the server's probe sees the state */
-        ff_err(err, errlen, "apply: an earlier fsync of %s failed; writes are refused until "
-               "the store is reopened", st->dir);
-        return backend_call_end(call, BACKEND_IOERR);
+    int rc;
+    if (st->failed) {
+        /* the server's probe (n == 0) tries to recover about once a
+           second; a write tries when the last attempt is that old */
+        uint64_t now = clock_mono_us();
+        if (n && now < st->retry_us) {
+            ff_err(err, errlen, "apply: writes are refused since a write or fsync of %s/%s "
+                   "failed; the log is checked again about once a second", st->dir,
+                   FF_LOG_NAME);
+            return backend_call_end(call, st->fail_status);
+        }
+        rc = ff_reset(st, err, errlen);
+        if (rc != BACKEND_OK) {
+            st->retry_us = now + FF_RETRY_MS * 1000u;
+            return backend_call_end(call, rc);
+        }
     }
     if (n == 0)
         return backend_call_end(call, BACKEND_OK);
-    int rc = backend_check_conds(w, cond, n, ff_probe, st, &call->failed, err, errlen);
+    if (st->undo_bytes >= FF_UNDO_MAX && !(st->syncer && bsync_busy(st->syncer))) {
+        /* no group commit for a long time (an offline import): bound the
+           journal by syncing here */
+        rc = ff_sync(st, err, errlen);
+        if (rc != BACKEND_OK)
+            return backend_call_end(call, rc);
+    }
+    rc = backend_check_conds(w, cond, n, ff_probe, st, &call->failed, err, errlen);
     if (rc != BACKEND_OK)
         return backend_call_end(call, rc);
+    if (ff_undo_reserve(st, n) != 0) {
+        ff_err(err, errlen, "apply: out of memory");
+        return backend_call_end(call, BACKEND_NOMEM);
+    }
     size_t size = ff_encode(st, w, n);
     if (!size) {
         ff_err(err, errlen, "apply: out of memory");
@@ -1026,11 +1344,8 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
     int r = bfs_pwrite_all(st->fd, st->rec, size, st->end);
     if (r < 0) {
         /* Cut whatever part reached the file so no half record stays. */
-        if (ftruncate(st->fd, (off_t)st->end) != 0) {
-            st->failed = 1;
-            ff_log(st, BACKEND_LOG_ERROR, "cannot cut a failed write (%s): refusing writes "
-                   "until the store is reopened", strerror(errno));
-        }
+        if (ftruncate(st->fd, (off_t)st->end) != 0)
+            ff_fail(st, "cutting back a failed write", -errno, 0);
         ff_drop_nodes(st, n);
         ff_err(err, errlen, "apply: writing %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
         return backend_call_end(call, bfs_status(r));
@@ -1038,12 +1353,10 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
     if (st->durability == BACKEND_DURABLE_SYNC) {
         r = ff_datasync(st->fd);
         if (r < 0) {
-            st->failed = 1;
             ff_drop_nodes(st, n);
-            ff_log(st, BACKEND_LOG_ERROR, "fdatasync failed (%s): refusing writes until the "
-                   "store is reopened", strerror(-r));
+            ff_fail(st, "fdatasync", r, size);
             ff_err(err, errlen, "apply: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
-            return backend_call_end(call, BACKEND_IOERR);
+            return backend_call_end(call, bfs_status(r));
         }
         st->epoch++;
     } else {
@@ -1058,8 +1371,11 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
         }
     }
 
-    /* The record is in the log: update the index (cannot fail). */
+    /* The record is in the log: update the index (cannot fail). In BATCH
+       mode the journal keeps what each write replaced until a sync makes
+       the record durable (ff_durable) or fails (ff_fail rolls it back). */
     int other = st->parity ^ 1;
+    int journal = st->durability == BACKEND_DURABLE_BATCH;
     for (size_t i = 0; i < n; i++) {
         struct ffidx_node *old;
         if (w[i].op == BACKEND_PUT) {
@@ -1075,9 +1391,16 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
             old = ffidx_remove(&st->ix, w[i].key, w[i].key_len);
             call->removed += old != NULL;
         }
-        free(old);
+        if (!journal) {
+            free(old);
+        } else if (old || w[i].op == BACKEND_PUT) {
+            st->undo[st->nundo++] = (struct ff_undo){st->nodes[i], old, st->end + size};
+            st->undo_bytes += sizeof(struct ff_undo) + (old ? ff_node_size(old) : 0);
+        }
     }
     st->end += size;
+    if (!journal)
+        ff_durable(st, st->end);
     if (c)
         c->end += size;
     if (st->rec_cap > FF_REC_KEEP) {
@@ -1090,24 +1413,31 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
         ff_compact_step(st);
     else
         ff_compact_maybe_start(st);
+    if (st->failed) {   /* the compaction's sync failed: this record is dropped too */
+        ff_err(err, errlen, "apply: a write or fsync of %s/%s failed; the writes not yet "
+               "durable are dropped", st->dir, FF_LOG_NAME);
+        call->created = call->removed = 0;
+        return backend_call_end(call, st->fail_status);
+    }
     if (!call->want_counts)
         call->created = call->removed = 0;
     return backend_call_end(call, BACKEND_OK);
 }
 
-/* The outcome of an fdatasync of the log that returned r: one more epoch
- * is durable, or (failed) the store refuses writes until it is reopened,
- * the page cache's state being unknown. BACKEND_OK or BACKEND_IOERR. */
-static int ff_synced(struct backend_store *st, int r, char *err, size_t errlen)
+/* The outcome r of an fdatasync that covered the log up to upto: one
+ * more epoch is durable, or (failed) the writes not yet durable are
+ * dropped and writes are refused until ff_reset (ff_fail).
+ * BACKEND_OK, BACKEND_IOERR or BACKEND_FULL. */
+static int ff_synced(struct backend_store *st, int r, uint64_t upto, char *err, size_t errlen)
 {
     if (r < 0) {
-        st->failed = 1;
-        ff_log(st, BACKEND_LOG_ERROR, "fdatasync failed (%s): refusing writes until the store "
-               "is reopened", strerror(-r));
-        ff_err(err, errlen, "sync: fdatasync %s/%s: %s", st->dir, FF_LOG_NAME, strerror(-r));
-        return BACKEND_IOERR;
+        ff_fail(st, "fdatasync", r, 0);
+        ff_err(err, errlen, "sync: fdatasync %s/%s: %s (the writes since the last successful "
+               "one are dropped)", st->dir, FF_LOG_NAME, strerror(-r));
+        return bfs_status(r);
     }
     st->epoch++;
+    ff_durable(st, upto);
     return BACKEND_OK;
 }
 
@@ -1119,15 +1449,17 @@ static int ff_sync(struct backend_store *st, char *err, size_t errlen)
         return BACKEND_INVALID;
     }
     if (st->failed) {
-        ff_err(err, errlen, "sync: an earlier fsync of %s failed; reopen the store", st->dir);
-        return BACKEND_IOERR;
+        ff_err(err, errlen, "sync: a write or fsync of %s/%s failed; the writes since the last "
+               "successful fsync are dropped", st->dir, FF_LOG_NAME);
+        return st->fail_status;
     }
     if (!st->dirty)
         return BACKEND_OK;
+    uint64_t upto = st->end;
     int r = ff_datasync(st->fd);
     if (r >= 0)
         st->dirty = 0;
-    return ff_synced(st, r, err, errlen);
+    return ff_synced(st, r, upto, err, errlen);
 }
 
 /* The worker's job: fdatasync of the log as it was when the sync began. */
@@ -1143,7 +1475,16 @@ static void ff_sync_done(void *arg, int r)
     struct backend_store *st = arg;
     struct backend_call *call = st->sync_call;
     st->sync_call = NULL;
-    backend_call_end(call, ff_synced(st, r, call->err, sizeof call->err));
+    int rc;
+    if (st->resets != st->sync_resets) {
+        /* the records it covered were dropped after a failure meanwhile */
+        ff_err(call->err, sizeof call->err, "sync: a write or fsync of %s/%s failed; the "
+               "writes since the last successful fsync are dropped", st->dir, FF_LOG_NAME);
+        rc = st->failed ? st->fail_status : BACKEND_IOERR;
+    } else {
+        rc = ff_synced(st, r, st->sync_end, call->err, sizeof call->err);
+    }
+    backend_call_end(call, rc);
     call->done(call);
 }
 
@@ -1162,6 +1503,8 @@ static int ff_sync_v2(struct backend_store *st, struct backend_call *call)
         return backend_call_end(call, ff_sync(st, call->err, sizeof call->err));
     st->dirty = 0;
     st->sync_fd = st->fd;
+    st->sync_end = st->end;
+    st->sync_resets = st->resets;
     st->sync_call = call;
     bsync_start(st->syncer, ff_sync_job, ff_sync_done, st);
     return BACKEND_PENDING;

@@ -52,6 +52,8 @@ struct service {
     void (*wake)(void *arg);   /* asks core/ for a service_background() call */
     void *wake_arg;
     int purge_failing;
+    uint64_t sync_failures_seen;  /* store_sync_failures when the table cache
+                                     and the purges were last read */
     struct service_job *jobs;  /* requests waiting on a deferred store */
     /* the background step on a deferred store runs on a coroutine too */
     struct coro *bg_co;        /* while bg_running */

@@ -751,10 +751,47 @@ static void service_job_fin(void *arg)
     free(j);
 }
 
+/* After a failed sync: the writes it covered may have been dropped (a
+ * created or deleted table among them), so the table cache and the queue
+ * of purges are read again from the store; a purge queued by a Delete
+ * Table that was dropped would otherwise remove the entities of a table
+ * that still exists. Only while no request waits on the store (they hold
+ * pointers into the cache); tried again at the next request or background
+ * step when that, or reading the store, fails. */
+static void service_resync(struct service *svc)
+{
+    uint64_t fails = store_sync_failures(svc->store);
+    if (fails == svc->sync_failures_seen || svc->shared || svc->jobs)
+        return;
+    char err[256] = "";
+    uint64_t purge_max = 0;
+    struct table_cache *tc = tables_load(svc->kv, err, sizeof err);
+    struct purge *pg = tc ? purge_new() : NULL;
+    if (!pg || purge_load(pg, svc->kv, &purge_max, err, sizeof err) != BACKEND_OK) {
+        log_error("re-reading the tables after a failed sync failed (%s); retrying",
+                  err[0] ? err : "out of memory");
+        purge_free(pg);
+        tables_free(tc);
+        return;
+    }
+    svc->sync_failures_seen = fails;
+    /* ids are never reused: the new cache continues after the old one */
+    tables_reserve_id(tc, tables_next_id(svc->tables));
+    tables_reserve_id(tc, purge_max);
+    tables_free(svc->tables);
+    svc->tables = tc;
+    purge_free(svc->purge);
+    svc->purge = pg;
+    metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
+    log_info("after a failed sync: the tables and the pending table deletions were read "
+             "again from the store");
+}
+
 int service_handle(struct service *svc, struct request *req, struct response *resp,
                    void (*done)(void *token), void *token)
 {
     svc->requests++;
+    service_resync(svc);
     if (!kv_defers(svc->kv) || !done || coro_current()) {
         service_run(svc, req, resp);
         return done ? service_answer(svc, req, resp, done, token) : 1;
@@ -925,6 +962,7 @@ static int wait_min(int a, int b)
 static int service_background_step(struct service *svc)
 {
     int idle = -1;   /* the wait when there is no purge to do */
+    service_resync(svc);
     if (store_failed(svc->store) || svc->shared) {
         int wait_ms;
         if (!store_probe(svc->store, &wait_ms))

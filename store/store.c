@@ -38,6 +38,7 @@ struct store {
     struct metrics *metrics;
     void (*wake)(void *arg);
     void *wake_arg;
+    uint64_t sync_failures;    /* syncs that failed so far */
     int failed;                /* the last write or sync failed */
     uint64_t failed_us;        /* since when (monotonic) */
     uint64_t probe_us;         /* next probe */
@@ -205,6 +206,7 @@ static void store_sync_end(struct store *s, int rc, const char *err)
         metrics_backend_sync(s->metrics, clock_mono_us() - s->sync_t0);
     if (rc != BACKEND_OK) {
         log_error("backend sync failed: %s", err);
+        s->sync_failures++;
         store_failure(s, rc, err);
     }
 }
@@ -326,9 +328,15 @@ int store_sync(struct store *s)
         metrics_backend_sync(s->metrics, clock_mono_us() - t0);
     if (rc != BACKEND_OK) {
         log_error("backend sync failed: %s", err);
+        s->sync_failures++;
         store_failure(s, rc, err);
     }
     return rc;
+}
+
+uint64_t store_sync_failures(const struct store *s)
+{
+    return s->sync_failures;
 }
 
 /* A borrowed stored value decoded into e, its strings pointing into a

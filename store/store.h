@@ -207,6 +207,12 @@ void store_drop_waiters(struct store *s);
 /* 0 while all is well; 1 while writes fail (read-only), 2 while the
    database cannot be reached. */
 int store_failed(const struct store *s);
+
+/* How many syncs have failed so far. A backend may drop the writes a
+   failed sync covered (flatfile rolls them back), so what the server
+   keeps beside the store (its table cache, its queue of purges) is read
+   again from the store when this changes. */
+uint64_t store_sync_failures(const struct store *s);
 /* While failed, and always on a shared store: tries an empty apply (and
    on a shared store a get) when the probe is due. Returns 1 when the
    backend answered it (the caller may then confirm with a real write), 0

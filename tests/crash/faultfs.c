@@ -9,7 +9,9 @@
  * Armed with a path prefix, writes to files whose path starts with it may
  * write `budget` more bytes in total and then fail with ENOSPC (a write
  * crossing the limit is cut short first, as on a full disk), and when
- * fail_sync is set fdatasync/fsync of such files fail with EIO.
+ * fail_sync is set fdatasync/fsync of such files fail: with EIO (1) or
+ * ENOSPC (2, as a file system that allocates at writeback reports a full
+ * disk).
  *
  * A small disk: with a free size set (faultfs_set_free, or FREE in the
  * control file), statvfs() of a path under the prefix reports that many
@@ -41,7 +43,7 @@ long long faultfs_failures(void);
 static char fault_prefix[PATH_MAX];
 static size_t fault_plen;
 static long long fault_budget = -1;     /* -1: writes pass */
-static int fault_sync;                  /* fail fdatasync/fsync */
+static int fault_sync;                  /* fail fdatasync/fsync: 1 EIO, 2 ENOSPC */
 static long long fault_free = -1;       /* statvfs's free bytes; -1: the truth */
 static long long fault_count;           /* calls made to fail */
 static const char *fault_ctl;           /* FAULTFS_CTL, or NULL */
@@ -197,7 +199,7 @@ static int fault_sync_fails(int fd)
     if (!fault_sync || !fault_match(fd))
         return 0;
     fault_count++;
-    errno = EIO;
+    errno = fault_sync == 2 ? ENOSPC : EIO;
     return 1;
 }
 

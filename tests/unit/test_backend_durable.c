@@ -737,6 +737,149 @@ static void test_ff_compaction(void)
     ops->close(st);
 }
 
+/* ---- flatfile: a failed fdatasync is rolled back, then writes work ---- */
+
+/* The value of key i in round r of test_ff_sync_fail. */
+static void ffsf_value(char *v, size_t vl, int i, int r)
+{
+    memset(v, 'a' + r % 26, vl);
+    char tag[32];
+    memcpy(v, tag, (size_t)snprintf(tag, sizeof(tag), "%04d:%04d", i, r));
+}
+
+/* 1 when every one of the n keys holds its round-r value. */
+static int ffsf_all(struct backend_store *st, int n, int r)
+{
+    char k[16], v[600];
+    for (int i = 0; i < n; i++) {
+        snprintf(k, sizeof(k), "key%04d", i);
+        ffsf_value(v, sizeof(v), i, r);
+        if (!get_is(st, k, strlen(k), v, sizeof(v)))
+            return 0;
+    }
+    return 1;
+}
+
+/* Writes round r of keys [lo, hi): 0, or the first failure. */
+static int ffsf_round(struct backend_store *st, int lo, int hi, int r)
+{
+    char k[16], v[600];
+    for (int i = lo; i < hi; i++) {
+        snprintf(k, sizeof(k), "key%04d", i);
+        ffsf_value(v, sizeof(v), i, r);
+        int rc = put(st, k, strlen(k), v, sizeof(v));
+        if (rc != BACKEND_OK)
+            return rc;
+    }
+    return BACKEND_OK;
+}
+
+/* A failed fdatasync (EIO, or ENOSPC as from a file system that allocates
+ * at writeback) drops every write since the last good sync: reads show
+ * the durable state at once (overwrites and deletes undone, inserts gone),
+ * a cursor open across the rollback stays ordered and never shows a
+ * dropped key, writes are refused while fsyncs fail, and once they work an
+ * apply of no writes (the server's probe) recovers: writes work again, and
+ * a reopen finds exactly the acknowledged writes. In BATCH mode a
+ * compaction is running when the sync fails. */
+static void test_ff_sync_fail(enum backend_durability d, const char *mode, int fail_sync)
+{
+    static const char *const cparams[] = {"compact-min-bytes=64K", "compact-garbage-pct=50",
+                                          "compact-step-bytes=8K", NULL};
+    char section[64], dir[4200], what[256], err[512];
+    const char *kind = fail_sync == 2 ? "ENOSPC" : "EIO";
+    snprintf(section, sizeof(section), "ff-syncfail-%s-%s", mode, kind);
+    section_dir(dir, sizeof(dir), section);
+    struct backend_store *st = store_open_with(section, d, cparams, NULL, NULL, 0);
+    snprintf(what, sizeof(what), "flatfile sync failure (%s, %s): open", mode, kind);
+    BT_CHECK(st != NULL, what);
+    if (!st)
+        return;
+    enum { NKEY = 200 };
+    int batch = d == BACKEND_DURABLE_BATCH;
+    /* rounds 0 and 1 of every key: enough garbage to start a compaction */
+    int ok = ffsf_round(st, 0, NKEY, 0) == BACKEND_OK && ffsf_round(st, 0, NKEY, 1) == 0 &&
+             bta_sync(ops, st, NULL, 0) == BACKEND_OK;
+    snprintf(what, sizeof(what), "flatfile sync failure (%s, %s): two rounds written", mode,
+             kind);
+    BT_CHECK(ok, what);
+
+    struct backend_iter *it = NULL;
+    ops->iter_open(st, NULL, 0, NULL, 0, &it, NULL, 0);
+    const void *gk, *gv;
+    size_t gkl, gvl;
+    int seen = bt_next(it, &gk, &gkl, &gv, &gvl) == 1;   /* at key0000 */
+
+    /* overwrites of every key: in BATCH mode a compaction starts */
+    faultfs_arm(dir, -1, fail_sync);
+    int rc = ffsf_round(st, 0, NKEY, 2);
+    if (rc == BACKEND_OK)
+        rc = del(st, "key0150", 7);
+    if (rc == BACKEND_OK)
+        rc = put(st, "new0", 4, "x", 1);                /* an insert */
+    if (rc == BACKEND_OK)
+        rc = bta_sync(ops, st, err, sizeof(err));
+    snprintf(what, sizeof(what), "flatfile sync failure (%s, %s): the %s fails with %s", mode,
+             kind, batch ? "sync" : "write", fail_sync == 2 ? "BACKEND_FULL" : "BACKEND_IOERR");
+    BT_EQ_INT(rc, fail_sync == 2 ? BACKEND_FULL : BACKEND_IOERR, what);
+    snprintf(what, sizeof(what), "flatfile sync failure (%s, %s): reads show the durable state "
+             "at once", mode, kind);
+    BT_CHECK(ffsf_all(st, NKEY, 1) && get_absent(st, "new0", 4), what);
+
+    char last[16] = "key0000";
+    int ordered = seen;
+    while (bt_next(it, &gk, &gkl, &gv, &gvl) == 1) {
+        char kk[16] = "";
+        memcpy(kk, gk, gkl < 15 ? gkl : 15);
+        if (strcmp(kk, last) <= 0 || strcmp(kk, "new0") == 0 || gvl != 600)
+            ordered = 0;
+        snprintf(last, sizeof(last), "%s", kk);
+        seen++;
+    }
+    ops->iter_close(it);
+    snprintf(what, sizeof(what), "flatfile sync failure (%s, %s): a cursor open across the "
+             "rollback returns every key once, in order, and no dropped one", mode, kind);
+    BT_CHECK(ordered && seen == NKEY, what);
+
+    struct backend_write none = {BACKEND_PUT, "", 0, NULL, 0};
+    snprintf(what, sizeof(what), "flatfile sync failure (%s, %s): while fsyncs fail, an apply "
+             "of no writes fails and writes are refused", mode, kind);
+    BT_CHECK(bt_apply(st, &none, 0, NULL, 0) != BACKEND_OK &&
+             put(st, "new1", 4, "x", 1) != BACKEND_OK && get_absent(st, "new1", 4), what);
+
+    faultfs_disarm();
+    err[0] = 0;
+    rc = bt_apply(st, &none, 0, err, sizeof(err));
+    snprintf(what, sizeof(what), "flatfile sync failure (%s, %s): once fsyncs work, an apply "
+             "of no writes recovers", mode, kind);
+    BT_EQ_INT(rc, BACKEND_OK, what);
+    if (rc)
+        printf("# %s\n", err);
+    ok = ffsf_round(st, 100, NKEY, 3) == BACKEND_OK && put(st, "new2", 4, "y", 1) == 0 &&
+         bta_sync(ops, st, NULL, 0) == BACKEND_OK;
+    snprintf(what, sizeof(what), "flatfile sync failure (%s, %s): writes work again", mode,
+             kind);
+    BT_CHECK(ok, what);
+    ops->close(st);
+
+    st = store_open_with(section, d, cparams, NULL, NULL, 0);
+    snprintf(what, sizeof(what), "flatfile sync failure (%s, %s): reopen", mode, kind);
+    BT_CHECK(st != NULL, what);
+    if (!st)
+        return;
+    char k[16], v[600];
+    ok = get_absent(st, "new0", 4) && get_absent(st, "new1", 4) && get_is(st, "new2", 4, "y", 1);
+    for (int i = 0; i < NKEY; i++) {
+        snprintf(k, sizeof(k), "key%04d", i);
+        ffsf_value(v, sizeof(v), i, i < 100 ? 1 : 3);   /* round 2 was dropped */
+        ok &= get_is(st, k, strlen(k), v, sizeof(v));
+    }
+    snprintf(what, sizeof(what), "flatfile sync failure (%s, %s): after a reopen, exactly the "
+             "acknowledged writes", mode, kind);
+    BT_CHECK(ok, what);
+    ops->close(st);
+}
+
 void test_durable_all(void)
 {
     /* A shared store (-s: a database server) is opened by many processes
@@ -764,5 +907,8 @@ void test_durable_all(void)
         test_ff_middle();
         test_ff_files();
         test_ff_compaction();
+        test_ff_sync_fail(BACKEND_DURABLE_BATCH, "batch", 1);
+        test_ff_sync_fail(BACKEND_DURABLE_BATCH, "batch", 2);
+        test_ff_sync_fail(BACKEND_DURABLE_SYNC, "sync", 1);
     }
 }
