@@ -81,12 +81,13 @@ static int read_entity(struct arena *a, const char *p, const char *end, struct d
     }
     if (names_ok(out, err, errlen) != 0)
         return -1;
-    long long ticks = 0;
+    unsigned long long ticks = 0;   /* 19 digits at most: no overflow */
     int digits = 0;
     for (; p < end && isdigit((unsigned char)*p) && digits < 19; p++, digits++)
-        ticks = ticks * 10 + (*p - '0');
-    if (!digits || (p < end && isdigit((unsigned char)*p)) || ticks < EDM_DATETIME_MIN_TICKS ||
-        ticks > EDM_DATETIME_MAX_TICKS) {
+        ticks = ticks * 10 + (unsigned)(*p - '0');
+    if (!digits || (p < end && isdigit((unsigned char)*p)) ||
+        ticks < (unsigned long long)EDM_DATETIME_MIN_TICKS ||
+        ticks > (unsigned long long)EDM_DATETIME_MAX_TICKS) {
         snprintf(err, errlen, "\"ticks\" must be the entity's Timestamp in 100 ns ticks, "
                  "%lld (1601-01-01) to %lld (9999-12-31)", (long long)EDM_DATETIME_MIN_TICKS,
                  (long long)EDM_DATETIME_MAX_TICKS);
@@ -102,7 +103,7 @@ static int read_entity(struct arena *a, const char *p, const char *end, struct d
                  terr_info(te)->message);
         return -1;
     }
-    out->e.timestamp = ticks;
+    out->e.timestamp = (int64_t)ticks;
     return 0;
 }
 

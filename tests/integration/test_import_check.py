@@ -161,7 +161,8 @@ def test_invalid(tap, tmp):
     tap.ok(rc == 0 and export(d2) == before, "valid: the same file from standard input",
            err[-300:])
     rand_b64 = base64.b64encode(os.urandom(48)).decode()
-    bad_ticks = [0, -1, 504911231999999999, 3155378976000000000, 99999999999999999999]
+    bad_ticks = [0, -1, 504911231999999999, 3155378976000000000, 9999999999999999999,
+                 99999999999999999999]
     cases = [
         ("no header", GOOD[1:] + [entity_line("Good", "p", "new")], 1, "not the header"),
         ("unknown format version", ['{"tabled-export":2,"version":"9.0"}'] + GOOD[1:], 1,
