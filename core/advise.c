@@ -14,6 +14,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "core/buf.h"
+#include "core/jsonwalk.h"
 
 #define ADVISE_MAX_BODY (64u << 20)
 #define ADVISE_TIMEOUT_S 15
@@ -179,10 +180,10 @@ static double num(yajl_val v, const char *name)
 
 /* Prints text wrapped at WRAP columns, each line starting with indent;
  * the first line starts with label instead (same width). */
-static void wrapped(const char *label, const char *indent, const char *text)
+static void wrapped(FILE *out, const char *label, const char *indent, const char *text)
 {
     size_t ind = strlen(indent), col = ind;
-    fputs(label, stdout);
+    fputs(label, out);
     const char *p = text;
     while (*p) {
         while (*p == ' ')
@@ -191,17 +192,17 @@ static void wrapped(const char *label, const char *indent, const char *text)
         if (!w)
             break;
         if (col > ind && col + 1 + w > WRAP) {
-            printf("\n%s", indent);
+            fprintf(out, "\n%s", indent);
             col = ind;
         } else if (col > ind) {
-            putchar(' ');
+            fputc(' ', out);
             col++;
         }
-        fwrite(p, 1, w, stdout);
+        fwrite(p, 1, w, out);
         col += w;
         p += w;
     }
-    putchar('\n');
+    fputc('\n', out);
 }
 
 static int severity_rank(const char *s)
@@ -219,9 +220,35 @@ static int severity_rank(const char *s)
     return -1;
 }
 
-/* Prints the report of document doc; returns the number of findings of
- * severity rank >= fail_on. */
-static int report(yajl_val doc, const char *url, int fail_on)
+yajl_val advise_read(const char *body, size_t n, char *err, size_t errlen)
+{
+    /* yajl_tree builds and frees its tree recursively: the nesting is
+       bounded first, as for every JSON body the server reads (a document
+       within the bound holds no raw NUL either, so the tree sees it all). */
+    char why[200] = "";
+    int rc = jsonwalk_parse(NULL, NULL, body, n, JSONWALK_MAX_DEPTH, 0, why, sizeof why);
+    if (rc != JSONWALK_OK) {
+        snprintf(err, errlen, "%s", why[0] ? why : "malformed JSON");
+        return NULL;
+    }
+    char *z = malloc(n + 1);
+    if (!z) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    memcpy(z, body, n);
+    z[n] = '\0';
+    yajl_val doc = yajl_tree_parse(z, why, sizeof why);
+    free(z);
+    if (!doc || !YAJL_IS_ARRAY(get(doc, "findings"))) {
+        snprintf(err, errlen, "%s", doc ? "no findings array" : "malformed JSON");
+        yajl_tree_free(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+int advise_report(FILE *out, yajl_val doc, const char *url, int fail_on)
 {
     yajl_val findings = get(doc, "findings"), tables = get(doc, "tables");
     size_t nf = YAJL_IS_ARRAY(findings) ? findings->u.array.len : 0;
@@ -233,8 +260,8 @@ static int report(yajl_val doc, const char *url, int fail_on)
         if (r >= fail_on)
             failing++;
     }
-    printf("tabled partition advisor: %s\n", url);
-    printf("%zu finding%s (%d critical, %d warning, %d info) in %.0f s of traffic\n", nf,
+    fprintf(out, "tabled partition advisor: %s\n", url);
+    fprintf(out, "%zu finding%s (%d critical, %d warning, %d info) in %.0f s of traffic\n", nf,
            nf == 1 ? "" : "s", count[2], count[1], count[0], num(doc, "elapsed_s"));
     for (size_t i = 0; i < nf; i++) {
         yajl_val f = findings->u.array.values[i];
@@ -243,21 +270,21 @@ static int report(yajl_val doc, const char *url, int fail_on)
         snprintf(up, sizeof up, "%s", sev ? sev : "?");
         for (char *c = up; *c; c++)
             *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
-        printf("\n%-9s %s  %s/%s", up, text(f, "kind"), text(f, "account"), text(f, "table"));
+        fprintf(out, "\n%-9s %s  %s/%s", up, text(f, "kind"), text(f, "account"), text(f, "table"));
         if (part)
-            printf("  partition '%s'", part);
-        putchar('\n');
-        wrapped("  ", "  ", text(f, "summary"));
-        wrapped("  Why: ", "       ", text(f, "reason"));
-        wrapped("  Fix: ", "       ", text(f, "fix"));
+            fprintf(out, "  partition '%s'", part);
+        fputc('\n', out);
+        wrapped(out, "  ", "  ", text(f, "summary"));
+        wrapped(out, "  Why: ", "       ", text(f, "reason"));
+        wrapped(out, "  Fix: ", "       ", text(f, "fix"));
     }
     size_t nt = YAJL_IS_ARRAY(tables) ? tables->u.array.len : 0;
     if (nt)
-        printf("\nTables:\n");
+        fprintf(out, "\nTables:\n");
     for (size_t i = 0; i < nt; i++) {
         yajl_val t = tables->u.array.values[i];
         yajl_val q = get(t, "queries"), b = get(t, "batches");
-        printf("  %s/%s: %.0f entities touched, ~%.0f partitions; queries: %.0f point, %.0f "
+        fprintf(out, "  %s/%s: %.0f entities touched, ~%.0f partitions; queries: %.0f point, %.0f "
                "partition, %.0f range, %.0f scan; %.0f batches, %.0f single writes\n",
                text(t, "account"), text(t, "table"), num(t, "entities"),
                num(t, "partitions_estimate"), num(get(q, "point"), "count"),
@@ -265,7 +292,7 @@ static int report(yajl_val doc, const char *url, int fail_on)
                num(get(q, "scan"), "count"), num(b, "count"), num(t, "single_writes"));
     }
     if (!nf)
-        printf("\nNo findings: the partitions are used the way the service's guidance "
+        fprintf(out, "\nNo findings: the partitions are used the way the service's guidance "
                "recommends.\n");
     return failing;
 }
@@ -338,14 +365,14 @@ int advise_main(int argc, char **argv)
         return 2;
     }
     char perr[256] = "";
-    yajl_val doc = yajl_tree_parse(body.data ? body.data : "", perr, sizeof perr);
+    yajl_val doc = advise_read(body.data ? body.data : "", body.len, perr, sizeof perr);
     buf_free(&body);
-    if (!doc || !YAJL_IS_ARRAY(get(doc, "findings"))) {
-        fprintf(stderr, "tabled advise: %s/advisor did not answer the advisor's JSON\n", url);
-        yajl_tree_free(doc);
+    if (!doc) {
+        fprintf(stderr, "tabled advise: %s/advisor did not answer the advisor's JSON (%s); "
+                        "is that URL a tabled admin listener?\n", url, perr);
         return 2;
     }
-    int failing = report(doc, url, fail_on);
+    int failing = advise_report(stdout, doc, url, fail_on);
     yajl_tree_free(doc);
     fflush(stdout);
     return failing ? 1 : 0;

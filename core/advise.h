@@ -9,6 +9,9 @@
 #ifndef TABLED_ADVISE_H
 #define TABLED_ADVISE_H
 #include <stddef.h>
+#include <stdio.h>
+
+#include <yajl/yajl_tree.h>
 
 int advise_main(int argc, char **argv);
 /* Splits an admin URL "http://HOST[:PORT][/PREFIX]" into its parts (also
@@ -19,5 +22,14 @@ int advise_parse_url(const char *url, char *host, size_t hcap, char *port, size_
  * seconds (also used by `tabled export --admin`); the socket, or -1 with a
  * message in err. */
 int advise_connect(const char *host, const char *port, int timeout_s, char *err, size_t errlen);
+
+/* Reads an advisor document (GET /advisor's body, body[0..n), no NUL
+ * needed) as `tabled advise` does: strict JSON (UTF-8 checked), nesting
+ * bounded by JSONWALK_MAX_DEPTH before any tree is built, an object with a
+ * "findings" array. The tree (yajl_tree_free it), or NULL with a reason. */
+yajl_val advise_read(const char *body, size_t n, char *err, size_t errlen);
+/* Prints the text report of doc (from advise_read) to out; returns the
+ * number of findings of severity rank >= fail_on (0 info .. 3 never). */
+int advise_report(FILE *out, yajl_val doc, const char *url, int fail_on);
 
 #endif

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/coding.h"
+
 /* ---- limits ---- */
 
 void advisor_limits_default(struct advisor_limits *lim)
@@ -242,8 +244,9 @@ static struct advisor_part *part_of(struct advisor_table *t, const char *pk, siz
     memset(p, 0, sizeof *p);
     p->hash = h;
     p->count = p->err = inherit;
-    p->name_len = (uint8_t)(pk_len < ADVISOR_NAME_MAX ? pk_len : ADVISOR_NAME_MAX);
-    p->truncated = pk_len > ADVISOR_NAME_MAX;
+    /* cut at a character boundary: the name goes into JSON documents */
+    p->name_len = (uint8_t)utf8_cut(pk, pk_len, ADVISOR_NAME_MAX);
+    p->truncated = pk_len > p->name_len;
     memcpy(p->name, pk, p->name_len);
     p->next = t->bucket[b];
     t->bucket[b] = (int16_t)i;
@@ -331,18 +334,19 @@ void advisor_read(struct advisor *adv, const struct advisor_key *k, uint64_t now
     }
 }
 
-/* Copies pk (at most ADVISOR_KEY_MAX bytes) into a key-order bound. */
+/* Copies pk (at most ADVISOR_KEY_MAX bytes, cut at a character boundary:
+ * the bound is shown in GET /advisor) into a key-order bound. */
 static void set_bound(char *dst, uint8_t *len, const char *pk, size_t pk_len)
 {
-    *len = (uint8_t)(pk_len < ADVISOR_KEY_MAX ? pk_len : ADVISOR_KEY_MAX);
+    *len = (uint8_t)utf8_cut(pk, pk_len, ADVISOR_KEY_MAX);
     memcpy(dst, pk, *len);
 }
 
 /* memcmp order of pk against a kept bound (keys longer than the bound's
- * ADVISOR_KEY_MAX bytes compare by that prefix). */
+ * ADVISOR_KEY_MAX bytes compare by that prefix, cut as set_bound cuts). */
 static int bound_cmp(const char *pk, size_t pk_len, const char *b, size_t blen)
 {
-    size_t n = pk_len < ADVISOR_KEY_MAX ? pk_len : ADVISOR_KEY_MAX;
+    size_t n = utf8_cut(pk, pk_len, ADVISOR_KEY_MAX);
     int r = memcmp(pk, b, n < blen ? n : blen);
     return r ? r : (n > blen) - (n < blen);
 }
@@ -429,14 +433,16 @@ void advisor_batch(struct advisor *adv, const struct advisor_key *k, size_t n, u
         p->requests++;
 }
 
-/* Copies a $filter text into a fixed field ("" when NULL). */
+/* Copies a $filter text into a fixed field ("" when NULL); a longer one is
+ * cut at a character boundary and ends in "...". */
 static void keep_filter(char *dst, const char *f, size_t n)
 {
     if (!f)
         n = 0;
     if (n >= ADVISOR_FILTER_MAX) {
-        memcpy(dst, f, ADVISOR_FILTER_MAX - 4);
-        memcpy(dst + ADVISOR_FILTER_MAX - 4, "...", 4);
+        size_t k = utf8_cut(f, n, ADVISOR_FILTER_MAX - 4);
+        memcpy(dst, f, k);
+        memcpy(dst + k, "...", 4);
         return;
     }
     if (n)

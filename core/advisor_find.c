@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/coding.h"
+
 /* The reasons and fixes, after the service's documentation: "Scalability
  * and performance targets for Table storage", "Design for querying",
  * "Table design patterns" (prepend/append anti-pattern, high volume
@@ -168,10 +170,10 @@ static void key_order(struct found *f, const struct advisor_table *t)
             continue;
         const char *k = end ? t->max : t->min;
         size_t kl = end ? t->max_len : t->min_len;
+        size_t shown_len = utf8_cut(k, kl, ADVISOR_NAME_MAX);
         struct advisor_finding *x =
             add(f, end ? ADVISOR_APPEND_ONLY : ADVISOR_PREPEND, ADVISOR_WARNING, t, k,
-                kl < ADVISOR_NAME_MAX ? kl : ADVISOR_NAME_MAX, kl > ADVISOR_NAME_MAX, share,
-                L->append_share);
+                shown_len, kl > shown_len, share, L->append_share);
         if (!x)
             return;
         snprintf(x->summary, sizeof x->summary,

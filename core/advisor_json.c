@@ -13,13 +13,42 @@
 /* Partitions listed per table, busiest first. */
 #define JSON_PARTITIONS 20
 
+/* Bytes of the well-formed UTF-8 character at u[0..n) (lead byte >= 0x80:
+ * 2..4), or 0 when it is not one (bad lead, missing or bad continuation,
+ * overlong form, surrogate, above U+10FFFF). */
+static size_t utf8_char_len(const unsigned char *u, size_t n)
+{
+    size_t len = u[0] >= 0xC2 && u[0] <= 0xDF ? 2 : u[0] >= 0xE0 && u[0] <= 0xEF ? 3
+                 : u[0] >= 0xF0 && u[0] <= 0xF4 ? 4 : 0;
+    if (!len || n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((u[i] & 0xC0) != 0x80)
+            return 0;
+    if ((u[0] == 0xE0 && u[1] < 0xA0) || (u[0] == 0xED && u[1] > 0x9F) ||
+        (u[0] == 0xF0 && u[1] < 0x90) || (u[0] == 0xF4 && u[1] > 0x8F))
+        return 0;
+    return len;
+}
+
+/* The kept names are cut at character boundaries (advisor.c); a byte that
+ * is not part of well-formed UTF-8 all the same becomes U+FFFD, so that
+ * the document is always valid JSON for strict readers. */
 void advisor_json_string(struct buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     buf_putc(b, '"');
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
+        if (c >= 0x80) {
+            size_t len = utf8_char_len((const unsigned char *)s + i, n - i);
+            if (len) {
+                buf_append(b, s + i, len);
+                i += len - 1;
+            } else {
+                buf_puts(b, "\\ufffd");
+            }
+        } else if (c == '"' || c == '\\') {
             buf_putc(b, '\\');
             buf_putc(b, (char)c);
         } else if (c < 0x20 || c == 0x7f) {

@@ -207,3 +207,16 @@ size_t utf16_len(const char *s, size_t n)
     }
     return count;
 }
+
+size_t utf8_cut(const char *s, size_t n, size_t max)
+{
+    if (n <= max)
+        return n;
+    /* s[max] is the first byte left out: back up over the continuation
+       bytes before it to the start of its character (at most 3; more are
+       not UTF-8, and then a cut anywhere is as good). */
+    size_t cut = max;
+    for (int i = 0; i < 3 && cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80; i++)
+        cut--;
+    return ((unsigned char)s[cut] & 0xC0) == 0x80 ? max : cut;
+}

@@ -69,4 +69,10 @@ long coding_pct_decode(const char *s, size_t n, char *out, size_t cap, unsigned 
    string sizes in them). */
 size_t utf16_len(const char *s, size_t n);
 
+/* The length of the longest prefix of UTF-8 s[0..n) that is at most max
+ * bytes and does not end inside a multi-byte character: where to cut a
+ * text kept in a fixed field so that what is kept stays UTF-8. n when
+ * n <= max. */
+size_t utf8_cut(const char *s, size_t n, size_t max);
+
 #endif

@@ -40,10 +40,14 @@ struct acl {
 enum terr acl_parse_xml(struct arena *a, const char *body, size_t len, struct acl *out);
 /* Appends the Get Table ACL document (declaration included). */
 void acl_write_xml(const struct acl *acl, struct buf *b);
-/* Appends the encoding of acl (nothing at all for no policies). */
+/* acl_codec.c: appends the encoding of acl (nothing at all for no policies). */
 void acl_encode(const struct acl *acl, struct buf *b);
 /* Decodes blob (ids point into it); an empty blob is no policies. 0 or -1. */
 int acl_decode(const unsigned char *blob, size_t len, struct acl *out);
+/* Whether a decoded acl is one Set Table ACL could have stored: ids of 1
+ * to ACL_MAX_ID characters of UTF-8, distinct; times in the Edm.DateTime
+ * range; permissions a subset of "raud" without repeats. 1 or 0. */
+int acl_valid(const struct acl *acl);
 
 /* auth_ctx.policy_lookup for a struct service (arg): the policy `id` of
  * `table` in `account`, read from the table cache. 1 found, 0 not. */

@@ -411,6 +411,19 @@ static void props_read(struct service *svc, struct arena *a, const char *account
         *p = tmp;
 }
 
+int props_stored_valid(const char *s, size_t n)
+{
+    struct arena *a = arena_new(8192);
+    char *copy = arena_alloc(a, n ? n : 1);   /* parsed strings point into it */
+    memcpy(copy, s, n);
+    struct props tmp;
+    unsigned present = 0;
+    memset(&tmp, 0, sizeof tmp);
+    int ok = props_parse(a, copy, n, &tmp, &present) == TERR_NONE && present == P_ALL;
+    arena_free(a);
+    return ok;
+}
+
 /* How long a front end on a shared store trusts its cached properties:
  * another front end may have set them (DESIGN: service properties are
  * read on every CORS request, so not a read per request). */

@@ -11,6 +11,7 @@
 #include "tools/dump.h"
 #include "tools/dump_int.h"
 #include "tools/dump_export.h"
+#include "tools/dump_line.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,9 +20,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <event2/event.h>
-#include <yajl/yajl_tree.h>
 
 #include "backends/backend.h"
 #include "core/arena.h"
@@ -29,6 +30,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/version.h"
+#include "protocol/cors.h"
 #include "protocol/edm.h"
 #include "store/entity.h"
 #include "protocol/entity_json.h"
@@ -266,26 +268,13 @@ static const struct table_info *dump_create_shared(struct dump *d, const char *a
 
 /* The table of that name, created (with its ACL when given) when missing;
  * an existing table gets the ACL of the file. NULL on error. */
-/* Whether s is 3..max letters and digits (a table: starting with a
- * letter), as the service requires of account and table names. */
-static int dump_name_ok(const char *s, size_t max, int letter_first)
-{
-    size_t n = strlen(s);
-    if (n < 3 || n > max || (letter_first && !isalpha((unsigned char)s[0])))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]))
-            return 0;
-    return 1;
-}
-
 const struct table_info *dump_ensure_table(struct dump *d, struct dump_batch *bt,
                                            const char *account, const char *name,
                                            const unsigned char *acl, size_t acl_len,
                                            int set_acl, char *err, size_t errlen)
 {
     size_t nl = strlen(name);
-    if (!dump_name_ok(account, 24, 0) || !dump_name_ok(name, 63, 1)) {
+    if (!dump_name_ok(account, 0) || !dump_name_ok(name, 1)) {
         snprintf(err, errlen, "invalid account or table name '%.64s/%.64s'", account, name);
         return NULL;
     }
@@ -321,50 +310,6 @@ const struct table_info *dump_ensure_table(struct dump *d, struct dump_batch *bt
     return tables_add(d->tc, account, nt.id, name, nl, acl, acl_len);
 }
 
-/* Parses the fixed prefix of an entity line:
- * {"account":"A","table":"T","ticks":N,"entity": ... } */
-static int parse_entity_line(char *line, size_t len, char **account, char **table,
-                             int64_t *ticks, char **entry, size_t *entry_len)
-{
-    static const char p1[] = "{\"account\":\"", p2[] = "\",\"table\":\"", p3[] = "\",\"ticks\":",
-                      p4[] = ",\"entity\":";
-    char *p = line, *end = line + len;
-    while (end > p && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
-        end--;
-    if (strncmp(p, p1, sizeof p1 - 1) != 0)
-        return -1;
-    p += sizeof p1 - 1;
-    *account = p;
-    char *q = strchr(p, '"');
-    if (!q || strncmp(q, p2, sizeof p2 - 1) != 0)
-        return -1;
-    *q = '\0';
-    p = q + sizeof p2 - 1;
-    *table = p;
-    q = strchr(p, '"');
-    if (!q || strncmp(q, p3, sizeof p3 - 1) != 0)
-        return -1;
-    *q = '\0';
-    p = q + sizeof p3 - 1;
-    char *e;
-    errno = 0;
-    long long t = strtoll(p, &e, 10);
-    if (errno || e == p || strncmp(e, p4, sizeof p4 - 1) != 0 || end - e < 12 || end[-1] != '}')
-        return -1;
-    *ticks = t;
-    *entry = e + sizeof p4 - 1;
-    *entry_len = (size_t)(end - 1 - *entry);
-    return 0;
-}
-
-/* A string member of a yajl object, or NULL. */
-static const char *tree_str(yajl_val obj, const char *key)
-{
-    const char *path[] = {key, NULL};
-    yajl_val v = yajl_tree_get(obj, path, yajl_t_string);
-    return v ? YAJL_GET_STRING(v) : NULL;
-}
-
 /* Shows the running count on a terminal. */
 void dump_show_progress(struct dump *d, int done)
 {
@@ -372,7 +317,72 @@ void dump_show_progress(struct dump *d, int done)
         fprintf(stderr, "\rimported %llu entities%s", d->nentities, done ? "\n" : "");
 }
 
-/* Imports a tabled export file. */
+/* What an invalid file's message ends with. */
+#define DUMP_NOTHING "; nothing was imported (fix the file or export it again, then import it)"
+
+/* The validation pass: reads the whole file as the import will, checking
+ * the header (first line, format DUMP_FORMAT), every line (dump_line_read)
+ * and every service-properties document, without touching any store. 0,
+ * or -1 with a message naming the line. */
+static int dump_import_check(FILE *f, char *err, size_t errlen)
+{
+    struct arena *a = arena_new(65536);
+    char *line = NULL, why[512];
+    size_t cap = 0;
+    ssize_t len;
+    unsigned long lineno = 0;
+    int rc = -1;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        lineno++;
+        struct dump_line l;
+        arena_reset(a);
+        if (dump_line_read(a, line, (size_t)len, &l, why, sizeof why) != 0) {
+            if (lineno == 1)
+                snprintf(err, errlen, "line 1: not the header of a tabled export "
+                         "({\"tabled-export\":%d,...}): %s" DUMP_NOTHING, DUMP_FORMAT, why);
+            else
+                snprintf(err, errlen, "line %lu: %s" DUMP_NOTHING, lineno, why);
+            goto out;
+        }
+        if (lineno == 1 && l.kind != DUMP_LINE_HEADER) {
+            snprintf(err, errlen, "line 1: not the header of a tabled export "
+                     "({\"tabled-export\":%d,...})" DUMP_NOTHING, DUMP_FORMAT);
+            goto out;
+        }
+        if (lineno > 1 && l.kind == DUMP_LINE_HEADER) {
+            snprintf(err, errlen, "line %lu: a second header line" DUMP_NOTHING, lineno);
+            goto out;
+        }
+        if (l.kind == DUMP_LINE_HEADER && l.format != DUMP_FORMAT) {
+            snprintf(err, errlen, "line 1: export format version %lld, but this tabled reads "
+                     "version %d only; nothing was imported (import it with the tabled release "
+                     "that wrote it, or export again with this one)", l.format, DUMP_FORMAT);
+            goto out;
+        }
+        if (l.kind == DUMP_LINE_PROPS && !props_stored_valid((const char *)l.raw, l.raw_len)) {
+            snprintf(err, errlen, "line %lu: \"service-properties\" is not a service "
+                     "properties document as tabled export writes it" DUMP_NOTHING, lineno);
+            goto out;
+        }
+    }
+    if (ferror(f)) {
+        snprintf(err, errlen, "read failed: %s" DUMP_NOTHING, strerror(errno));
+        goto out;
+    }
+    if (lineno == 0) {
+        snprintf(err, errlen, "the file is empty, not a tabled export" DUMP_NOTHING);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(line);
+    arena_free(a);
+    return rc;
+}
+
+/* Imports a tabled export file that dump_import_check found valid. A
+ * failure of the store part way is reported with what was committed
+ * (importing again is idempotent). */
 static int dump_import(struct dump *d, FILE *f, char *err, size_t errlen)
 {
     struct dump_batch *bt = calloc(1, sizeof *bt);
@@ -381,87 +391,58 @@ static int dump_import(struct dump *d, FILE *f, char *err, size_t errlen)
     struct buf k, v;
     buf_init(&k);
     buf_init(&v);
-    char *line = NULL;
+    char *line = NULL, why[512] = "";
     size_t cap = 0;
     ssize_t len;
     unsigned long lineno = 0;
     int rc = -1;
     while ((len = getline(&line, &cap, f)) > 0) {
         lineno++;
-        char *account, *table, *entry;
-        size_t entry_len;
-        int64_t ticks;
-        if (strncmp(line, "{\"account\":\"", 12) == 0 && strstr(line, "\",\"ticks\":")) {
-            if (parse_entity_line(line, (size_t)len, &account, &table, &ticks, &entry,
-                                  &entry_len) != 0) {
-                snprintf(err, errlen, "line %lu: malformed entity line", lineno);
-                goto out;
-            }
-            const struct table_info *t =
-                dump_ensure_table(d, bt, account, table, NULL, 0, 0, err, errlen);
-            if (!t)
-                goto out;
-            struct entity e;
-            enum terr te = entity_json_parse(ea, entry, entry_len, ENTITY_PARSE_INSERT, &e);
-            if (te != TERR_NONE) {
-                snprintf(err, errlen, "line %lu: entity refused (%s)", lineno,
-                         terr_info(te)->code);
-                goto out;
-            }
-            e.timestamp = ticks;
+        struct dump_line l;
+        arena_reset(ea);
+        if (dump_line_read(ea, line, (size_t)len, &l, why, sizeof why) != 0) {
+            snprintf(err, errlen, "line %lu: %s (the file changed while it was imported?)",
+                     lineno, why);
+            goto out;
+        }
+        if (l.kind == DUMP_LINE_HEADER)
+            continue;
+        if (l.kind == DUMP_LINE_PROPS) {
             k.len = 0;
-            v.len = 0;
-            keys_entity(&k, t->id, e.pk, e.pk_len, e.rk, e.rk_len);
-            entity_encode(&e, &v);
-            if (dump_batch_put(d, bt, k.data, k.len, v.data, v.len, err, errlen) < 0)
-                goto out;
-            arena_reset(ea);
-            d->nentities++;
-            dump_show_progress(d, 0);
+            keys_props(&k, l.account);
+            if (dump_batch_put(d, bt, k.data, k.len, l.raw, l.raw_len, why, sizeof why) < 0)
+                goto failed;
             continue;
         }
-        char msg[256];
-        yajl_val obj = yajl_tree_parse(line, msg, sizeof msg);
-        if (!obj || !YAJL_IS_OBJECT(obj)) {
-            snprintf(err, errlen, "line %lu: not a JSON object", lineno);
-            yajl_tree_free(obj);
-            goto out;
-        }
-        const char *acct = tree_str(obj, "account"), *tab = tree_str(obj, "table"),
-                   *acl = tree_str(obj, "acl"), *props = tree_str(obj, "service-properties");
-        uint8_t *raw = NULL;
-        size_t raw_len = 0;
-        int ok = 1;
-        if (acct && tab) {
-            ok = (!acl || edm_base64_decode(ea, acl, strlen(acl), &raw, &raw_len) == 0) &&
-                 dump_ensure_table(d, bt, acct, tab, raw, raw_len, 1, err, errlen) != NULL;
-        } else if (acct && props) {
-            ok = edm_base64_decode(ea, props, strlen(props), &raw, &raw_len) == 0;
-            if (ok) {
-                k.len = 0;
-                keys_props(&k, acct);
-                ok = dump_batch_put(d, bt, k.data, k.len, raw, raw_len, err, errlen) == 0;
-            }
-        } else {
-            const char *hp[] = {"tabled-export", NULL};
-            ok = yajl_tree_get(obj, hp, yajl_t_number) != NULL;
-        }
-        yajl_tree_free(obj);
-        arena_reset(ea);
-        if (!ok) {
-            if (!err[0])
-                snprintf(err, errlen, "line %lu: not a line of a tabled export", lineno);
-            goto out;
-        }
+        const struct table_info *t =
+            dump_ensure_table(d, bt, l.account, l.table, l.raw, l.raw_len,
+                              l.kind == DUMP_LINE_TABLE, why, sizeof why);
+        if (!t)
+            goto failed;
+        if (l.kind == DUMP_LINE_TABLE)
+            continue;
+        k.len = 0;
+        v.len = 0;
+        keys_entity(&k, t->id, l.e.pk, l.e.pk_len, l.e.rk, l.e.rk_len);
+        entity_encode(&l.e, &v);
+        if (dump_batch_put(d, bt, k.data, k.len, v.data, v.len, why, sizeof why) < 0)
+            goto failed;
+        d->nentities++;
+        dump_show_progress(d, 0);
     }
     if (ferror(f)) {
-        snprintf(err, errlen, "read failed: %s", strerror(errno));
-        goto out;
+        snprintf(why, sizeof why, "read failed: %s", strerror(errno));
+        goto failed;
     }
-    if (dump_batch_commit(d, bt, err, errlen) < 0 || kv_sync(d->kv, err, errlen) != 0)
-        goto out;
+    if (dump_batch_commit(d, bt, why, sizeof why) < 0 || kv_sync(d->kv, why, sizeof why) != 0)
+        goto failed;
     dump_show_progress(d, 1);
     rc = 0;
+    goto out;
+failed:
+    snprintf(err, errlen, "import stopped at line %lu: %s; the lines before it were imported "
+             "but for at most the last %ld entities (importing is idempotent: run it again "
+             "once the store is fixed)", lineno, why, d->batch);
 out:
     free(line);
     buf_free(&k);
@@ -470,6 +451,58 @@ out:
     free(bt);
     arena_free(ea);
     return rc;
+}
+
+/* The import's input as a seekable stream (read twice: checked, then
+ * imported): the file itself when it is a regular file, else (standard
+ * input, a pipe) a copy spooled to an unlinked temporary file in $TMPDIR
+ * (default /tmp). NULL with a message. */
+static FILE *dump_input_open(const char *path, char *err, size_t errlen)
+{
+    int is_stdin = strcmp(path, "-") == 0;
+    FILE *in = is_stdin ? stdin : fopen(path, "r");
+    if (!in) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (!is_stdin && fstat(fileno(in), &st) == 0 && S_ISREG(st.st_mode))
+        return in;
+    const char *dir = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/tabled-import-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(tmpl);
+    FILE *sp = fd >= 0 ? fdopen(fd, "w+") : NULL;
+    if (!sp) {
+        snprintf(err, errlen, "cannot create a temporary copy of %s in %.300s: %s (set "
+                 "TMPDIR to a writable directory)", is_stdin ? "standard input" : path,
+                 dir && *dir ? dir : "/tmp", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        if (fd >= 0)
+            unlink(tmpl);
+        if (!is_stdin)
+            fclose(in);
+        return NULL;
+    }
+    unlink(tmpl);
+    char chunk[65536];
+    size_t n;
+    int bad = 0;
+    while ((n = fread(chunk, 1, sizeof chunk, in)) > 0 && !bad)
+        bad = fwrite(chunk, 1, n, sp) != n;
+    bad = bad || ferror(in) || fflush(sp) != 0 || fseek(sp, 0, SEEK_SET) != 0;
+    if (bad)
+        snprintf(err, errlen, "cannot copy %s to a temporary file in %.300s: %s",
+                 is_stdin ? "standard input" : path, dir && *dir ? dir : "/tmp",
+                 strerror(errno));
+    if (!is_stdin)
+        fclose(in);
+    if (bad) {
+        fclose(sp);
+        return NULL;
+    }
+    return sp;
 }
 
 /* tabled export --admin URL: the file from a running server. */
@@ -579,7 +612,28 @@ int dump_main(int argc, char **argv)
         return rc < 0 ? 2 : 0;
     }
     d.progress = isatty(2);
+    /* An import reads and checks its whole input before the store is
+     * opened: an invalid file imports nothing and creates no store. */
+    FILE *in = NULL;
+    struct dump_azurite *az = NULL;
+    if (!is_export && d.from_azurite)
+        az = dump_azurite_load(&d, d.input, err, sizeof err);
+    else if (!is_export && (in = dump_input_open(d.input, err, sizeof err)) &&
+             (dump_import_check(in, err, sizeof err) != 0 || fseek(in, 0, SEEK_SET) != 0)) {
+        if (!err[0])
+            snprintf(err, sizeof err, "cannot read %s again: %s", d.input, strerror(errno));
+        if (in != stdin)
+            fclose(in);
+        in = NULL;
+    }
+    if (!is_export && !in && !az) {
+        fprintf(stderr, "tabled import: %s\n", err);
+        return 1;
+    }
     if (dump_open(&d, err, sizeof err) < 0) {
+        if (in && in != stdin)
+            fclose(in);
+        dump_azurite_free(az);
         fprintf(stderr, "tabled %s: %s\n", argv[0], err);
         return 1;
     }
@@ -594,15 +648,13 @@ int dump_main(int argc, char **argv)
             snprintf(err, sizeof err, "cannot write %s: %s", d.output, strerror(errno));
             rc = -1;
         }
-    } else if (d.from_azurite) {
-        rc = dump_import_azurite(&d, d.input, err, sizeof err);
+    } else if (az) {
+        rc = dump_azurite_import(&d, az, err, sizeof err);
+        dump_azurite_free(az);
     } else {
-        f = strcmp(d.input, "-") == 0 ? stdin : fopen(d.input, "r");
-        rc = f ? dump_import(&d, f, err, sizeof err) : -1;
-        if (!f)
-            snprintf(err, sizeof err, "cannot read %s: %s", d.input, strerror(errno));
-        if (f && f != stdin)
-            fclose(f);
+        rc = dump_import(&d, in, err, sizeof err);
+        if (in != stdin)
+            fclose(in);
     }
     t1 = clock_mono_us();
     tables_free(d.tc);

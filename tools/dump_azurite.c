@@ -10,7 +10,8 @@
  * OData JSON and parsed by the service's own entity parser, so it is
  * checked exactly as an insert would be; its Timestamp (and hence ETag) is
  * kept. Azurite's service properties ("$SERVICES_COLLECTION$") are not
- * imported (they are reported). The whole file is parsed in memory. */
+ * imported (they are reported). The whole file is parsed in memory, its
+ * nesting bounded first, and checked entirely before anything is written. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 #include <yajl/yajl_tree.h>
 
 #include "tools/dump_int.h"
+#include "tools/dump_line.h"
+#include "core/jsonwalk.h"
 #include "protocol/acl.h"
 #include "protocol/edm.h"
 #include "store/entity.h"
@@ -174,21 +177,37 @@ static void azurite_entity_json(struct arena *a, yajl_gen g, yajl_val props, int
     yajl_gen_map_close(g);
 }
 
-int dump_import_azurite(struct dump *d, const char *path, char *err, size_t errlen)
+struct dump_azurite {
+    char *path;
+    yajl_val root;
+    yajl_val cols;                   /* its "collections" array */
+};
+
+/* The account and table of an entity collection "ACCOUNT$TABLE" (account
+ * replaced by --account); 0, or -1 when the collection is another kind. */
+static int entity_collection(const struct dump *d, const char *name, char *acct, size_t cap,
+                             const char **table)
 {
-    char *text = read_all(path, err, errlen);
-    if (!text)
+    const char *dollar = name ? strchr(name, '$') : NULL;
+    if (!dollar || dollar == name || !dollar[1] || strchr(dollar + 1, '$') ||
+        (size_t)(dollar - name) >= cap)
         return -1;
-    char msg[256];
-    yajl_val root = yajl_tree_parse(text, msg, sizeof msg);
-    free(text);
-    yajl_val cols = member(root, "collections");
-    if (!root || !YAJL_IS_ARRAY(cols)) {
-        snprintf(err, errlen, "%s is not an Azurite table database (%s)", path,
-                 root ? "no collections" : msg);
-        yajl_tree_free(root);
-        return -1;
-    }
+    snprintf(acct, cap, "%.*s", (int)(dollar - name), name);
+    if (d->account)
+        snprintf(acct, cap, "%s", d->account);
+    *table = dollar + 1;
+    return 0;
+}
+
+/* Goes over the database: tables first (with their ACLs), then each
+ * table's entities. With dry set it only checks them (names as the
+ * service allows them, ACLs, every entity as an insert checks it), the
+ * store untouched; else it writes them. 0, or -1 with a message. */
+static int azurite_walk(struct dump *d, const struct dump_azurite *z, int dry, char *err,
+                        size_t errlen)
+{
+    yajl_val cols = z->cols;
+    const char *path = z->path;
     struct dump_batch *bt = calloc(1, sizeof *bt);
     struct arena *a = arena_new(65536);
     bt->a = arena_new(1 << 20);
@@ -197,14 +216,13 @@ int dump_import_azurite(struct dump *d, const char *path, char *err, size_t errl
     buf_init(&v);
     buf_init(&acl);
     int rc = -1;
-    /* Tables first (with their ACLs), then each table's entities. */
     for (size_t i = 0; i < cols->u.array.len; i++) {
         yajl_val c = cols->u.array.values[i];
         const char *name = member_str(c, "name");
         yajl_val data = member(c, "data");
         if (!name || !YAJL_IS_ARRAY(data))
             continue;
-        if (strcmp(name, "$SERVICES_COLLECTION$") == 0 && data->u.array.len)
+        if (!dry && strcmp(name, "$SERVICES_COLLECTION$") == 0 && data->u.array.len)
             fprintf(stderr, "tabled import: Azurite's service properties are not imported\n");
         if (strcmp(name, "$TABLES_COLLECTION$") != 0)
             continue;
@@ -213,38 +231,47 @@ int dump_import_azurite(struct dump *d, const char *path, char *err, size_t errl
             const char *acct = d->account ? d->account : member_str(t, "account");
             const char *tab = member_str(t, "table");
             acl.len = 0;
-            if (!acct || !tab || azurite_acl(a, member(t, "tableAcl"), &acl) != 0) {
-                snprintf(err, errlen, "malformed table document in %s", path);
+            struct acl check;
+            if (!acct || !tab || azurite_acl(a, member(t, "tableAcl"), &acl) != 0 ||
+                acl_decode((unsigned char *)acl.data, acl.len, &check) != 0 ||
+                !acl_valid(&check)) {
+                snprintf(err, errlen, "%s: table document %zu is malformed (no account or "
+                         "table, or an access policy the service would refuse)", path, j + 1);
                 goto out;
             }
-            if (!dump_ensure_table(d, bt, acct, tab, (unsigned char *)acl.data, acl.len, 1, err,
-                                   errlen))
+            if (dry && (!dump_name_ok(acct, 0) || !dump_name_ok(tab, 1))) {
+                snprintf(err, errlen, "%s: invalid account or table name '%.64s/%.64s'", path,
+                         acct, tab);
+                goto out;
+            }
+            if (!dry && !dump_ensure_table(d, bt, acct, tab, (unsigned char *)acl.data, acl.len,
+                                           1, err, errlen))
                 goto out;
             arena_reset(a);
         }
     }
     for (size_t i = 0; i < cols->u.array.len; i++) {
         yajl_val c = cols->u.array.values[i];
-        const char *name = member_str(c, "name");
+        const char *name = member_str(c, "name"), *tab;
         yajl_val data = member(c, "data");
-        const char *dollar = name ? strchr(name, '$') : NULL;
-        if (!dollar || dollar == name || !dollar[1] || strchr(dollar + 1, '$') ||
-            !YAJL_IS_ARRAY(data))
-            continue;
         char acct[64];
-        if ((size_t)(dollar - name) >= sizeof acct)
+        if (!YAJL_IS_ARRAY(data) || entity_collection(d, name, acct, sizeof acct, &tab) != 0)
             continue;
-        memcpy(acct, name, (size_t)(dollar - name));
-        acct[dollar - name] = '\0';
-        const struct table_info *t = dump_ensure_table(
-            d, bt, d->account ? d->account : acct, dollar + 1, NULL, 0, 0, err, errlen);
-        if (!t)
+        if (dry && (!dump_name_ok(acct, 0) || !dump_name_ok(tab, 1))) {
+            snprintf(err, errlen, "%s: collection %.140s: invalid account or table name", path,
+                     name);
+            goto out;
+        }
+        const struct table_info *t =
+            dry ? NULL : dump_ensure_table(d, bt, acct, tab, NULL, 0, 0, err, errlen);
+        if (!dry && !t)
             goto out;
         for (size_t j = 0; j < data->u.array.len; j++) {
             yajl_val doc = data->u.array.values[j];
             yajl_val props = member(doc, "properties");
             if (!YAJL_IS_OBJECT(props)) {
-                snprintf(err, errlen, "%s: an entity of %s has no properties", path, name);
+                snprintf(err, errlen, "%s: entity %zu of %s has no properties", path, j + 1,
+                         name);
                 goto out;
             }
             int64_t ticks = 0;
@@ -262,30 +289,34 @@ int dump_import_azurite(struct dump *d, const char *path, char *err, size_t errl
             enum terr te = entity_json_parse(a, (const char *)json, json_len,
                                              ENTITY_PARSE_INSERT, &e);
             if (te != TERR_NONE) {
-                snprintf(err, errlen, "%s: entity %zu of %s refused (%s)", path, j + 1, name,
-                         terr_info(te)->code);
+                snprintf(err, errlen, "%s: entity %zu of %s refused (%s: %s)", path, j + 1, name,
+                         terr_info(te)->code, terr_info(te)->message);
                 yajl_gen_free(g);
                 goto out;
             }
-            e.timestamp = ticks ? ticks : edm_now_ticks();
-            k.len = 0;
-            v.len = 0;
-            keys_entity(&k, t->id, e.pk, e.pk_len, e.rk, e.rk_len);
-            entity_encode(&e, &v);
+            if (!dry) {
+                e.timestamp = ticks ? ticks : edm_now_ticks();
+                k.len = 0;
+                v.len = 0;
+                keys_entity(&k, t->id, e.pk, e.pk_len, e.rk, e.rk_len);
+                entity_encode(&e, &v);
+            }
             yajl_gen_free(g);
             arena_reset(a);
+            if (dry)
+                continue;
             if (dump_batch_put(d, bt, k.data, k.len, v.data, v.len, err, errlen) < 0)
                 goto out;
             d->nentities++;
             dump_show_progress(d, 0);
         }
     }
-    if (dump_batch_commit(d, bt, err, errlen) < 0 || kv_sync(d->kv, err, errlen) != 0)
+    if (!dry && (dump_batch_commit(d, bt, err, errlen) < 0 || kv_sync(d->kv, err, errlen) != 0))
         goto out;
-    dump_show_progress(d, 1);
+    if (!dry)
+        dump_show_progress(d, 1);
     rc = 0;
 out:
-    yajl_tree_free(root);
     buf_free(&k);
     buf_free(&v);
     buf_free(&acl);
@@ -293,4 +324,53 @@ out:
     free(bt);
     arena_free(a);
     return rc;
+}
+
+struct dump_azurite *dump_azurite_load(struct dump *d, const char *path, char *err,
+                                       size_t errlen)
+{
+    char *text = read_all(path, err, errlen);
+    if (!text)
+        return NULL;
+    /* yajl_tree builds and frees its tree recursively: bound the nesting
+       first, as for every JSON body the server reads. */
+    char msg[256] = "";
+    int wrc = jsonwalk_parse(NULL, NULL, text, strlen(text), JSONWALK_MAX_DEPTH, 0, msg,
+                             sizeof msg);
+    yajl_val root = wrc == JSONWALK_OK ? yajl_tree_parse(text, msg, sizeof msg) : NULL;
+    free(text);
+    yajl_val cols = member(root, "collections");
+    if (!root || !YAJL_IS_ARRAY(cols)) {
+        snprintf(err, errlen, "%s is not an Azurite table database (%s); nothing was imported",
+                 path, root ? "no collections" : msg[0] ? msg : "malformed JSON");
+        yajl_tree_free(root);
+        return NULL;
+    }
+    struct dump_azurite *z = calloc(1, sizeof *z);
+    if (!z)
+        abort();
+    z->path = strdup(path);
+    z->root = root;
+    z->cols = cols;
+    char why[768] = "";
+    if (azurite_walk(d, z, 1, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s; nothing was imported (fix the file, then import it)", why);
+        dump_azurite_free(z);
+        return NULL;
+    }
+    return z;
+}
+
+int dump_azurite_import(struct dump *d, struct dump_azurite *z, char *err, size_t errlen)
+{
+    return azurite_walk(d, z, 0, err, errlen);
+}
+
+void dump_azurite_free(struct dump_azurite *z)
+{
+    if (!z)
+        return;
+    yajl_tree_free(z->root);
+    free(z->path);
+    free(z);
 }

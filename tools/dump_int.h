@@ -53,8 +53,15 @@ const struct table_info *dump_ensure_table(struct dump *d, struct dump_batch *bt
                                            int set_acl, char *err, size_t errlen);
 /* The running count on a terminal (every 10000, and a final line). */
 void dump_show_progress(struct dump *d, int done);
-/* tabled import --from-azurite FILE. 0 or -1. */
-int dump_import_azurite(struct dump *d, const char *path, char *err, size_t errlen);
+/* tabled import --from-azurite FILE, in two steps: load reads the whole
+ * file and checks everything the import will write (names, ACLs, every
+ * entity) without touching the store (NULL with a message when invalid);
+ * import writes it into the open store (0 or -1); free forgets it. */
+struct dump_azurite;
+struct dump_azurite *dump_azurite_load(struct dump *d, const char *path, char *err,
+                                       size_t errlen);
+int dump_azurite_import(struct dump *d, struct dump_azurite *z, char *err, size_t errlen);
+void dump_azurite_free(struct dump_azurite *z);
 /* tabled export --admin URL: GET /export of a running server into out.
  * 0, or -1 with a message. */
 int dump_fetch(struct dump *d, FILE *out, char *err, size_t errlen);

@@ -174,11 +174,12 @@ def test_sdk(tap, tmp):
     tap.ok(p.returncode == 1 and b"no table nosuch" in p.stderr, "sdk: unknown --table refused")
     bad = os.path.join(tmp, "bad.jsonl")
     for text, what in (('{"account":"devstoreaccount1","table":"a-b","acl":""}\n',
-                        "invalid account or table name"),
-                       ('{"account":"devstoreaccount1","table":"Tab1","ticks":1,"entity":'
-                        '{"PartitionKey":"p"}}\n', "line 1: entity refused ("),
-                       ('not json\n', "line 1: not a JSON object")):
-        open(bad, "w").write(text)
+                        "line 2: invalid table name"),
+                       ('{"account":"devstoreaccount1","table":"Tab1","ticks":%d,"entity":'
+                        '{"PartitionKey":"p"}}\n' % 638400000000000000,
+                        "line 2: entity refused ("),
+                       ('not json\n', "line 2: not a JSON object")):
+        open(bad, "w").write('{"tabled-export":1,"version":"test"}\n' + text)
         p = tabled("import", "--backend", "flatfile", "--data", d2, bad, check=False)
         tap.ok(p.returncode == 1 and what.encode() in p.stderr,
                "sdk: bad import line refused: %s" % what, p.stderr.decode()[-300:])

@@ -306,6 +306,124 @@ static void test_json(void)
     advisor_free(a);
 }
 
+/* The UTF-8 characters of every length the cut tests use. */
+static const char *const wide[] = {"a", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+
+/* lead, then pre - 1 'x', then ch repeated: at least total bytes. */
+static size_t wide_text(char *out, char lead, size_t pre, const char *ch, size_t total)
+{
+    size_t n = 0, w = strlen(ch);
+    out[n++] = lead;
+    while (n < pre)
+        out[n++] = 'x';
+    while (n < total) {
+        memcpy(out + n, ch, w);
+        n += w;
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* The bytes of a wide_text with prefix pre and characters of w bytes kept
+ * when cut at max bytes on a character boundary. */
+static size_t kept(size_t pre, size_t w, size_t max)
+{
+    return pre + (max - pre) / w * w;
+}
+
+/* A string member of a yajl object (path of two names), or NULL. */
+static const char *jget(yajl_val v, const char *a, const char *b)
+{
+    const char *p[] = {a, b, NULL};
+    yajl_val s = v ? yajl_tree_get(v, p, yajl_t_string) : NULL;
+    return s ? YAJL_GET_STRING(s) : NULL;
+}
+
+/* Whether got is want[0..n) followed by tail. */
+static int is_cut(const char *got, const char *want, size_t n, const char *tail)
+{
+    return got && strncmp(got, want, n) == 0 && strcmp(got + n, tail) == 0;
+}
+
+/* PartitionKeys and filters of 1-, 2-, 3- and 4-byte characters, with every
+ * offset of a character against the cuts (48 bytes of a partition name,
+ * 128 of a key-order bound, 156 of a filter): the JSON stays UTF-8 that a
+ * strict reader takes, each text is cut at the last character boundary
+ * that fits, and the findings' partitions likewise. */
+static void test_utf8_cuts(void)
+{
+    static const char *const specs[] = {"hot-min-entities=1", "append-min-creates=1",
+                                        "append-min-keys=2", "scan-min=1", NULL};
+    int bad_json = 0, bad_pk = 0, bad_bound = 0, bad_filter = 0, bad_finding = 0, cases = 0;
+    for (size_t w = 1; w <= 4; w++) {
+        for (size_t pre = 1; pre <= w + 1; pre++) {
+            char pk[3][300], filter[300];
+            struct advisor *a = fresh(specs);
+            for (int j = 0; j < 3; j++) {
+                wide_text(pk[j], (char)('a' + j), pre, wide[w - 1], 200);
+                struct advisor_key k = key("wide", pk[j]);
+                advisor_write(a, &k, ADVISOR_INSERT, 1, 0, now);
+            }
+            struct advisor_key hot = key("wide", pk[2]);
+            for (int j = 0; j < 10; j++)
+                advisor_read(a, &hot, now);
+            size_t fl = wide_text(filter, 'f', pre, wide[w - 1], 220);
+            struct advisor_key scan = key("wide", NULL);
+            advisor_query(a, &scan, ADVISOR_SCAN, 5, 1, filter, fl, now);
+            struct buf b;
+            buf_init(&b);
+            advisor_json(a, now, &b);
+            char err[256] = "";
+            yajl_val v = yajl_tree_parse(b.data, err, sizeof err);
+            cases++;
+            if (!v) {
+                bad_json++;
+                printf("# %zu-byte characters, prefix %zu: %s\n", w, pre, err);
+                buf_free(&b);
+                advisor_free(a);
+                continue;
+            }
+            const char *tp[] = {"tables", NULL}, *fp[] = {"findings", NULL};
+            yajl_val tabs = yajl_tree_get(v, tp, yajl_t_array);
+            yajl_val t = tabs && tabs->u.array.len ? tabs->u.array.values[0] : NULL;
+            const char *pp[] = {"partitions", NULL};
+            yajl_val parts = t ? yajl_tree_get(t, pp, yajl_t_array) : NULL;
+            const char *name = parts && parts->u.array.len
+                                   ? jget(parts->u.array.values[0], "pk", NULL) : NULL;
+            bad_pk += !is_cut(name, pk[2], kept(pre, w, ADVISOR_NAME_MAX), "");
+            bad_bound += !is_cut(jget(t, "key_order", "max"), pk[2],
+                                 kept(pre, w, ADVISOR_KEY_MAX), "");
+            const char *qp[] = {"queries", "scan", "last_filter", NULL};
+            yajl_val lf = t ? yajl_tree_get(t, qp, yajl_t_string) : NULL;
+            bad_filter += !is_cut(lf ? YAJL_GET_STRING(lf) : NULL, filter,
+                                  kept(pre, w, ADVISOR_FILTER_MAX - 4), "...");
+            yajl_val fs = yajl_tree_get(v, fp, yajl_t_array);
+            int hot_seen = 0, append_seen = 0;
+            for (size_t i = 0; fs && i < fs->u.array.len; i++) {
+                const char *kind = jget(fs->u.array.values[i], "kind", NULL);
+                const char *part = jget(fs->u.array.values[i], "partition", NULL);
+                int is_hot = kind && strcmp(kind, "hot-partition") == 0;
+                int is_append = kind && strcmp(kind, "append-only") == 0;
+                if (!is_hot && !is_append)
+                    continue;
+                hot_seen += is_hot;
+                append_seen += is_append;
+                bad_finding += !is_cut(part, pk[2], kept(pre, w, ADVISOR_NAME_MAX), "...");
+            }
+            bad_finding += !hot_seen || !append_seen;
+            yajl_tree_free(v);
+            buf_free(&b);
+            advisor_free(a);
+        }
+    }
+    printf("# %d cases: 1- to 4-byte characters at every offset of the cuts\n", cases);
+    TEST_EQ_INT(bad_json, 0, "GET /advisor stays UTF-8 a strict reader takes, whatever the cut");
+    TEST_EQ_INT(bad_pk, 0, "partition names cut at the last character boundary of 48 bytes");
+    TEST_EQ_INT(bad_bound, 0, "key-order bounds cut at the last character boundary of 128 bytes");
+    TEST_EQ_INT(bad_filter, 0, "filters cut at the last character boundary of 156 bytes, then ...");
+    TEST_EQ_INT(bad_finding, 0, "findings name the partition cut the same way, then ...");
+}
+
 /* 1,000,000 distinct partitions (and more tables than tracked): memory at
  * its cap, the busy partition still counted, the rest summarised. */
 static void test_memory(void)
@@ -360,6 +478,7 @@ int main(void)
     test_queries();
     test_partitions();
     test_json();
+    test_utf8_cuts();
     test_memory();
     return test_done();
 }
