@@ -603,7 +603,7 @@ def proc_status(pid):
     with open("/proc/%d/status" % pid) as f:
         for ln in f:
             k, _, v = ln.partition(":")
-            if k in ("VmRSS", "VmHWM", "Threads"):
+            if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "Threads"):
                 out[k] = int(v.split()[0])
     return out
 
@@ -648,9 +648,9 @@ def start_server(backend, data, out, auth):
     raise RuntimeError("tabled did not start (%s); see %s" % (" ".join(cmd), log))
 
 
-COLUMNS = ["elapsed_s", "requests"] + KINDS + ["errors", "p50_ms", "p99_ms", "max_ms",
-                                               "rss_kib", "hwm_kib", "fds", "threads",
-                                               "cpu_s", "disk_bytes"]
+COLUMNS = ["time", "elapsed_s", "requests"] + KINDS + [
+    "errors", "p50_ms", "p99_ms", "max_ms", "rss_kib", "hwm_kib", "rss_anon_kib", "rss_file_kib",
+    "fds", "threads", "cpu_s", "disk_bytes", "loadavg"]
 
 
 def pct(sorted_vals, q):
@@ -695,10 +695,13 @@ def run_backend(a, backend):
         st = proc_status(p.pid)
         cpu = proc_cpu(p.pid)
         lat.sort()
-        row = {"elapsed_s": round(time.monotonic() - t0), "requests": len(lat), "errors": errs,
+        row = {"time": time.strftime("%H:%M:%S"), "elapsed_s": round(time.monotonic() - t0),
+               "requests": len(lat), "errors": errs,
                "p50_ms": round(pct(lat, 0.50) * 1000, 2), "p99_ms": round(pct(lat, 0.99) * 1000, 2),
                "max_ms": round(lat[-1] * 1000, 2) if lat else 0.0,
                "rss_kib": st.get("VmRSS", 0), "hwm_kib": st.get("VmHWM", 0),
+               "rss_anon_kib": st.get("RssAnon", 0), "rss_file_kib": st.get("RssFile", 0),
+               "loadavg": open("/proc/loadavg").read().split()[0],
                "fds": len(os.listdir("/proc/%d/fd" % p.pid)), "threads": st.get("Threads", 0),
                "cpu_s": round(cpu - cpu0, 2), "disk_bytes": dir_bytes(data) if backend != "memory"
                else 0}
@@ -830,11 +833,15 @@ def main():
     ap.add_argument("--auth", default="on", choices=["on", "off"],
                     help="on: SharedKey-signed requests (default)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--report", default=None, metavar="OUT",
+                    help="judge the results of an earlier run in OUT again, run nothing")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         run_backend(a, a.child)
         return 0
+    if a.report:
+        return verdict(a.report, [b for b in a.backends.split(",") if b], [])
     made = a.data is None
     a.data = a.data or tempfile.mkdtemp(prefix="tabled-soak-")
     a.out = os.path.abspath(a.out or os.path.join(a.data, "results"))
@@ -853,20 +860,28 @@ def main():
     args += ["--max"] if a.max else []
     args += ["--keep"] if a.keep else []
     children = [(b, subprocess.Popen(args + ["--child", b])) for b in backends]
-    fails, summaries = [], []
+    fails = []
     for b, c in children:
-        c.wait()
-        try:
-            with open(os.path.join(a.out, "%s.json" % b)) as f:
-                summaries.append(json.load(f))
-        except (OSError, ValueError):
+        if c.wait():
             fails.append("%s: the load process failed (status %s)" % (b, c.returncode))
-    fails += report(summaries)
-    print("# CSV per backend: %s/BACKEND.csv; errors: BACKEND-errors.log; server output: "
-          "BACKEND-server.log" % a.out)
     if made and not a.keep:
         for b in backends:
             shutil.rmtree(os.path.join(a.data, b), ignore_errors=True)
+    return verdict(a.out, backends, fails)
+
+
+def verdict(out, backends, fails):
+    """Reads OUT/BACKEND.json of each backend, prints the table and PASS or FAIL."""
+    summaries = []
+    for b in backends:
+        try:
+            with open(os.path.join(out, "%s.json" % b)) as f:
+                summaries.append(json.load(f))
+        except (OSError, ValueError):
+            fails.append("%s: no results in %s" % (b, out))
+    fails += report(summaries)
+    print("# CSV per backend: %s/BACKEND.csv; errors: BACKEND-errors.log; server output: "
+          "BACKEND-server.log" % out)
     if fails:
         print("FAIL: " + "; ".join(fails))
         return 1
