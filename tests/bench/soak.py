@@ -835,13 +835,20 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--report", default=None, metavar="OUT",
                     help="judge the results of an earlier run in OUT again, run nothing")
+    ap.add_argument("--every", type=float, default=0, metavar="MIN",
+                    help="with --report: also print a Markdown table per backend, one row "
+                         "per MIN minutes")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         run_backend(a, a.child)
         return 0
     if a.report:
-        return verdict(a.report, [b for b in a.backends.split(",") if b], [])
+        backends = [b for b in a.backends.split(",") if b]
+        if a.every:
+            for b in backends:
+                markdown(a.report, b, a.every)
+        return verdict(a.report, backends, [])
     made = a.data is None
     a.data = a.data or tempfile.mkdtemp(prefix="tabled-soak-")
     a.out = os.path.abspath(a.out or os.path.join(a.data, "results"))
@@ -868,6 +875,35 @@ def main():
         for b in backends:
             shutil.rmtree(os.path.join(a.data, b), ignore_errors=True)
     return verdict(a.out, backends, fails)
+
+
+def markdown(out, backend, every_min):
+    """Prints OUT/BACKEND.csv as a Markdown table, one row per every_min
+    minutes: requests and errors summed over the window, the median of its
+    10-s p50 and p99 latencies and its largest, the server's RSS,
+    descriptors and data directory size at the window's last sample, the
+    server's CPU seconds over the window."""
+    import csv
+    with open(os.path.join(out, "%s.csv" % backend)) as f:
+        rows = list(csv.DictReader(f))
+    print("\n%s\n" % backend)
+    print("| min | time | requests | errors | p50 ms | p99 ms | max ms | RSS MiB | HWM MiB "
+          "| fds | disk MiB | CPU s | load |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    win = []
+    for r in rows:
+        win.append(r)
+        el = int(r["elapsed_s"])
+        if el % int(every_min * 60) >= SAMPLE_S and r is not rows[-1]:
+            continue
+        med = lambda k: statistics.median(float(x[k]) for x in win)  # noqa: E731
+        print("| %s | %s | %d | %d | %.1f | %.1f | %.0f | %.1f | %.1f | %s | %.1f | %.0f | %s |" % (
+            "%g" % round(el / 60.0, 1), r["time"], sum(int(x["requests"]) for x in win),
+            sum(int(x["errors"]) for x in win), med("p50_ms"), med("p99_ms"),
+            max(float(x["max_ms"]) for x in win), int(r["rss_kib"]) / 1024.0,
+            int(r["hwm_kib"]) / 1024.0, r["fds"], int(r["disk_bytes"]) / 1048576.0,
+            sum(float(x["cpu_s"]) for x in win), r["loadavg"]))
+        win = []
 
 
 def verdict(out, backends, fails):
