@@ -45,7 +45,11 @@ Verdict, per backend (the tolerances are these constants):
   - the server must still be running at the end and exit 0 on SIGTERM.
   - warm-up: the first WARMUP_FRACTION of the run (at least WARMUP_MIN_S
     seconds when the run is long enough to leave MIN_THIRD samples per
-    third) is ignored; the samples after it are cut into thirds.
+    third) is ignored, and on leveldb everything before the first memtable
+    flush (its LOG's first "Level-0 table ... OK": until then the memtable
+    grows to write-buffer-size by design); the samples after it are cut
+    into thirds. A run too short for either is not judged for growth, and
+    says so (errors are still judged).
   - descriptors: the largest count of the last third must not exceed the
     largest of the first third by more than FD_SLACK.
   - memory: the median VmRSS of the last third must be at most the first
@@ -661,6 +665,15 @@ def pct(sorted_vals, q):
     return sorted_vals[min(len(sorted_vals) - 1, int(q * len(sorted_vals)))]
 
 
+def leveldb_flushed(data):
+    """Whether LevelDB's LOG in data records a finished memtable flush."""
+    try:
+        with open(os.path.join(data, "LOG"), "rb") as f:
+            return re.search(rb"Level-0 table #\d+: \d+ bytes OK", f.read()) is not None
+    except OSError:
+        return False
+
+
 def run_backend(a, backend):
     """The child: one server, its load and its samples; writes OUT/BACKEND.json."""
     data = os.path.join(a.data, backend)
@@ -676,6 +689,7 @@ def run_backend(a, backend):
     csvf = open(os.path.join(a.out, "%s.csv" % backend), "w")
     csvf.write(",".join(COLUMNS) + "\n")
     rows, died = [], None
+    steady = None if backend == "leveldb" else 0
     t0 = time.monotonic()
     cpu0 = proc_cpu(p.pid)
     for t in threads:
@@ -708,6 +722,8 @@ def run_backend(a, backend):
                "cpu_s": round(cpu - cpu0, 2), "disk_bytes": dir_bytes(data) if backend != "memory"
                else 0}
         cpu0 = cpu
+        if steady is None and leveldb_flushed(data):
+            steady = row["elapsed_s"]
         row.update(counts)
         rows.append(row)
         csvf.write(",".join(str(row[c]) for c in COLUMNS) + "\n")
@@ -735,7 +751,7 @@ def run_backend(a, backend):
     errlog.close()
     csvf.close()
     summary = {"backend": backend, "cmd": cmd, "rows": rows, "exit": exit_status,
-               "errors": s.errors_total, "minutes": a.minutes}
+               "errors": s.errors_total, "minutes": a.minutes, "steady_from_s": steady}
     with open(os.path.join(a.out, "%s.json" % backend), "w") as f:
         json.dump(summary, f)
     if not a.keep:
@@ -756,9 +772,10 @@ def slope_per_hour(xs, ys):
 
 
 def judge(sm):
-    """Returns (list of failure reasons, dict of figures) for one backend."""
+    """Returns (failure reasons, notes on what could not be judged, dict of
+    figures) for one backend."""
     rows, be = sm["rows"], sm["backend"]
-    fails, fig = [], {}
+    fails, notes, fig = [], [], {}
     if sm["errors"]:
         fails.append("%s: %d errors (see %s-errors.log)" % (be, sm["errors"], be))
     if sm["exit"] != 0:
@@ -767,15 +784,25 @@ def judge(sm):
     warm = max(WARMUP_FRACTION * total, WARMUP_MIN_S)
     if (total - warm) / SAMPLE_S < 3 * MIN_THIRD:
         warm = WARMUP_FRACTION * total
+    if "steady_from_s" in sm and sm["steady_from_s"] is None:
+        # LevelDB's memtable grows to write-buffer-size (64 MiB by default)
+        # before its first flush: that growth is by design, not a leak.
+        notes.append("%s: memory growth not judged: LevelDB never flushed its memtable (the "
+                     "first flush ends the warm-up; at 300 requests/s it comes after about "
+                     "5 minutes)" % be)
+    elif sm.get("steady_from_s"):
+        warm = max(warm, sm["steady_from_s"])
     after = [r for r in rows if r["elapsed_s"] > warm]
     fig["warmup_s"] = warm
     fig["requests"] = sum(r["requests"] for r in rows)
     fig["disk_max"] = max((r["disk_bytes"] for r in rows), default=0)
     fig["disk_last"] = rows[-1]["disk_bytes"] if rows else 0
+    if notes:
+        return fails, notes, fig
     if len(after) < 3 * MIN_THIRD:
-        fails.append("%s: only %d samples after the warm-up, too few to judge growth "
-                     "(run at least 2 minutes)" % (be, len(after)))
-        return fails, fig
+        notes.append("%s: growth not judged: only %d samples after the warm-up (run at least "
+                     "2 minutes)" % (be, len(after)))
+        return fails, notes, fig
     n3 = len(after) // 3
     first, last = after[:n3], after[-n3:]
     f_fd, l_fd = max(r["fds"] for r in first), max(r["fds"] for r in last)
@@ -802,18 +829,19 @@ def judge(sm):
         fails.append("%s: the data directory reached %.1f MiB, above the %.0f MiB its compaction "
                      "should keep it under" % (be, fig["disk_max"] / 1048576.0,
                                                FLATFILE_DISK_BOUND_MIB))
-    return fails, fig
+    return fails, notes, fig
 
 
 def report(summaries):
-    """Prints the summary table; returns the failure reasons."""
-    fails = []
+    """Prints the summary table; returns the failure reasons and the notes."""
+    fails, notes = [], []
     print("\n%-9s %9s %6s %-24s %-24s %-9s %8s %10s %9s %s" % (
         "backend", "requests", "errors", "VmRSS first/last (limit)", "RssAnon first/last (limit)",
         "fds f/l", "HWM", "p99 median", "disk max", "exit"))
     for sm in summaries:
-        f, fig = judge(sm)
+        f, n, fig = judge(sm)
         fails += f
+        notes += n
         rows = sm["rows"]
         p99 = statistics.median(r["p99_ms"] for r in rows) if rows else 0
         hwm = max((r["hwm_kib"] for r in rows), default=0) / 1024.0
@@ -826,7 +854,7 @@ def report(summaries):
         if "rss_slope" in fig:
             print("%-9s slope after the warm-up (%.0f s): VmRSS %+.1f MiB/h, RssAnon %+.1f MiB/h"
                   % ("", fig["warmup_s"], fig["rss_slope"], fig["anon_slope"]))
-    return fails
+    return fails, notes
 
 
 def main():
@@ -890,16 +918,16 @@ def main():
 def markdown(out, backend, every_min):
     """Prints OUT/BACKEND.csv as a Markdown table, one row per every_min
     minutes: requests and errors summed over the window, the median of its
-    10-s p50 and p99 latencies and its largest, the server's RSS,
-    descriptors and data directory size at the window's last sample, the
-    server's CPU seconds over the window."""
+    10-s p50 and p99 latencies and its largest, the server's VmRSS, RssAnon,
+    VmHWM, descriptors and data directory size at the window's last sample,
+    the server's CPU time per request over the window, the load average."""
     import csv
     with open(os.path.join(out, "%s.csv" % backend)) as f:
         rows = list(csv.DictReader(f))
     print("\n%s\n" % backend)
-    print("| min | time | requests | errors | p50 ms | p99 ms | max ms | RSS MiB | HWM MiB "
-          "| fds | disk MiB | CPU s | load |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| min | time | requests | errors | p50 ms | p99 ms | max ms | RSS MiB | anon MiB "
+          "| HWM MiB | fds | disk MiB | CPU ms/req | load |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     win = []
     for r in rows:
         win.append(r)
@@ -907,12 +935,15 @@ def markdown(out, backend, every_min):
         if el % int(every_min * 60) >= SAMPLE_S and r is not rows[-1]:
             continue
         med = lambda k: statistics.median(float(x[k]) for x in win)  # noqa: E731
-        print("| %s | %s | %d | %d | %.1f | %.1f | %.0f | %.1f | %.1f | %s | %.1f | %.0f | %s |" % (
-            "%g" % round(el / 60.0, 1), r["time"], sum(int(x["requests"]) for x in win),
-            sum(int(x["errors"]) for x in win), med("p50_ms"), med("p99_ms"),
-            max(float(x["max_ms"]) for x in win), int(r["rss_kib"]) / 1024.0,
-            int(r["hwm_kib"]) / 1024.0, r["fds"], int(r["disk_bytes"]) / 1048576.0,
-            sum(float(x["cpu_s"]) for x in win), r["loadavg"]))
+        nreq = sum(int(x["requests"]) for x in win)
+        print("| %s | %s | %d | %d | %.1f | %.1f | %.0f | %.1f | %.1f | %.1f | %s | %.1f | %.2f "
+              "| %s |" % (
+                  "%g" % round(el / 60.0, 1), r["time"], nreq,
+                  sum(int(x["errors"]) for x in win), med("p50_ms"), med("p99_ms"),
+                  max(float(x["max_ms"]) for x in win), int(r["rss_kib"]) / 1024.0,
+                  int(r["rss_anon_kib"]) / 1024.0, int(r["hwm_kib"]) / 1024.0, r["fds"],
+                  int(r["disk_bytes"]) / 1048576.0,
+                  sum(float(x["cpu_s"]) for x in win) * 1000.0 / max(nreq, 1), r["loadavg"]))
         win = []
 
 
@@ -925,13 +956,16 @@ def verdict(out, backends, fails):
                 summaries.append(json.load(f))
         except (OSError, ValueError):
             fails.append("%s: no results in %s" % (b, out))
-    fails += report(summaries)
+    f, notes = report(summaries)
+    fails += f
     print("# CSV per backend: %s/BACKEND.csv; errors: BACKEND-errors.log; server output: "
           "BACKEND-server.log" % out)
+    for n in notes:
+        print("# " + n)
     if fails:
         print("FAIL: " + "; ".join(fails))
         return 1
-    print("PASS")
+    print("PASS" + (" (%d growth verdict(s) not given, see above)" % len(notes) if notes else ""))
     return 0
 
 
