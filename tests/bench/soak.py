@@ -4,7 +4,9 @@ errors (make soak; not part of make check). Standard library only.
 
   soak.py [--minutes M] [--backends memory,leveldb,flatfile] [--rate N | --max]
           [--workers W] [--window K] [--data DIR] [--out DIR] [--keep]
-          [--auth sharedkey|off]
+          [--auth on|off]
+  soak.py --report OUT [--every MIN] [--backends ...]   (judge saved results again;
+          --every prints a Markdown table per backend, one row per MIN minutes)
 
 Each backend gets its own tabled process (data under DIR/BACKEND;
 --durability batch on the durable ones) and its own load process (so that
