@@ -173,9 +173,11 @@ struct backend_iter {
     struct backend_store *st;
     leveldb_iterator_t *it;
     int advance;                    /* step before reading (lazy iter_next) */
+    int unseeked;                   /* not positioned yet: seek to the start first */
     int has_end;
     size_t end_len;
-    unsigned char end[];
+    size_t start_len;               /* the start bound, after end in bytes[] */
+    unsigned char bytes[];          /* end (end_len), then start (start_len) */
 };
 
 /* Formats a detail message into the caller's buffer. */
@@ -712,6 +714,16 @@ static int ldb_get_v2(struct backend_store *st, const void *key, size_t klen,
     return backend_call_end(call, BACKEND_OK);
 }
 
+/* Positions a cursor not seeked yet at its start bound (its first step). */
+static void ldb_iter_first(struct backend_iter *it)
+{
+    if (it->start_len)
+        leveldb_iter_seek(it->it, (const char *)it->bytes + it->end_len, it->start_len);
+    else
+        leveldb_iter_seek_to_first(it->it);
+}
+
+/* Opens a cursor over [start, end) on LevelDB's implicit snapshot. */
 static int ldb_iter_open(struct backend_store *st, const void *start, size_t start_len,
                          const void *end, size_t end_len, struct backend_iter **out, char *err,
                          size_t errlen)
@@ -725,7 +737,7 @@ static int ldb_iter_open(struct backend_store *st, const void *start, size_t sta
     if (!db)
         return BACKEND_IOERR;
     size_t keep = end ? end_len : 0;
-    struct backend_iter *it = calloc(1, sizeof(*it) + keep);
+    struct backend_iter *it = calloc(1, sizeof(*it) + keep + start_len);
     if (!it) {
         ldb_err(err, errlen, "iter_open: out of memory");
         return BACKEND_NOMEM;
@@ -733,13 +745,19 @@ static int ldb_iter_open(struct backend_store *st, const void *start, size_t sta
     it->st = st;
     it->has_end = end != NULL;
     it->end_len = keep;
+    it->start_len = start_len;
     if (keep)
-        memcpy(it->end, end, keep);
-    it->it = leveldb_create_iterator(db, st->ropt);
+        memcpy(it->bytes, end, keep);
     if (start_len)
-        leveldb_iter_seek(it->it, start, start_len);
-    else
-        leveldb_iter_seek_to_first(it->it);
+        memcpy(it->bytes + keep, start, start_len);
+    /* The iterator reads the snapshot of this moment; its first seek waits
+       for the first step: a caller that seeks at once (a query page) then
+       pays one seek, not two. A seek steps over every deleted or replaced
+       entry before its target still in the tables, so a seek to a table's
+       start behind many deletes cost a query page milliseconds
+       (doc/performance.md, "Soak"). */
+    it->it = leveldb_create_iterator(db, st->ropt);
+    it->unseeked = 1;
     st->iters++;
     *out = it;
     return BACKEND_OK;
@@ -753,6 +771,7 @@ static int ldb_iter_seek(struct backend_iter *it, const void *key, size_t klen)
         leveldb_iter_seek(it->it, key, klen);
     else
         leveldb_iter_seek_to_first(it->it);
+    it->unseeked = 0;
     it->advance = 0;
     return BACKEND_OK;
 }
@@ -764,7 +783,10 @@ static int ldb_iter_next(struct backend_iter *it, const void **key, size_t *klen
 {
     if (!it)
         return BACKEND_INVALID;
-    if (it->advance) {
+    if (it->unseeked) {
+        ldb_iter_first(it);
+        it->unseeked = 0;
+    } else if (it->advance) {
         leveldb_iter_next(it->it);
         it->advance = 0;
     }
@@ -780,7 +802,7 @@ static int ldb_iter_next(struct backend_iter *it, const void **key, size_t *klen
     }
     size_t kl = 0, vl = 0;
     const char *k = leveldb_iter_key(it->it, &kl);
-    if (it->has_end && ldb_cmp(k, kl, it->end, it->end_len) >= 0)
+    if (it->has_end && ldb_cmp(k, kl, it->bytes, it->end_len) >= 0)
         return 0;
     const char *v = leveldb_iter_value(it->it, &vl);
     it->advance = 1;
