@@ -14,6 +14,14 @@
  * (about two system calls per request; the write event is armed only when
  * the socket is full). TLS connections go through bufferevent_openssl.
  *
+ * Closing: a connection that closes after its last answer (Connection:
+ * close, or an early answer such as 413 to a body still arriving) lingers
+ * first, plain or TLS alike: it reads and discards input until EOF, for at
+ * most srv->linger_tv and CONN_LINGER_BYTES, then closes (TLS: with
+ * close_notify). Closing at once would make the kernel answer the
+ * client's unread bytes with a reset, which destroys the answer before
+ * the client, still writing its body, has read it (conn_finish).
+ *
  * Ordering: requests of one connection are handled one after another as
  * llhttp completes them, so pipelined replies go out in order by
  * construction. Functions called from llhttp callbacks never free the
@@ -92,6 +100,9 @@
  * the connection's output are unsent. */
 #define CONN_STREAM_PIECE (256 * 1024)
 #define CONN_STREAM_HIGH (1024 * 1024)
+/* A lingering connection (conn_finish) is closed once it has discarded this
+ * many bytes of input, or after srv->linger_tv, whichever comes first. */
+#define CONN_LINGER_BYTES ((size_t)64 * 1024 * 1024)
 
 /* Where one header's name and value sit in c->head. */
 struct hspan {
@@ -141,6 +152,7 @@ struct conn {
     unsigned waiting : 1;       /* the handler answers later (conn_done) */
 
     size_t out_held;            /* bytes in out/pending, counted in srv->out_total */
+    size_t linger_bytes;        /* input discarded while lingering */
     struct evbuffer_cb_entry *out_cbe, *pending_cbe;  /* conn_out_cb on those */
 
     struct evbuffer *pending;   /* replies held for the group commit or a delay */
@@ -1182,20 +1194,48 @@ void conn_free(struct conn *c)
         event_base_loopbreak(srv->base);
 }
 
-/* Once everything owed is written: half-close and discard input for a
- * moment (so a client still sending does not get a reset that destroys the
- * reply), or free at once for TLS, EOF and shutdown. */
+/* Once everything owed is written: discard input for a moment (so a
+ * client still sending its body when it was answered early does not get a
+ * reset that destroys the answer), or free at once after EOF and at
+ * shutdown. A plain socket is half-closed first; a TLS one gets its
+ * close_notify when the lingering ends (conn_linger_end), as TLS has no
+ * half-close that still lets the server read. The lingering ends at EOF,
+ * after srv->linger_tv, or after CONN_LINGER_BYTES of input; until then
+ * the connection counts like any other (cap, eviction, metrics). */
 static void conn_finish(struct conn *c)
 {
-    if (c->bev || c->eof || c->srv->stopping) {
+    if (c->eof || c->srv->stopping) {
         conn_free(c);
         return;
     }
-    shutdown(c->fd, SHUT_WR);
+    if (!c->bev)
+        shutdown(c->fd, SHUT_WR);
     c->lingering = 1;
-    evbuffer_drain(c->in, evbuffer_get_length(c->in));
+    c->linger_bytes = 0;
+    evbuffer_drain(conn_input(c), evbuffer_get_length(conn_input(c)));
     conn_reading(c, 1);
     conn_arm(c, c->srv->linger_tv);
+}
+
+/* Ends a lingering close: close_notify on TLS, then free. */
+static void conn_linger_end(struct conn *c)
+{
+    if (c->bev)
+        tls_close_notify(c->bev);
+    conn_free(c);
+}
+
+/* Counts n discarded bytes of a lingering connection; ends the lingering
+ * (frees c) past CONN_LINGER_BYTES. Returns 1 when c was freed. */
+static int conn_linger_count(struct conn *c, size_t n)
+{
+    c->linger_bytes += n;
+    if (c->linger_bytes <= CONN_LINGER_BYTES)
+        return 0;
+    log_debug("closing %s: more than %zu bytes sent after its answer", c->peer_ip,
+              CONN_LINGER_BYTES);
+    conn_linger_end(c);
+    return 1;
 }
 
 /* Called last by every top-level callback: frees a broken connection, and
@@ -1263,7 +1303,7 @@ static void conn_done(void *token)
 static void conn_on_eof(struct conn *c)
 {
     if (c->lingering) {
-        conn_free(c);
+        conn_linger_end(c);
         return;
     }
     c->eof = 1;
@@ -1321,7 +1361,11 @@ static void plain_read_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     conn_touch(c);
-    if (c->lingering || c->closing)
+    if (c->lingering) {
+        conn_linger_count(c, (size_t)n);  /* discarded */
+        return;
+    }
+    if (c->closing)
         return;  /* discarded */
     const char *data = dst;
     size_t len = (size_t)n, used = 0;
@@ -1359,7 +1403,14 @@ static void tls_read_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
     if (c->lingering || c->closing) {
-        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+        /* Discarded as it arrives: at most one read's worth is held. */
+        struct evbuffer *in = bufferevent_get_input(bev);
+        size_t n = evbuffer_get_length(in);
+        evbuffer_drain(in, n);
+        if (c->lingering) {
+            conn_touch(c);
+            conn_linger_count(c, n);
+        }
         return;
     }
     if (c->held || c->delaying || c->waiting) {
@@ -1404,7 +1455,8 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (c->lingering) {
-        conn_free(c);
+        log_debug("closing %s: end of the lingering close", c->peer_ip);
+        conn_linger_end(c);
         return;
     }
     if (c->held || c->delaying || c->waiting)
@@ -1543,8 +1595,10 @@ void conn_stop_all(struct server *srv)
     struct conn *c = srv->conns;
     while (c) {
         struct conn *next = c->next;
-        if (c->lingering || (!c->in_msg && !c->held && !c->delaying && !c->waiting &&
-                             evbuffer_get_length(conn_output(c)) == 0)) {
+        if (c->lingering) {
+            conn_linger_end(c);
+        } else if (!c->in_msg && !c->held && !c->delaying && !c->waiting &&
+                   evbuffer_get_length(conn_output(c)) == 0) {
             conn_free(c);
         } else if (!c->in_msg) {
             /* Replies still being written or held: send them, then close.

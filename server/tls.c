@@ -1,10 +1,14 @@
-/* tls.c - HTTPS listener support through bufferevent_openssl. */
+/* tls.c - HTTPS listener support through bufferevent_openssl: the server
+ * context, one TLS bufferevent per connection, and the close_notify sent
+ * when a connection ends in order (libevent's bufferevent_free only closes
+ * the socket). */
 #include "server/tls.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
@@ -86,4 +90,16 @@ struct bufferevent *tls_bufferevent_new(struct event_base *base, SSL_CTX *ctx, i
     /* Clients often close without close_notify; treat that as a plain EOF. */
     bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
     return bev;
+}
+
+void tls_close_notify(struct bufferevent *bev)
+{
+    SSL *ssl = bufferevent_openssl_get_ssl(bev);
+    if (!ssl || !SSL_is_init_finished(ssl) || evbuffer_get_length(bufferevent_get_output(bev)))
+        return;
+    /* One non-blocking try: a peer that does not read may miss it, which
+     * costs it nothing it has not already received. */
+    SSL_shutdown(ssl);
+    /* Errors of this try must not be read as another connection's. */
+    ERR_clear_error();
 }

@@ -18,4 +18,11 @@ void tls_ctx_free(SSL_CTX *ctx);
  * socket when freed). Returns NULL on failure (the socket is then closed). */
 struct bufferevent *tls_bufferevent_new(struct event_base *base, SSL_CTX *ctx, int fd);
 
+/* Sends the TLS close_notify alert on an established connection whose
+ * output has all been written (best effort, never blocks), before it is
+ * freed: the peer then sees an orderly end of the stream rather than a
+ * bare TCP close. Does nothing during the handshake or with output still
+ * queued. */
+void tls_close_notify(struct bufferevent *bev);
+
 #endif
