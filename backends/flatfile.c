@@ -852,7 +852,8 @@ static void ff_durable(struct backend_store *st, uint64_t upto)
         k++;
     }
     st->nundo -= k;
-    memmove(st->undo, st->undo + k, st->nundo * sizeof(*st->undo));
+    if (k)                          /* undo may be NULL when nothing was kept */
+        memmove(st->undo, st->undo + k, st->nundo * sizeof(*st->undo));
     if (!st->nundo && st->undo_cap > 4096) {   /* a burst is over: give it back */
         free(st->undo);
         st->undo = NULL;
