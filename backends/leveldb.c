@@ -714,15 +714,6 @@ static int ldb_get_v2(struct backend_store *st, const void *key, size_t klen,
     return backend_call_end(call, BACKEND_OK);
 }
 
-/* Positions a cursor not seeked yet at its start bound (its first step). */
-static void ldb_iter_first(struct backend_iter *it)
-{
-    if (it->start_len)
-        leveldb_iter_seek(it->it, (const char *)it->bytes + it->end_len, it->start_len);
-    else
-        leveldb_iter_seek_to_first(it->it);
-}
-
 /* Opens a cursor over [start, end) on LevelDB's implicit snapshot. */
 static int ldb_iter_open(struct backend_store *st, const void *start, size_t start_len,
                          const void *end, size_t end_len, struct backend_iter **out, char *err,
@@ -783,10 +774,9 @@ static int ldb_iter_next(struct backend_iter *it, const void **key, size_t *klen
 {
     if (!it)
         return BACKEND_INVALID;
-    if (it->unseeked) {
-        ldb_iter_first(it);
-        it->unseeked = 0;
-    } else if (it->advance) {
+    if (it->unseeked)               /* the first step: seek to the start bound */
+        ldb_iter_seek(it, it->bytes + it->end_len, it->start_len);
+    else if (it->advance) {
         leveldb_iter_next(it->it);
         it->advance = 0;
     }
