@@ -39,7 +39,9 @@ struct config_fault_item {
 
 struct config {
     char host[256];            /* listen address, default 127.0.0.1 */
-    int port;                  /* default 10002; 0 = pick a free port */
+    int port;                  /* default 10002; 0 = pick a free port; -1 (set by
+                                  azurite --cert, not a flag value): no plain
+                                  HTTP listener, HTTPS only */
     char backend[1024];        /* "memory", "leveldb", "flatfile" or a .so path */
     char data_dir[1024];       /* default "./data" */
     /* --backend-option NAME=VALUE (repeatable), handed to the backend as

@@ -1,8 +1,8 @@
-/* azurite_cli.c - Azurite's table command line as tabled flags (see
- * azurite_cli.h). Azurite's flags and what each becomes:
+/* azurite_cli.c - Azurite's table and combined command lines as tabled
+ * flags (see azurite_cli.h). Azurite's flags and what each becomes:
  *   --tableHost H              --host H
- *   --tablePort N              --port N (with --cert: --tls-port N, and
- *                              plain HTTP on a free port of the same host)
+ *   --tablePort N              --port N (with --cert: --tls-port N, and no
+ *                              plain HTTP listener: azurite_cli_apply)
  *   -l, --location DIR         --data DIR/__tabled_table__ (Azurite's
  *                              default location is the current directory)
  *   --inMemoryPersistence      --backend memory
@@ -17,8 +17,13 @@
  *   --oauth basic              --oauth basic (needs --cert, as in Azurite)
  *   --disableTelemetry         accepted: tabled sends no telemetry
  *   --tableKeepAliveTimeout S  --idle-timeout-ms S*1000
- *   --blobHost, --blobPort, --queueHost, --queuePort and the other
- *   services' settings: skipped with a note (tabled serves tables only)
+ *   --blobHost, --blobPort,    azurite: where main() opens the Blob and
+ *   --queueHost, --queuePort   Queue ports (server/absent.h; defaults
+ *                              127.0.0.1:10000 and :10001, as Azurite's);
+ *                              azurite-table: skipped with a note
+ *   --blobKeepAliveTimeout, --queueKeepAliveTimeout, --extentMemoryLimit
+ *                              the other services' settings: skipped with
+ *                              a note (tabled serves tables only)
  *   AZURITE_ACCOUNTS           --account NAME:KEY1[:KEY2] for each, and
  *                              devstoreaccount1 dropped unless listed */
 #include "server/azurite_cli.h"
@@ -41,28 +46,55 @@
 
 #include "core/errfmt.h"
 
-const char azurite_cli_usage[] =
-    "Usage: azurite-table [OPTIONS]\n"
-    "tabled under the command line of Azurite's table service.\n"
-    "\n"
-    "  --tableHost ADDR              listen address (default 127.0.0.1)\n"
-    "  --tablePort N                 port (default 10002)\n"
-    "  -l, --location DIR            workspace (default: current directory)\n"
-    "  --inMemoryPersistence         keep data in memory only\n"
-    "  -s, --silent                  no access log\n"
-    "  -d, --debug FILE              debug log into FILE\n"
-    "  -L, --loose                   accepted (tabled ignores unknown headers)\n"
-    "  --skipApiVersionCheck         accepted (every known version is served)\n"
-    "  --disableProductStyleUrl      account always from the URL path\n"
-    "  --cert FILE, --key FILE       HTTPS with a PEM certificate and key\n"
-    "  --pwd PASSWORD                password of a PFX --cert or an encrypted --key\n"
-    "  --oauth basic                 accept bearer tokens (HTTPS only)\n"
-    "  --disableTelemetry            accepted (tabled sends no telemetry)\n"
-    "  --tableKeepAliveTimeout S     keep-alive idle close in seconds\n"
-    "  --blobHost, --blobPort, --queueHost, --queuePort  skipped (tables only)\n"
-    "  -h, --help, -v, --version\n"
-    "Accounts: AZURITE_ACCOUNTS=\"name:key1[:key2];name2:key1\" (base64 keys).\n"
-    "See tabled(1), section AZURITE-TABLE.\n";
+void azurite_cli_usage(const struct azurite_cli *az, FILE *out)
+{
+    fprintf(out,
+            "Usage: %s [OPTIONS]\n"
+            "%s"
+            "\n"
+            "  --tableHost ADDR              listen address (default 127.0.0.1)\n"
+            "  --tablePort N                 port (default 10002)\n"
+            "%s"
+            "  -l, --location DIR            workspace (default: current directory)\n"
+            "  --inMemoryPersistence         keep data in memory only\n"
+            "  -s, --silent                  no access log\n"
+            "  -d, --debug FILE              debug log into FILE\n"
+            "  -L, --loose                   accepted (tabled ignores unknown headers)\n"
+            "  --skipApiVersionCheck         accepted (every known version is served)\n"
+            "  --disableProductStyleUrl      account always from the URL path\n"
+            "  --cert FILE, --key FILE       HTTPS with a PEM certificate and key\n"
+            "  --pwd PASSWORD                password of a PFX --cert or an encrypted --key\n"
+            "  --oauth basic                 accept bearer tokens (HTTPS only)\n"
+            "  --disableTelemetry            accepted (tabled sends no telemetry)\n"
+            "  --tableKeepAliveTimeout S     keep-alive idle close in seconds\n"
+            "  --blobKeepAliveTimeout, --queueKeepAliveTimeout, --extentMemoryLimit\n"
+            "                                skipped (tables only)\n"
+            "  -h, --help, -v, --version\n"
+            "Accounts: AZURITE_ACCOUNTS=\"name:key1[:key2];name2:key1\" (base64 keys).\n"
+            "See tabled(1), section AZURITE-TABLE.\n",
+            az->prog,
+            az->all ? "tabled under the command line of Azurite's combined command: the Table\n"
+                      "service, and the Blob and Queue ports answering that only the Table\n"
+                      "service is provided.\n"
+                    : "tabled under the command line of Azurite's table service.\n",
+            az->all ? "  --blobHost ADDR, --blobPort N Blob port: answers 501 (default "
+                      "127.0.0.1:10000)\n"
+                      "  --queueHost ADDR, --queuePort N  Queue port: the same (default "
+                      "127.0.0.1:10001)\n"
+                    : "  --blobHost, --blobPort, --queueHost, --queuePort  skipped (tables "
+                      "only)\n");
+}
+
+enum azurite_name azurite_cli_name(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+    base = base ? base + 1 : argv0;
+    if (strcmp(base, "azurite-table") == 0)
+        return AZURITE_TABLE;
+    if (strcmp(base, "azurite") == 0)
+        return AZURITE_ALL;
+    return AZURITE_NONE;
+}
 
 /* Appends one formatted argument to the translated vector. */
 static int az_push(struct azurite_cli *az, char *err, size_t errlen, const char *fmt, ...)
@@ -135,7 +167,38 @@ static int az_accounts(struct azurite_cli *az, const char *env, char *err, size_
     return 0;
 }
 
-/* Flags of Azurite's other services: refused by name. */
+/* Parses a port number 0-65535 given to flag. */
+static int az_port(const char *flag, const char *val, int *port, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long p = strtol(val, &end, 10);
+    if (errno || *end || !*val || p < 0 || p > 65535) {
+        errfmt_set(err, errlen, "--%s expects a port number 0-65535, got '%s'", flag, val);
+        return -1;
+    }
+    *port = (int)p;
+    return 0;
+}
+
+/* azurite: --blobHost, --blobPort, --queueHost or --queuePort. */
+static int az_service_addr(struct azurite_cli *az, const char *name, const char *val,
+                           char *err, size_t errlen)
+{
+    if (strcmp(name, "blobPort") == 0)
+        return az_port(name, val, &az->blob_port, err, errlen);
+    if (strcmp(name, "queuePort") == 0)
+        return az_port(name, val, &az->queue_port, err, errlen);
+    char *host = strcmp(name, "blobHost") == 0 ? az->blob_host : az->queue_host;
+    if (!*val) {
+        errfmt_set(err, errlen, "--%s needs an address", name);
+        return -1;
+    }
+    return az_copy(host, sizeof az->blob_host, val, name, err, errlen);
+}
+
+/* Flags of Azurite's other services, skipped with a note (under the name
+ * azurite the four addresses are taken before this is asked). */
 static int az_other_service(const char *name)
 {
     static const char *const other[] = {"blobHost", "blobPort", "queueHost", "queuePort",
@@ -151,7 +214,13 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
                       char *err, size_t errlen)
 {
     memset(az, 0, sizeof *az);
+    az->all = argc > 0 && azurite_cli_name(argv[0]) == AZURITE_ALL;
+    az->prog = az->all ? "azurite" : "azurite-table";
     az->port = 10002;
+    az->blob_port = 10000;
+    az->queue_port = 10001;
+    strcpy(az->blob_host, "127.0.0.1");
+    strcpy(az->queue_host, "127.0.0.1");
     const char *host = "127.0.0.1", *location = ".", *oauth = NULL;
     int memory = 0, silent = 0, path_style = 0;
     long keepalive = -1;
@@ -171,21 +240,21 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
                 if (a[1] == longs[k][0][0])
                     strcpy(name, longs[k][1]);
             if (!name[0]) {
-                errfmt_set(err, errlen, "unknown option '%s' (see azurite-table --help)", a);
+                errfmt_set(err, errlen, "unknown option '%s' (see %s --help)", a, az->prog);
                 return -1;
             }
         } else if (a[0] == '-' && a[1] == '-' && a[2]) {
             const char *eq = strchr(a + 2, '=');
             size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
             if (n >= sizeof name) {
-                errfmt_set(err, errlen, "unknown option '%s' (see azurite-table --help)", a);
+                errfmt_set(err, errlen, "unknown option '%s' (see %s --help)", a, az->prog);
                 return -1;
             }
             memcpy(name, a + 2, n);
             name[n] = '\0';
             val = eq ? eq + 1 : NULL;
         } else {
-            errfmt_set(err, errlen, "unexpected argument '%s' (see azurite-table --help)", a);
+            errfmt_set(err, errlen, "unexpected argument '%s' (see %s --help)", a, az->prog);
             return -1;
         }
         int is_switch = strcmp(name, "inMemoryPersistence") == 0 || strcmp(name, "silent") == 0 ||
@@ -198,6 +267,21 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
                           strcmp(name, "cert") == 0 || strcmp(name, "key") == 0 ||
                           strcmp(name, "pwd") == 0 || strcmp(name, "oauth") == 0 ||
                           strcmp(name, "tableKeepAliveTimeout") == 0;
+        int other_addr = strcmp(name, "blobHost") == 0 || strcmp(name, "blobPort") == 0 ||
+                         strcmp(name, "queueHost") == 0 || strcmp(name, "queuePort") == 0;
+        if (az->all && other_addr) {
+            /* azurite: where the Blob and Queue ports are opened. */
+            if (!val) {
+                if (i + 1 >= argc) {
+                    errfmt_set(err, errlen, "%s needs a value", a);
+                    return -1;
+                }
+                val = argv[++i];
+            }
+            if (az_service_addr(az, name, val, err, errlen) < 0)
+                return -1;
+            continue;
+        }
         if (az_other_service(name)) {
             /* The combined azurite command line (the container image's
              * default) also names the blob and queue services: their
@@ -210,7 +294,7 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
             continue;
         }
         if (!is_switch && !takes_value) {
-            errfmt_set(err, errlen, "unknown option '%s' (see azurite-table --help)", a);
+            errfmt_set(err, errlen, "unknown option '%s' (see %s --help)", a, az->prog);
             return -1;
         }
         if (is_switch && val) {
@@ -232,14 +316,8 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
         if (strcmp(name, "tableHost") == 0) {
             host = val;
         } else if (strcmp(name, "tablePort") == 0) {
-            char *end;
-            errno = 0;
-            long p = strtol(val, &end, 10);
-            if (errno || *end || !*val || p < 0 || p > 65535) {
-                errfmt_set(err, errlen, "--tablePort expects a port number 0-65535, got '%s'", val);
+            if (az_port(name, val, &az->port, err, errlen) < 0)
                 return -1;
-            }
-            az->port = (int)p;
         } else if (strcmp(name, "location") == 0) {
             if (!*val) {
                 errfmt_set(err, errlen, "--location needs a directory");
@@ -300,6 +378,11 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
         return -1;
     }
     az->https = az->cert[0] != '\0';
+    if (az->https && az->port == 0) {
+        /* tabled's --tls-port 0 means "no HTTPS". */
+        errfmt_set(err, errlen, "--tablePort 0 with --cert: give the HTTPS port a number");
+        return -1;
+    }
     if (az_push(az, err, errlen, "--host") < 0 || az_push(az, err, errlen, "%s", host) < 0)
         return -1;
     if (az->https) {
@@ -344,6 +427,8 @@ int azurite_cli_parse(struct azurite_cli *az, int argc, char **argv, const char 
 
 void azurite_cli_apply(const struct azurite_cli *az, struct config *cfg)
 {
+    if (az->https)
+        cfg->port = -1;  /* HTTPS only, on --tablePort */
     if (!az->custom_accounts)
         return;
     for (size_t i = 0; i < az->naccounts; i++)

@@ -120,6 +120,8 @@ struct conn {
     int fd;
     int tls;
     int admin;                  /* a connection of the admin listener */
+    const struct req_handler *h;/* answers its requests (srv->handler or an
+                                   extra listener's) */
     char peer_ip[64];
 
     llhttp_t parser;
@@ -931,7 +933,7 @@ static void conn_fail(struct conn *c, enum http_fail why)
     c->in_msg = 0;
     c->body_direct = 0;
     response_begin(c);
-    c->srv->handler.fail(c->srv->handler.arg, &c->req, &c->resp, why);
+    c->h->fail(c->h->arg, &c->req, &c->resp, why);
     conn_respond(c, 1);
 }
 
@@ -1001,7 +1003,7 @@ static int on_message_complete(llhttp_t *p)
         admin_handle(srv->admin, &c->req, &c->resp);
     } else {
         c->waiting = 1;
-        int now = srv->handler.handle(srv->handler.arg, &c->req, &c->resp, conn_done, c);
+        int now = c->h->handle(c->h->arg, &c->req, &c->resp, conn_done, c);
         if (!now) {
             /* No timer runs while the handler works: its latency is not
              * the client's idleness (see handler.h). */
@@ -1494,7 +1496,8 @@ static struct event *conn_event(struct event_base *base, int fd, short what,
     return ev;
 }
 
-int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin)
+int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin,
+                const struct req_handler *h)
 {
     struct bufferevent *bev = NULL;
     int one = 1;
@@ -1513,6 +1516,7 @@ int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, 
     c->fd = fd;
     c->tls = tls;
     c->admin = admin;
+    c->h = h ? h : &srv->handler;
     if (sa->sa_family == AF_INET)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, c->peer_ip,
                   sizeof c->peer_ip);

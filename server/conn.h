@@ -18,16 +18,27 @@
 
 struct conn;
 
+/* Listeners of server_listen_extra (azurite's Blob and Queue ports). */
+#define SERVER_MAX_EXTRA 4
+struct server_extra {
+    struct evconnlistener *listener;
+    struct req_handler handler;  /* answers its connections */
+    int tls;                     /* speaks HTTPS with the server's context */
+    int port;                    /* bound port */
+};
+
 struct server {
     const struct config *cfg;
     struct req_handler handler; /* answers every request (server/handler.h) */
     struct event_base *base;
     int own_base;              /* made by server_new (else the caller's) */
-    struct evconnlistener *listener;      /* HTTP */
+    struct evconnlistener *listener;      /* HTTP, or NULL (cfg->port < 0) */
     struct evconnlistener *tls_listener;  /* HTTPS, or NULL */
     struct evconnlistener *admin_listener;/* admin endpoints, or NULL */
     SSL_CTX *tls_ctx;
-    int port, tls_port, admin_port;       /* bound ports (admin: -1 = off) */
+    int port, tls_port, admin_port;       /* bound ports (-1 = off; TLS: 0) */
+    struct server_extra extra[SERVER_MAX_EXTRA];
+    size_t nextra;
     struct admin *admin;                  /* answers the admin listener */
     struct metrics *metrics;              /* connection counts, or NULL */
     struct throttle *throttle;            /* maintained by a timer, or NULL */
@@ -67,9 +78,11 @@ struct server {
 /* Sets up the llhttp callbacks in srv->settings. */
 void conn_init_settings(struct server *srv);
 /* Takes over an accepted socket (plain or TLS; admin: a connection of the
- * admin listener, answered by admin_handle()). Returns 0 or -1 (the socket
- * is closed on failure). */
-int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin);
+ * admin listener, answered by admin_handle(); h: the handler of an extra
+ * listener, NULL for the server's own). Returns 0 or -1 (the socket is
+ * closed on failure). */
+int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin,
+                const struct req_handler *h);
 /* After the handler's sync(): ok = send every held reply and go on reading;
  * !ok = drop those connections without sending their replies. */
 void conn_release_all(struct server *srv, int ok);

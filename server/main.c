@@ -19,6 +19,7 @@
 #include "core/advise.h"
 #include "core/advisor.h"
 #include "server/background.h"
+#include "server/absent.h"
 #include "server/azurite_cli.h"
 #include "core/clock.h"
 #include "core/coding.h"
@@ -166,24 +167,28 @@ static void print_ready(const struct config *cfg, const struct backend_ops *ops,
 {
     const struct account_cfg *acct = &cfg->accounts[0];
     char auth[300];
-    url_authority(auth, sizeof auth, cfg->host, server_port(srv));
-    printf("tabled %s ready at http://%s (backend %s, durability %s)\n", TABLED_VERSION, auth,
-           ops->name, durability_name(cfg->durability));
+    /* Without a plain listener (azurite --cert) the HTTPS port is the
+     * endpoint, and the connection string names it. */
+    int plain = server_port(srv) >= 0;
+    const char *scheme = plain ? "http" : "https";
+    url_authority(auth, sizeof auth, cfg->host, plain ? server_port(srv) : server_tls_port(srv));
+    printf("tabled %s ready at %s://%s (backend %s, durability %s)\n", TABLED_VERSION, scheme,
+           auth, ops->name, durability_name(cfg->durability));
     print_accounts(cfg);
-    printf("Table endpoint:    http://%s/%s\n", auth, acct->name);
-    if (server_tls_port(srv)) {
+    printf("Table endpoint:    %s://%s/%s\n", scheme, auth, acct->name);
+    if (plain && server_tls_port(srv)) {
         char tauth[300];
         url_authority(tauth, sizeof tauth, cfg->host, server_tls_port(srv));
         printf("HTTPS endpoint:    https://%s/%s\n", tauth, acct->name);
     }
     if (is_public_dev(acct))
-        printf("Connection string: DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
-               "TableEndpoint=http://%s/%s;\n",
-               acct->name, DEV_ACCOUNT_KEY, auth, acct->name);
+        printf("Connection string: DefaultEndpointsProtocol=%s;AccountName=%s;AccountKey=%s;"
+               "TableEndpoint=%s://%s/%s;\n",
+               scheme, acct->name, DEV_ACCOUNT_KEY, scheme, auth, acct->name);
     else
-        printf("Connection string: DefaultEndpointsProtocol=http;AccountName=%s;"
-               "TableEndpoint=http://%s/%s;  (add AccountKey=<key1 of %s>)\n",
-               acct->name, auth, acct->name, acct->name);
+        printf("Connection string: DefaultEndpointsProtocol=%s;AccountName=%s;"
+               "TableEndpoint=%s://%s/%s;  (add AccountKey=<key1 of %s>)\n",
+               scheme, acct->name, scheme, auth, acct->name, acct->name);
     if (server_admin_port(srv) >= 0) {
         char aauth[300];
         url_authority(aauth, sizeof aauth, cfg->admin_host, server_admin_port(srv));
@@ -202,28 +207,77 @@ static void print_ready(const struct config *cfg, const struct backend_ops *ops,
     fflush(stdout);
 }
 
-/* Azurite's readiness lines (azurite-table): the two its table service
+/* Azurite's readiness lines. azurite-table: the two its table service
  * prints when started alone (src/table/main.ts) and the one the combined
- * azurite command prints (src/azurite.ts), since test frameworks wait for
- * either. */
+ * command prints (src/azurite.ts), since test frameworks wait for either.
+ * azurite: the combined command's two lines for each of Blob, Queue and
+ * Table, in that order. Called once every listener is bound and listening
+ * (the kernel accepts connections from then on), so no line comes before
+ * its port accepts. ports: the bound Blob and Queue ports. */
 static void print_azurite_ready(const struct config *cfg, const struct azurite_cli *az,
-                                const struct server *srv)
+                                const struct server *srv, const int ports[2])
 {
+    const char *scheme = az->https ? "https" : "http";
     char auth[300];
+    if (az->all) {
+        const char *hosts[2] = {az->blob_host, az->queue_host};
+        const int asked[2] = {az->blob_port, az->queue_port};
+        for (int i = 0; i < 2; i++) {
+            const char *name = absent_name(i ? ABSENT_QUEUE : ABSENT_BLOB);
+            url_authority(auth, sizeof auth, hosts[i], asked[i]);
+            printf("Azurite %s service is starting at %s://%s\n", name, scheme, auth);
+            url_authority(auth, sizeof auth, hosts[i], ports[i]);
+            printf("Azurite %s service is successfully listening at %s://%s\n", name, scheme,
+                   auth);
+        }
+    }
     url_authority(auth, sizeof auth, cfg->host,
                   az->https ? server_tls_port(srv) : server_port(srv));
-    printf("Azurite Table service is starting on %s\n", auth);
-    printf("Azurite Table service successfully started on %s\n", auth);
-    printf("Azurite Table service is successfully listening at %s://%s\n",
-           az->https ? "https" : "http", auth);
+    if (az->all) {
+        char asked[300];
+        url_authority(asked, sizeof asked, cfg->host, az->port);
+        printf("Azurite Table service is starting at %s://%s\n", scheme, asked);
+    } else {
+        printf("Azurite Table service is starting on %s\n", auth);
+        printf("Azurite Table service successfully started on %s\n", auth);
+    }
+    printf("Azurite Table service is successfully listening at %s://%s\n", scheme, auth);
     fflush(stdout);
 }
 
-/* True when tabled was started as azurite-table (the installed link). */
+/* azurite: opens the Blob and Queue ports (server/absent.h) on the loop
+ * of srv, over HTTPS with --cert as Azurite's. ports receives the bound
+ * ports. Returns 0, or -1 with a message saying which port and what to
+ * do. */
+static int open_absent_ports(struct server *srv, const struct azurite_cli *az, int ports[2],
+                             char *err, size_t errlen)
+{
+    static struct req_handler handlers[2];
+    const char *hosts[2] = {az->blob_host, az->queue_host};
+    const int asked[2] = {az->blob_port, az->queue_port};
+    for (int i = 0; i < 2; i++) {
+        enum absent_service which = i ? ABSENT_QUEUE : ABSENT_BLOB;
+        char msg[512];
+        absent_handler(which, &handlers[i]);
+        ports[i] = server_listen_extra(srv, hosts[i], asked[i], az->https, &handlers[i], msg,
+                                       sizeof msg);
+        if (ports[i] < 0) {
+            snprintf(err, errlen,
+                     "%s (the %s port, which answers that only the Table service is "
+                     "provided): move it with --%sPort, or start azurite-table for the "
+                     "Table service alone",
+                     msg, absent_name(which), i ? "queue" : "blob");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* True when tabled was started as azurite-table or azurite (the installed
+ * links). */
 static int started_as_azurite(const char *argv0)
 {
-    const char *base = strrchr(argv0, '/');
-    return strcmp(base ? base + 1 : argv0, "azurite-table") == 0;
+    return azurite_cli_name(argv0) != AZURITE_NONE;
 }
 
 /* The decrypted TLS files of azurite-table --pwd, removed at exit. */
@@ -288,19 +342,19 @@ int main(int argc, char **argv)
     int azurite = argc > 0 && started_as_azurite(argv[0]);
     if (azurite) {
         if (azurite_cli_parse(&az, argc, argv, getenv("AZURITE_ACCOUNTS"), err, sizeof err) < 0) {
-            fprintf(stderr, "azurite-table: %s\n", err);
+            fprintf(stderr, "%s: %s\n", az.prog ? az.prog : "azurite-table", err);
             return 2;
         }
         if (az.help || az.version) {
             if (az.help)
-                fputs(azurite_cli_usage, stdout);
+                azurite_cli_usage(&az, stdout);
             else
-                printf("tabled %s (azurite-table)\n", TABLED_VERSION);
+                printf("tabled %s (%s)\n", TABLED_VERSION, az.prog);
             return 0;
         }
         if (az.ignored[0])
-            fprintf(stderr, "azurite-table: ignoring %s (tabled serves the Table service only)\n",
-                    az.ignored);
+            fprintf(stderr, "%s: ignoring %s (tabled serves the Table service only)\n",
+                    az.prog, az.ignored);
         argc = az.argc;
         argv = az.argv;
     }
@@ -319,25 +373,25 @@ int main(int argc, char **argv)
     for (size_t i = 0; rc == 0 && i < cfg.nadvisor_options; i++)
         rc = advisor_limit_set(&alim, cfg.advisor_options[i], err, sizeof err);
     if (rc < 0) {
-        fprintf(stderr, "%s: %s\n", azurite ? "azurite-table" : "tabled", err);
+        fprintf(stderr, "%s: %s\n", azurite ? az.prog : "tabled", err);
         return 2;
     }
     if (azurite) {
         azurite_cli_apply(&az, &cfg);
         if (azurite_cli_tls_files(&az, &cfg, azurite_tls_dir, sizeof azurite_tls_dir, err,
                                   sizeof err) < 0) {
-            fprintf(stderr, "azurite-table: %s\n", err);
+            fprintf(stderr, "%s: %s\n", az.prog, err);
             return 2;
         }
         atexit(remove_azurite_tls_dir);
         if (az.debug_log[0] && !freopen(az.debug_log, "a", stderr)) {
-            fprintf(stdout, "azurite-table: cannot open debug log %s\n", az.debug_log);
+            fprintf(stdout, "%s: cannot open debug log %s\n", az.prog, az.debug_log);
             return 2;
         }
     }
     log_set_level(cfg.log_level);
     if (cfg.log_file[0] && log_open_file(cfg.log_file, err, sizeof err) < 0) {
-        fprintf(stderr, "%s: %s\n", azurite ? "azurite-table" : "tabled", err);
+        fprintf(stderr, "%s: %s\n", azurite ? az.prog : "tabled", err);
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -439,6 +493,12 @@ int main(int argc, char **argv)
                                                       .sync = svc_sync},
                                 err, sizeof err)))
         log_error("%s", err);
+    int absent_ports[2] = {0, 0};
+    if (srv && azurite && az.all && open_absent_ports(srv, &az, absent_ports, err, sizeof err)) {
+        log_error("%s", err);
+        server_free(srv);
+        srv = NULL;
+    }
     if (!srv) {
         service_free(svc);
         store_free(store);
@@ -465,7 +525,7 @@ int main(int argc, char **argv)
     struct background *bg = background_new(server_base(srv), bg_step, bg_set_wake, svc);
     print_ready(&cfg, ops, srv);
     if (azurite)
-        print_azurite_ready(&cfg, &az, srv);
+        print_azurite_ready(&cfg, &az, srv, absent_ports);
     notify_ready("serving");
 
     server_run(srv);

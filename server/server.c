@@ -17,7 +17,13 @@
  * The admin listener (--admin-port) is a third socket; its connections are
  * marked as such and answered by server/admin.c, never by the handler. A
  * one-second timer reclaims the token buckets of idle partitions
- * (core/throttle.h) so their memory is returned even without traffic. */
+ * (core/throttle.h) so their memory is returned even without traffic.
+ *
+ * Extra listeners (server_listen_extra) are sockets whose connections are
+ * answered by a handler of their own (azurite's Blob and Queue ports);
+ * otherwise they are connections like any other: same limits, timeouts,
+ * TLS context and graceful stop. With cfg->port < 0 there is no plain
+ * HTTP listener at all (HTTPS only). */
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -128,7 +134,13 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
             log_info("connection limit (%d) reached: closing the connections idle longest",
                      srv->cfg->max_connections);
     }
-    conn_accept(srv, fd, sa, l == srv->tls_listener, l == srv->admin_listener);
+    for (size_t i = 0; i < srv->nextra; i++) {
+        if (l == srv->extra[i].listener) {
+            conn_accept(srv, fd, sa, srv->extra[i].tls, 0, &srv->extra[i].handler);
+            return;
+        }
+    }
+    conn_accept(srv, fd, sa, l == srv->tls_listener, l == srv->admin_listener, NULL);
 }
 
 /* Reclaims idle throttle buckets. */
@@ -179,6 +191,9 @@ static void reaccept_cb(evutil_socket_t fd, short what, void *arg)
         evconnlistener_enable(srv->tls_listener);
     if (srv->admin_listener)
         evconnlistener_enable(srv->admin_listener);
+    for (size_t i = 0; i < srv->nextra; i++)
+        if (srv->extra[i].listener)
+            evconnlistener_enable(srv->extra[i].listener);
 }
 
 /* Binds a listener on host:port; *bound receives the real port. */
@@ -259,6 +274,12 @@ void server_stop(struct server *srv)
     if (srv->admin_listener) {
         evconnlistener_free(srv->admin_listener);
         srv->admin_listener = NULL;
+    }
+    for (size_t i = 0; i < srv->nextra; i++) {
+        if (srv->extra[i].listener) {
+            evconnlistener_free(srv->extra[i].listener);
+            srv->extra[i].listener = NULL;
+        }
     }
     if (srv->maint_ev)
         event_del(srv->maint_ev);
@@ -359,10 +380,13 @@ struct server *server_new(const struct config *cfg, struct event_base *base,
             return NULL;
         }
     }
-    srv->listener = listen_on(srv, cfg->host, cfg->port, &srv->port, err, errlen);
-    if (!srv->listener) {
-        server_free(srv);
-        return NULL;
+    srv->port = -1;
+    if (cfg->port >= 0) {
+        srv->listener = listen_on(srv, cfg->host, cfg->port, &srv->port, err, errlen);
+        if (!srv->listener) {
+            server_free(srv);
+            return NULL;
+        }
     }
     if (cfg->tls_port) {
         srv->tls_listener = listen_on(srv, cfg->host, cfg->tls_port, &srv->tls_port, err, errlen);
@@ -394,6 +418,27 @@ void server_attach(struct server *srv, struct admin *adm, struct metrics *m,
     } else {
         event_del(srv->maint_ev);
     }
+}
+
+int server_listen_extra(struct server *srv, const char *host, int port, int tls,
+                        const struct req_handler *handler, char *err, size_t errlen)
+{
+    if (srv->nextra >= SERVER_MAX_EXTRA) {
+        snprintf(err, errlen, "too many listeners");
+        return -1;
+    }
+    if (tls && !srv->tls_ctx) {
+        snprintf(err, errlen, "an HTTPS listener needs the server's certificate (--tls-port)");
+        return -1;
+    }
+    struct server_extra *x = &srv->extra[srv->nextra];
+    x->listener = listen_on(srv, host, port, &x->port, err, errlen);
+    if (!x->listener)
+        return -1;
+    x->handler = *handler;
+    x->tls = tls;
+    srv->nextra++;
+    return x->port;
 }
 
 int server_admin_port(const struct server *srv)
@@ -433,6 +478,9 @@ void server_free(struct server *srv)
         evconnlistener_free(srv->tls_listener);
     if (srv->admin_listener)
         evconnlistener_free(srv->admin_listener);
+    for (size_t i = 0; i < srv->nextra; i++)
+        if (srv->extra[i].listener)
+            evconnlistener_free(srv->extra[i].listener);
     struct event *evs[] = {srv->sync_ev,   srv->flush_ev, srv->sigint_ev,  srv->sigterm_ev, srv->sighup_ev,
                            srv->stop_ev,   srv->reaccept_ev, srv->maint_ev};
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)

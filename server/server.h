@@ -22,12 +22,22 @@ struct server;
 struct event_base;
 struct server *server_new(const struct config *cfg, struct event_base *base,
                           const struct req_handler *handler, char *err, size_t errlen);
-/* The bound HTTP port (the kernel's choice when cfg->port is 0). */
+/* The bound HTTP port (the kernel's choice when cfg->port is 0), or -1
+ * when cfg->port < 0 asked for no plain HTTP listener (HTTPS only). */
 int server_port(const struct server *srv);
 /* The bound HTTPS port, or 0 when TLS is off. */
 int server_tls_port(const struct server *srv);
 /* The bound admin port, or -1 when the admin listener is off. */
 int server_admin_port(const struct server *srv);
+
+/* Binds one more listener on host:port whose requests go to *handler
+ * (copied) instead of the server's handler; over HTTPS with the server's
+ * certificate when tls (which needs cfg->tls_port). Its connections share
+ * the server's limits, timeouts and graceful stop. For the Blob and Queue
+ * ports the azurite command opens (server/absent.h). Returns the bound
+ * port, or -1 with a message in err. */
+int server_listen_extra(struct server *srv, const char *host, int port, int tls,
+                        const struct req_handler *handler, char *err, size_t errlen);
 
 struct admin;
 struct metrics;
