@@ -2,7 +2,7 @@
 """Integration test: what "make install" installs, and what it promises.
 
   - make install DESTDIR=tmp: exactly the expected files (binary, the
-    azurite-table link, both man pages, the example configuration, the
+    azurite-table and azurite links, the man pages, the example configuration, the
     systemd unit, the plug-in headers, tabled-backend.pc); the unit names the
     installed binary and configuration; make uninstall removes them all.
   - the example plug-in (backends/examples/counting.c with the memory
@@ -10,8 +10,8 @@
     cc -shared $(pkg-config --cflags tabled-backend) against the installed
     headers only, is loaded by the installed tabled and serves a request.
   - man -l renders tabled(1) and tabled.conf(5) without warnings.
-  - every flag of tabled --help and azurite-table --help appears in
-    tabled(1), so the two cannot drift apart.
+  - every flag of tabled --help, azurite-table --help and azurite --help
+    appears in tabled(1), so they cannot drift apart.
 Prints TAP."""
 import os
 import re
@@ -112,8 +112,9 @@ def main():
         if p.returncode:
             tap.diag(p.stderr.decode()[-3000:])
         want = {dirs["bindir"] + "/tabled", dirs["bindir"] + "/azurite-table",
+                dirs["bindir"] + "/azurite",
                 dirs["man1dir"] + "/tabled.1", dirs["man5dir"] + "/tabled.conf.5",
-                dirs["man1dir"] + "/azurite-table.1",
+                dirs["man1dir"] + "/azurite-table.1", dirs["man1dir"] + "/azurite.1",
                 dirs["tabledconfdir"] + "/tabled.conf",
                 dirs["tabledincludedir"] + "/backends/backend.h",
                 dirs["tabledincludedir"] + "/backends/checks.h",
@@ -128,6 +129,9 @@ def main():
         link = os.path.join(dest, dirs["bindir"].lstrip("/"), "azurite-table")
         tap.eq(os.readlink(link) if os.path.islink(link) else None, "tabled",
                "azurite-table is a relative link to tabled")
+        link_all = os.path.join(dest, dirs["bindir"].lstrip("/"), "azurite")
+        tap.eq(os.readlink(link_all) if os.path.islink(link_all) else None, "tabled",
+               "azurite is a relative link to tabled")
         unit = os.path.join(dest, dirs.get("systemdsystemunitdir", "").lstrip("/"),
                             "tabled.service")
         text = open(unit).read() if os.path.exists(unit) else ""
@@ -158,7 +162,7 @@ def main():
                    "man -l %s renders without warnings" % os.path.basename(page), err)
         man1 = texts.get("tabled.1", "")
         for argv, what in (([h.tabled_path()], "tabled"),
-                           ([link], "azurite-table")):
+                           ([link], "azurite-table"), ([link_all], "azurite")):
             flags = help_flags(argv)
             missing = [f for f in flags if not re.search(r"(?<![\w-])" + re.escape(f) +
                                                             r"(?![\w-])", man1)]

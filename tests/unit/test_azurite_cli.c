@@ -16,12 +16,13 @@ static char err[1024];
 static struct azurite_cli az;
 static struct config cfg;
 
-/* Translates a NULL-terminated Azurite argument list and applies it. */
-static int run(const char *env, const char *const *args)
+/* Translates a NULL-terminated Azurite argument list of the command
+ * prog (argv[0]) and applies it. */
+static int run_as(const char *prog, const char *env, const char *const *args)
 {
     char *argv[64];
     int argc = 0;
-    argv[argc++] = (char *)"azurite-table";
+    argv[argc++] = (char *)prog;
     for (; *args; args++)
         argv[argc++] = (char *)*args;
     argv[argc] = NULL;
@@ -33,6 +34,12 @@ static int run(const char *env, const char *const *args)
         return -2;
     azurite_cli_apply(&az, &cfg);
     return 0;
+}
+
+/* The same as azurite-table. */
+static int run(const char *env, const char *const *args)
+{
+    return run_as("azurite-table", env, args);
 }
 
 /* The translated vector as one string, for exact comparisons. */
@@ -136,7 +143,7 @@ static void test_https(void)
                        "10443", NULL};
     TEST_EQ_INT(run(NULL, a), 0, "PEM certificate and key");
     TEST_EQ_INT(cfg.tls_port, 10443, "HTTPS on the table port");
-    TEST_EQ_INT(cfg.port, 0, "plain HTTP on a free port");
+    TEST_EQ_INT(cfg.port, -1, "no plain HTTP listener (HTTPS only, as Azurite's)");
     TEST_EQ_STR(cfg.tls_cert, "c.pem", "certificate");
     TEST_EQ_STR(cfg.tls_key, "k.pem", "key");
     TEST_EQ_INT(cfg.oauth_basic, 1, "--oauth basic");
@@ -194,6 +201,49 @@ static void test_pwd(void)
     TEST_EQ_INT(system(cmd), 0, "cleanup");
 }
 
+/* The combined command (argv[0] "azurite"): the container image's
+ * default command line, the Blob and Queue addresses, refusals. */
+static void test_combined(void)
+{
+    TEST_EQ_INT(azurite_cli_name("/usr/bin/azurite"), AZURITE_ALL, "azurite: combined");
+    TEST_EQ_INT(azurite_cli_name("azurite-table"), AZURITE_TABLE, "azurite-table");
+    TEST_EQ_INT(azurite_cli_name("/x/azurite-blob"), AZURITE_NONE, "azurite-blob: not ours");
+    TEST_EQ_INT(azurite_cli_name("tabled"), AZURITE_NONE, "tabled");
+    const char *a[] = {"-l", "/data", "--blobHost", "0.0.0.0", "--queueHost", "0.0.0.0",
+                       "--tableHost", "0.0.0.0", NULL};
+    TEST_EQ_INT(run_as("/usr/local/bin/azurite", NULL, a), 0, "image default as azurite");
+    TEST_EQ_INT(az.all, 1, "Blob and Queue ports to open");
+    TEST_EQ_STR(az.prog, "azurite", "messages name azurite");
+    TEST_EQ_STR(az.blob_host, "0.0.0.0", "--blobHost");
+    TEST_EQ_STR(az.queue_host, "0.0.0.0", "--queueHost");
+    TEST_EQ_INT(az.blob_port, 10000, "Blob port defaults to 10000");
+    TEST_EQ_INT(az.queue_port, 10001, "Queue port defaults to 10001");
+    TEST_EQ_STR(az.ignored, "", "nothing skipped");
+    TEST_EQ_STR(joined(), "--host 0.0.0.0 --port 10002 --data /data/__tabled_table__",
+                "the table part as azurite-table's");
+    const char *b[] = {"--tableHost", "0.0.0.0", "--tablePort", "10002", NULL};
+    TEST_EQ_INT(run_as("azurite", NULL, b), 0, "testcontainers-go's table-only line");
+    TEST_EQ_STR(az.blob_host, "127.0.0.1", "Blob host defaults to 127.0.0.1");
+    const char *c[] = {"--blobPort=20000", "--queuePort", "20001", "--blobKeepAliveTimeout",
+                       "5", "--extentMemoryLimit", "64", "--inMemoryPersistence", NULL};
+    TEST_EQ_INT(run_as("azurite", NULL, c), 0, "ports and the other services' settings");
+    TEST_EQ_INT(az.blob_port, 20000, "--blobPort=N form");
+    TEST_EQ_INT(az.queue_port, 20001, "--queuePort N form");
+    TEST_EQ_STR(az.ignored, "--blobKeepAliveTimeout, --extentMemoryLimit",
+                "the other services' settings noted");
+    const char *d[] = {"--blobPort", "x", NULL};
+    TEST_EQ_INT(run_as("azurite", NULL, d), -1, "a bad --blobPort");
+    TEST_CHECK(strstr(err, "--blobPort") != NULL, "message names --blobPort");
+    const char *e[] = {"--queueHost", NULL};
+    TEST_EQ_INT(run_as("azurite", NULL, e), -1, "--queueHost without a value");
+    const char *f[] = {"--port", "1", NULL};
+    TEST_EQ_INT(run_as("azurite", NULL, f), -1, "tabled's own flags refused");
+    TEST_CHECK(strstr(err, "see azurite --help") != NULL, "message names azurite");
+    const char *g[] = {"--cert", "c.pem", "--key", "k.pem", "--tablePort", "0", NULL};
+    TEST_EQ_INT(run_as("azurite", NULL, g), -1, "--cert with --tablePort 0");
+    TEST_CHECK(strstr(err, "--tablePort 0") != NULL, "message names it");
+}
+
 int main(void)
 {
     test_testcontainers();
@@ -203,5 +253,6 @@ int main(void)
     test_refusals();
     test_https();
     test_pwd();
+    test_combined();
     return test_done();
 }
