@@ -128,8 +128,9 @@ static void absent_fail(void *arg, struct request *req, struct response *resp,
         status = 500;
         code = "OperationTimedOut";
     }
-    log_warn("%s service port: a request could not be read (%s); answered %d %s",
-             svc->name, code, status, code);
+    log_warn("%s port: a request could not be read; answered %d %s (the %s service is not "
+             "provided: this server provides the Table service only)",
+             svc->name, status, code, svc->name);
     absent_error(svc, req, resp, status, code);
 }
 
