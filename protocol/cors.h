@@ -79,14 +79,4 @@ struct cors_answer {
 void cors_actual(const struct cors_rules *rs, const char *origin, const char *method,
                  struct cors_answer *out);
 
-struct service;
-/* ops_props.c: the CORS rules of account's stored service properties
- * (cached in memory; never NULL; valid until the next Set Service
- * Properties of that account). */
-const struct cors_rules *props_cors_rules(struct service *svc, const char *account);
-/* ops_props.c: whether s[0..n) is a stored service-properties document the
- * service reads as stored (all four parts; tabled import checks the files'
- * properties with it before writing anything). 1 or 0. */
-int props_stored_valid(const char *s, size_t n);
-
 #endif

@@ -13,7 +13,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "protocol/cors.h"
+#include "protocol/ops_props.h"
 #include "protocol/ctx.h"
 #include "protocol/edm.h"
 #include "store/keys.h"
@@ -32,7 +32,7 @@ struct logging {
     struct retention ret;
 };
 
-struct metrics {
+struct props_metrics {
     int enabled;
     int include_apis;           /* meaningful when enabled */
     struct retention ret;
@@ -40,7 +40,7 @@ struct metrics {
 
 struct props {
     struct logging log;
-    struct metrics hour, minute;
+    struct props_metrics hour, minute;
     struct cors_rules cors;
 };
 
@@ -178,7 +178,7 @@ static enum terr get_logging(struct arena *a, const struct xml_node *n, struct l
     return e;
 }
 
-static enum terr get_metrics(struct arena *a, const struct xml_node *n, struct metrics *m)
+static enum terr get_metrics(struct arena *a, const struct xml_node *n, struct props_metrics *m)
 {
     enum terr e = get_version(a, n);
     if (!e)
@@ -295,7 +295,7 @@ static void put_retention(struct buf *b, const struct retention *r)
     xml_close(b, "RetentionPolicy");
 }
 
-static void put_metrics(struct buf *b, const char *name, const struct metrics *m)
+static void put_metrics(struct buf *b, const char *name, const struct props_metrics *m)
 {
     xml_open(b, name);
     xml_put_elem(b, "Version", "1.0");

@@ -3,7 +3,7 @@
  * stored rules (ops_props.c). */
 #include <string.h>
 
-#include "protocol/cors.h"
+#include "protocol/ops_props.h"
 #include "protocol/ctx.h"
 
 /* OPTIONS: needs Origin and Access-Control-Request-Method; answers 200

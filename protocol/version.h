@@ -8,8 +8,8 @@
  * older than it (a version newer than all known ones acts as the newest).
  * strict = 1 (--strict-versions) takes only the known ones, as the cloud.
  * The caller echoes the version as sent. */
-#ifndef TABLED_VERSION_H
-#define TABLED_VERSION_H
+#ifndef TABLED_PROTOCOL_VERSION_H
+#define TABLED_PROTOCOL_VERSION_H
 
 /* The known version whose behaviour a request sending v gets (a static
  * string), or NULL when v is refused: NULL, not YYYY-MM-DD naming a

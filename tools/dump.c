@@ -30,7 +30,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/version.h"
-#include "protocol/cors.h"
+#include "protocol/ops_props.h"
 #include "protocol/edm.h"
 #include "store/entity.h"
 #include "protocol/entity_json.h"
