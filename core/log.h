@@ -25,7 +25,7 @@ void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(p
  * every second). So a flood of bad requests writes at most
  * LOG_LIMIT_TOTAL + LOG_LIMIT_KEYS lines a second. */
 #define LOG_LIMIT_PER_KEY 5
-#define LOG_LIMIT_TOTAL 20
+#define LOG_LIMIT_TOTAL 50
 #define LOG_LIMIT_KEYS 32
 /* The keys: refused requests, one per reason (auth/auth.h's enum
  * auth_why, fewer than 30), and a TLS handshake on the plain port. */
