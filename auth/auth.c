@@ -44,11 +44,12 @@ static enum auth_status anonymous(const struct auth_ctx *ctx, const struct reque
         const struct authq *q = authq_find(params, nparams, "api-version", NULL);
         v = q ? q->value : NULL;
     }
+    const char *why = "the request has no Authorization header and no SAS (sig) in its query";
     if (v && auth_version_shape(v) && strcmp(v, AUTH_CHALLENGE_VERSION) < 0) {
         out->detail = "No credentials were supplied.";
-        return AUTH_FAILED;
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_NO_CREDENTIALS, why);
     }
-    return auth_challenge(ctx, req, out, NULL);
+    return auth_refuse(out, auth_challenge(ctx, req, out, NULL), AUTH_WHY_NO_CREDENTIALS, why);
 }
 
 /* Splits "SCHEME credentials" and runs the scheme. Anything that is not
@@ -57,8 +58,12 @@ static enum auth_status from_header(const struct auth_ctx *ctx, const struct req
                                     const char *account, const struct auth_op *op,
                                     const char *value, size_t len, struct auth_result *out)
 {
-    if (request_header_count(req, "Authorization") != 1 || strlen(value) != len)
-        return AUTH_INVALID_INFO;
+    if (request_header_count(req, "Authorization") != 1)
+        return auth_refuse(out, AUTH_INVALID_INFO, AUTH_WHY_MALFORMED_HEADER,
+                           "the request has more than one Authorization header");
+    if (strlen(value) != len)
+        return auth_refuse(out, AUTH_INVALID_INFO, AUTH_WHY_MALFORMED_HEADER,
+                           "the Authorization header holds a NUL byte");
     size_t i = 0;
     while (i < len && (value[i] == ' ' || value[i] == '\t'))
         i++;
@@ -75,7 +80,8 @@ static enum auth_status from_header(const struct auth_ctx *ctx, const struct req
     const char *cred = value + i;
     size_t cred_len = end - i;
     if (cred_len == 0)
-        return AUTH_INVALID_INFO;
+        return auth_refuse(out, AUTH_INVALID_INFO, AUTH_WHY_MALFORMED_HEADER,
+                           "the Authorization header has a scheme but no credentials");
 
     if (scheme_len == 9 && strncasecmp(scheme, "SharedKey", 9) == 0)
         return auth_sharedkey_verify(ctx, req, account, op, 0, cred, cred_len, out);
@@ -83,7 +89,11 @@ static enum auth_status from_header(const struct auth_ctx *ctx, const struct req
         return auth_sharedkey_verify(ctx, req, account, op, 1, cred, cred_len, out);
     if (scheme_len == 6 && strncasecmp(scheme, "Bearer", 6) == 0)
         return auth_bearer_verify(ctx, req, account, cred, cred_len, out);
-    return AUTH_INVALID_INFO;
+    return auth_refuse(out, AUTH_INVALID_INFO, AUTH_WHY_MALFORMED_HEADER,
+                       arena_sprintf(req->arena,
+                                     "the Authorization scheme '%.*s' is not SharedKey, "
+                                     "SharedKeyLite or Bearer",
+                                     (int)(scheme_len > 32 ? 32 : scheme_len), scheme));
 }
 
 enum auth_status auth_check(const struct auth_ctx *ctx, const struct request *req,
@@ -123,5 +133,37 @@ enum auth_status auth_check(const struct auth_ctx *ctx, const struct request *re
     }
     if (rc != AUTH_OK)
         return rc;
-    return auth_authorize(out, op);
+    rc = auth_authorize(out, op);
+    if (rc != AUTH_OK)
+        out->why_text = auth_authorize_explain(req->arena, out, op, rc, &out->why);
+    return rc;
+}
+
+const char *auth_why_name(enum auth_why w)
+{
+    static const char *const names[AUTH_WHY__COUNT] = {
+        [AUTH_WHY_NONE] = "refused",
+        [AUTH_WHY_UNKNOWN_ACCOUNT] = "account not configured",
+        [AUTH_WHY_NO_ACCOUNT] = "no account in the path",
+        [AUTH_WHY_NO_CREDENTIALS] = "no credentials",
+        [AUTH_WHY_MALFORMED_HEADER] = "malformed Authorization header",
+        [AUTH_WHY_ACCOUNT_MISMATCH] = "account mismatch",
+        [AUTH_WHY_SIGNATURE] = "signature mismatch",
+        [AUTH_WHY_DATE] = "missing or malformed date",
+        [AUTH_WHY_CLOCK_SKEW] = "clock skew",
+        [AUTH_WHY_SAS_MALFORMED] = "malformed SAS",
+        [AUTH_WHY_SAS_SIGNATURE] = "SAS signature mismatch",
+        [AUTH_WHY_SAS_EXPIRED] = "SAS expired",
+        [AUTH_WHY_SAS_NOT_YET_VALID] = "SAS not yet valid",
+        [AUTH_WHY_SAS_POLICY] = "SAS stored access policy not found",
+        [AUTH_WHY_SAS_IP] = "SAS source IP mismatch",
+        [AUTH_WHY_SAS_PROTOCOL] = "SAS protocol mismatch",
+        [AUTH_WHY_SAS_SERVICE] = "SAS service mismatch",
+        [AUTH_WHY_SAS_PERMISSION] = "SAS permission missing",
+        [AUTH_WHY_SAS_RESOURCE_TYPE] = "SAS resource type missing",
+        [AUTH_WHY_SAS_SCOPE] = "outside the table SAS's scope",
+        [AUTH_WHY_BEARER] = "bearer token refused",
+        [AUTH_WHY_SECONDARY_WRITE] = "write on the secondary endpoint",
+    };
+    return (unsigned)w < AUTH_WHY__COUNT && names[w] ? names[w] : "refused";
 }

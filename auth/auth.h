@@ -133,6 +133,38 @@ enum auth_scheme {
 #define AUTH_RT_OBJECT    0x4u    /* o: entities */
 #define AUTH_RT_ALL       0x7u
 
+/* Why a request was refused, for the server's diagnostic log (never on
+ * the wire). Each reason is one rate-limit key of that log. */
+enum auth_why {
+    AUTH_WHY_NONE = 0,
+    AUTH_WHY_UNKNOWN_ACCOUNT,      /* the account is not configured */
+    AUTH_WHY_NO_ACCOUNT,           /* the path names no account (path-style) */
+    AUTH_WHY_NO_CREDENTIALS,       /* no Authorization header and no SAS */
+    AUTH_WHY_MALFORMED_HEADER,     /* Authorization header not "SCHEME cred" */
+    AUTH_WHY_ACCOUNT_MISMATCH,     /* header signs for another account */
+    AUTH_WHY_SIGNATURE,            /* SharedKey / SharedKeyLite MAC differs */
+    AUTH_WHY_DATE,                 /* x-ms-date / Date missing or malformed */
+    AUTH_WHY_CLOCK_SKEW,           /* date more than 15 minutes off */
+    AUTH_WHY_SAS_MALFORMED,        /* a SAS field missing, repeated, bad */
+    AUTH_WHY_SAS_SIGNATURE,        /* SAS signature differs */
+    AUTH_WHY_SAS_EXPIRED,          /* now >= se */
+    AUTH_WHY_SAS_NOT_YET_VALID,    /* now < st */
+    AUTH_WHY_SAS_POLICY,           /* si names no stored access policy */
+    AUTH_WHY_SAS_IP,               /* client address outside sip */
+    AUTH_WHY_SAS_PROTOCOL,         /* spr=https over plain HTTP */
+    AUTH_WHY_SAS_SERVICE,          /* ss lacks the table service */
+    AUTH_WHY_SAS_PERMISSION,       /* sp lacks what the operation needs */
+    AUTH_WHY_SAS_RESOURCE_TYPE,    /* srt lacks what the operation needs */
+    AUTH_WHY_SAS_SCOPE,            /* table SAS: other table, other kind of
+                                    * operation, or key outside its range */
+    AUTH_WHY_BEARER,               /* bearer token refused */
+    AUTH_WHY_SECONDARY_WRITE,      /* write on the secondary endpoint */
+    AUTH_WHY__COUNT
+};
+
+/* A short phrase for reason w ("signature mismatch"), for log lines. */
+const char *auth_why_name(enum auth_why w);
+
 /* A table SAS key range (SPEC 10.8). Absent bounds are NULL (open). */
 struct auth_range {
     const char *spk, *srk;        /* start PartitionKey / RowKey (inclusive) */
@@ -170,6 +202,13 @@ struct auth_result {
     const char *www_authenticate;
     const char *message;
     const char *detail;
+    /* Diagnostics for the server's log, set on failure: the reason, a
+     * plain-text explanation (never a key or a signature, arena or
+     * static), and the string to sign the server computed (SharedKey and
+     * SAS signature mismatches), or NULL. */
+    enum auth_why why;
+    const char *why_text;
+    const char *sts;
 };
 
 /* A stored access policy (SPEC 11.3) as the policy_lookup callback returns
@@ -241,6 +280,13 @@ int auth_range_contains(const struct auth_range *r, const char *pk, size_t pk_le
 int auth_range_active(const struct auth_range *r);
 /* Ordinal comparison of two UTF-8 keys in UTF-16 code-unit order: <0, 0, >0. */
 int auth_key_compare(const char *a, size_t a_len, const char *b, size_t b_len);
+
+/* Explains a refusal s of auth_authorize(res, op) for the log: sets
+ * *why and returns a text (arena memory or static) naming what the
+ * operation needs and what the credentials grant. */
+const char *auth_authorize_explain(struct arena *a, const struct auth_result *res,
+                                   const struct auth_op *op, enum auth_status s,
+                                   enum auth_why *why);
 
 /* 1 for operations that change state (refused on the secondary endpoint). */
 int auth_op_is_write(enum auth_op_kind kind);

@@ -29,6 +29,19 @@ char *auth_pct_decode(struct arena *a, const char *s, size_t n, size_t *outlen);
  * base64 MAC computed (lengths are not secret). */
 int auth_mac_equal(const char computed[45], const char *given, size_t given_len);
 
+/* Records why a request is refused (see struct auth_result) and returns s. */
+static inline enum auth_status auth_refuse(struct auth_result *out, enum auth_status s,
+                                           enum auth_why why, const char *text)
+{
+    out->why = why;
+    out->why_text = text;
+    return s;
+}
+
+/* "'a', 'b'": the configured account names (never keys) for log lines,
+ * in arena memory. */
+const char *auth_account_list(struct arena *a, const struct auth_ctx *ctx);
+
 /* Current time in ticks (ctx->now_ticks or timefmt_now_ticks()). */
 int64_t auth_now(const struct auth_ctx *ctx);
 

@@ -133,10 +133,14 @@ enum auth_status auth_bearer_verify(const struct auth_ctx *ctx, const struct req
 {
     if (!req->tls) {
         out->detail = "Authentication scheme Bearer is not allowed with HTTP.";
-        return AUTH_FAILED;
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_BEARER,
+                           "a bearer token over plain HTTP (tokens need HTTPS, --tls-port)");
     }
     if (!ctx->bearer_basic)
-        return auth_challenge(ctx, req, out, "This server does not accept bearer tokens.");
+        return auth_refuse(out,
+                           auth_challenge(ctx, req, out,
+                                          "This server does not accept bearer tokens."),
+                           AUTH_WHY_BEARER, "bearer tokens are off (--oauth basic turns them on)");
     /* No x-ms-date / Date is needed: the SDKs send none with a token
      * credential, the service accepts such requests, and the token's own
      * nbf / exp are its time check (doc/protocol-notes.md, "Bearer
@@ -144,11 +148,14 @@ enum auth_status auth_bearer_verify(const struct auth_ctx *ctx, const struct req
      * by nothing. */
     if (!auth_find_account(ctx, account)) {
         out->detail = "The account of the request does not exist.";
-        return AUTH_FAILED;
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_UNKNOWN_ACCOUNT,
+                           arena_sprintf(req->arena,
+                                         "account '%s' is not configured (configured: %s)",
+                                         account, auth_account_list(req->arena, ctx)));
     }
     const char *why = check_token(ctx, req, account, token, token_len);
     if (why)
-        return auth_challenge(ctx, req, out, why);
+        return auth_refuse(out, auth_challenge(ctx, req, out, why), AUTH_WHY_BEARER, why);
     out->scheme = AUTH_SCHEME_BEARER;
     out->perms = AUTH_P_ALL;
     out->rtypes = AUTH_RT_ALL;

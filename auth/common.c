@@ -152,6 +152,22 @@ int64_t auth_now(const struct auth_ctx *ctx)
     return ctx->now_ticks ? ctx->now_ticks(ctx->now_arg) : timefmt_now_ticks();
 }
 
+const char *auth_account_list(struct arena *a, const struct auth_ctx *ctx)
+{
+    struct buf b;
+    buf_init(&b);
+    for (size_t i = 0; i < ctx->naccounts && b.len < 512; i++) {
+        if (i)
+            buf_puts(&b, ", ");
+        buf_putc(&b, '\'');
+        buf_puts(&b, ctx->accounts[i].name);
+        buf_putc(&b, '\'');
+    }
+    const char *out = arena_strdup(a, ctx->naccounts ? b.data : "none");
+    buf_free(&b);
+    return out;
+}
+
 const struct account_cfg *auth_find_account(const struct auth_ctx *ctx, const char *name)
 {
     for (size_t i = 0; i < ctx->naccounts; i++)
@@ -198,24 +214,35 @@ enum auth_status auth_check_date(const struct auth_ctx *ctx, const struct reques
         date = auth_header(req, "Date", &len);
     if (!date || len == 0) {
         out->detail = "Request date header not specified.";
-        return AUTH_FAILED;
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_DATE,
+                           "the request has neither an x-ms-date nor a Date header");
     }
     int64_t secs;
     if (strlen(date) != len || timefmt_rfc1123_parse(date, len, &secs) != 0) {
         out->detail = "The Date header in the request is incorrect.";
-        return AUTH_FAILED;
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_DATE,
+                           "the x-ms-date / Date header is not an RFC 1123 date "
+                           "(Sun, 06 Nov 1994 08:49:37 GMT)");
     }
     if (ctx->no_skew_check)
         return AUTH_OK;
     int64_t now = (auth_now(ctx) - TIMEFMT_UNIX_EPOCH_TICKS) / TIMEFMT_TICKS_PER_SECOND;
     if (secs < now - AUTH_MAX_SKEW_SECONDS) {
         out->detail = arena_sprintf(req->arena, "Request date header too old: '%s'", date);
-        return AUTH_FAILED;
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_CLOCK_SKEW,
+                           arena_sprintf(req->arena,
+                                         "the request date '%s' is %lld s behind the server's "
+                                         "clock (at most %d s are allowed)",
+                                         date, (long long)(now - secs), AUTH_MAX_SKEW_SECONDS));
     }
     if (secs > now + AUTH_MAX_SKEW_SECONDS) {
         out->detail =
             arena_sprintf(req->arena, "Request date header too far in the future: '%s'", date);
-        return AUTH_FAILED;
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_CLOCK_SKEW,
+                           arena_sprintf(req->arena,
+                                         "the request date '%s' is %lld s ahead of the server's "
+                                         "clock (at most %d s are allowed)",
+                                         date, (long long)(secs - now), AUTH_MAX_SKEW_SECONDS));
     }
     return AUTH_OK;
 }

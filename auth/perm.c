@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "auth/auth.h"
+#include "core/arena.h"
 
 /* What one operation kind needs from a SAS. */
 struct need {
@@ -169,4 +170,80 @@ enum auth_status auth_authorize(const struct auth_result *res, const struct auth
         return AUTH_OK;
     }
     return AUTH_FAILURE;
+}
+
+/* The letters of permission bits p ("raudlwcp" order) into out. */
+static const char *perm_letters(unsigned p, char out[10])
+{
+    static const char letters[] = "raudlwcp";
+    size_t n = 0;
+    for (unsigned i = 0; i < 8; i++)
+        if (p & (1u << i))
+            out[n++] = letters[i];
+    out[n] = 0;
+    return out;
+}
+
+/* The letters of resource-type bits ("sco"). */
+static const char *rt_letters(unsigned r, char out[4])
+{
+    size_t n = 0;
+    if (r & AUTH_RT_SERVICE)
+        out[n++] = 's';
+    if (r & AUTH_RT_CONTAINER)
+        out[n++] = 'c';
+    if (r & AUTH_RT_OBJECT)
+        out[n++] = 'o';
+    out[n] = 0;
+    return out;
+}
+
+const char *auth_authorize_explain(struct arena *a, const struct auth_result *res,
+                                   const struct auth_op *op, enum auth_status s,
+                                   enum auth_why *why)
+{
+    const struct need *n = (unsigned)op->kind < AUTH_OP__COUNT ? &needs[op->kind] : NULL;
+    const char *name = auth_op_name(op->kind);
+    char have[10], all[10], any[10];
+    if (s == AUTH_SECONDARY_WRITE) {
+        *why = AUTH_WHY_SECONDARY_WRITE;
+        return arena_sprintf(a, "%s changes data and the secondary endpoint is read-only", name);
+    }
+    if (!n) {
+        *why = AUTH_WHY_NONE;
+        return "unknown operation";
+    }
+    int table_sas = res->scheme == AUTH_SCHEME_TABLE_SAS;
+    if (s == AUTH_RESOURCE_TYPE_MISMATCH) {
+        char r1[4], r2[4];
+        *why = AUTH_WHY_SAS_RESOURCE_TYPE;
+        return arena_sprintf(a, "%s needs srt to hold one of '%s'; the SAS grants srt '%s'", name,
+                             rt_letters(n->rt_any, r1), rt_letters(res->rtypes, r2));
+    }
+    if (s == AUTH_PERMISSION_MISMATCH) {
+        *why = AUTH_WHY_SAS_PERMISSION;
+        if (!table_sas && n->acct_denied)
+            return arena_sprintf(a, "%s is not allowed under an account SAS (the account key "
+                                    "or a table SAS's owner only)", name);
+        unsigned need_all = table_sas ? n->table_all : n->acct_all;
+        unsigned need_any = table_sas ? n->table_any : n->acct_any;
+        return arena_sprintf(a, "%s needs sp with '%s'%s%s%s; the SAS grants sp '%s'", name,
+                             perm_letters(need_all, all), need_any ? " and one of '" : "",
+                             need_any ? perm_letters(need_any, any) : "", need_any ? "'" : "",
+                             perm_letters(res->perms, have));
+    }
+    if (s == AUTH_FAILURE && table_sas) {
+        *why = AUTH_WHY_SAS_SCOPE;
+        if (n->table_denied)
+            return arena_sprintf(a, "%s is not allowed under a table SAS (it needs the account "
+                                    "key or an account SAS)", name);
+        if (op->table && (!res->sas_table || strcasecmp(op->table, res->sas_table) != 0))
+            return arena_sprintf(a, "the table SAS is for table '%.64s', the request addresses "
+                                    "table '%.64s'",
+                                 res->sas_table ? res->sas_table : "", op->table);
+        return arena_sprintf(a, "%s addresses an entity outside the table SAS's key range "
+                                "(spk/srk/epk/erk)", name);
+    }
+    *why = AUTH_WHY_NONE;
+    return arena_sprintf(a, "%s is not allowed with these credentials", name);
 }

@@ -223,7 +223,13 @@ static enum auth_status check_sig(const struct account_cfg *acct, const struct r
     }
     out->detail = arena_sprintf(req->arena, "Signature did not match. String to sign used was %s",
                                 sts->data);
-    return AUTH_FAILED;
+    out->sts = arena_strdup(req->arena, sts->data ? sts->data : "");
+    return auth_refuse(out, AUTH_FAILED, AUTH_WHY_SAS_SIGNATURE,
+                       arena_sprintf(req->arena,
+                                     "%s SAS signature does not match the %s of account '%s'; "
+                                     "check the key it was made with and its fields",
+                                     s->ss || s->srt ? "account" : "table",
+                                     acct->key2_len ? "two keys" : "key", acct->name));
 }
 
 /* The checks both kinds share after the signature: time window, source
@@ -239,29 +245,47 @@ static enum auth_status check_window(const struct auth_ctx *ctx, const struct re
                                     "Expiry [%s] - Current [%s]",
                                     has_start ? rfc1123(req->arena, start) : "",
                                     rfc1123(req->arena, expiry), rfc1123(req->arena, now));
-        return AUTH_FAILED;
+        if (now >= expiry)
+            return auth_refuse(out, AUTH_FAILED, AUTH_WHY_SAS_EXPIRED,
+                               arena_sprintf(req->arena,
+                                             "the SAS expired (se) at %s; the server's time is "
+                                             "%s",
+                                             rfc1123(req->arena, expiry),
+                                             rfc1123(req->arena, now)));
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_SAS_NOT_YET_VALID,
+                           arena_sprintf(req->arena,
+                                         "the SAS starts (st) at %s; the server's time is %s",
+                                         rfc1123(req->arena, start), rfc1123(req->arena, now)));
     }
     if (sip) {
         int ok = ip_allowed(sip, req->peer_ip);
         if (ok < 0) {
             out->detail = "The sip parameter is not a valid IP address or range.";
-            return AUTH_FAILED;
+            return auth_refuse(out, AUTH_FAILED, AUTH_WHY_SAS_MALFORMED,
+                               "the SAS's sip is not an IP address or range");
         }
         if (!ok) {
             out->message = arena_sprintf(req->arena,
                                          "This request is not authorized to perform this "
                                          "operation using this source IP %s.",
                                          req->peer_ip);
-            return AUTH_SOURCE_IP_MISMATCH;
+            return auth_refuse(out, AUTH_SOURCE_IP_MISMATCH, AUTH_WHY_SAS_IP,
+                               arena_sprintf(req->arena,
+                                             "the client address %s is outside the SAS's sip "
+                                             "'%.64s'",
+                                             req->peer_ip, sip));
         }
     }
     if (spr) {
         if (strcmp(spr, "https") == 0) {
             if (!req->tls)
-                return AUTH_PROTOCOL_MISMATCH;
+                return auth_refuse(out, AUTH_PROTOCOL_MISMATCH, AUTH_WHY_SAS_PROTOCOL,
+                                   "the SAS allows HTTPS only (spr=https) and the request came "
+                                   "over plain HTTP");
         } else if (strcmp(spr, "https,http") != 0 && strcmp(spr, "http,https") != 0) {
             out->detail = "The spr parameter must be https or https,http.";
-            return AUTH_FAILED;
+            return auth_refuse(out, AUTH_FAILED, AUTH_WHY_SAS_MALFORMED,
+                               "the SAS's spr is neither https nor https,http");
         }
     }
     return AUTH_OK;
@@ -321,7 +345,8 @@ enum auth_status auth_sas_grant(const struct auth_ctx *ctx, const struct request
     if (rc != AUTH_OK)
         return rc;
     if (!g->table_service)
-        return AUTH_SERVICE_MISMATCH;
+        return auth_refuse(out, AUTH_SERVICE_MISMATCH, AUTH_WHY_SAS_SERVICE,
+                           "the account SAS's ss does not include t (the table service)");
     out->scheme = AUTH_SCHEME_ACCOUNT_SAS;
     out->perms = g->perms;
     out->rtypes = g->rtypes;
@@ -367,7 +392,11 @@ static enum auth_status verify_table(const struct auth_ctx *ctx, const struct re
         if (!ctx->policy_lookup || !ctx->policy_lookup(ctx->policy_arg, account, table, s->si, &pol)) {
             out->detail = "The signed identifier (si) does not name a stored access policy of "
                           "the table.";
-            return AUTH_FAILED;
+            return auth_refuse(out, AUTH_FAILED, AUTH_WHY_SAS_POLICY,
+                               arena_sprintf(req->arena,
+                                             "the SAS's si '%.64s' names no stored access policy "
+                                             "of table '%.64s'",
+                                             s->si, table));
         }
         if ((pol.has_perm && s->sp) || (pol.has_start && s->st) || (pol.has_expiry && s->se)) {
             out->detail = "A field is given both in the SAS and in its stored access policy.";
@@ -438,14 +467,21 @@ enum auth_status auth_sas_verify(const struct auth_ctx *ctx, const struct reques
     struct sas s;
     if (gather(params, nparams, &s) != 0) {
         out->detail = "A SAS parameter is repeated or badly percent-encoded.";
-        return AUTH_FAILED;
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_SAS_MALFORMED,
+                           "a SAS field is repeated or badly percent-encoded");
     }
     const struct account_cfg *acct = auth_find_account(ctx, account);
     if (!acct) {
         out->detail = "The account of the request does not exist.";
-        return AUTH_FAILED;
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_UNKNOWN_ACCOUNT,
+                           arena_sprintf(req->arena,
+                                         "account '%s' is not configured (configured: %s)",
+                                         account, auth_account_list(req->arena, ctx)));
     }
-    if (s.ss || s.srt)
-        return verify_account(ctx, req, account, acct, &s, out);
-    return verify_table(ctx, req, account, acct, op, &s, out);
+    enum auth_status rc = s.ss || s.srt ? verify_account(ctx, req, account, acct, &s, out)
+                                        : verify_table(ctx, req, account, acct, op, &s, out);
+    /* The remaining refusals are malformed fields; their detail says which. */
+    if (rc != AUTH_OK && out->why == AUTH_WHY_NONE)
+        auth_refuse(out, rc, AUTH_WHY_SAS_MALFORMED, out->detail);
+    return rc;
 }

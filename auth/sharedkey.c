@@ -124,7 +124,9 @@ enum auth_status auth_sharedkey_verify(const struct auth_ctx *ctx, const struct 
 {
     const char *colon = memchr(cred, ':', cred_len);
     if (!colon || colon == cred || colon + 1 == cred + cred_len)
-        return AUTH_INVALID_INFO;
+        return auth_refuse(out, AUTH_INVALID_INFO, AUTH_WHY_MALFORMED_HEADER,
+                           lite ? "the SharedKeyLite credentials are not ACCOUNT:SIGNATURE"
+                                : "the SharedKey credentials are not ACCOUNT:SIGNATURE");
     size_t name_len = (size_t)(colon - cred);
     const char *sig = colon + 1;
     size_t sig_len = cred_len - name_len - 1;
@@ -138,7 +140,16 @@ enum auth_status auth_sharedkey_verify(const struct auth_ctx *ctx, const struct 
     if (!name_ok || !acct) {
         out->detail = "The account named in the Authorization header is not the account of the "
                       "request.";
-        return AUTH_FAILED;
+        if (!acct)
+            return auth_refuse(out, AUTH_FAILED, AUTH_WHY_UNKNOWN_ACCOUNT,
+                               arena_sprintf(req->arena,
+                                             "account '%s' is not configured (configured: %s)",
+                                             account, auth_account_list(req->arena, ctx)));
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_ACCOUNT_MISMATCH,
+                           arena_sprintf(req->arena,
+                                         "the Authorization header signs for account '%.*s', but "
+                                         "the request addresses account '%s'",
+                                         (int)(name_len > 64 ? 64 : name_len), cred, account));
     }
 
     const char *path = req->path ? req->path : "/";
@@ -194,8 +205,19 @@ enum auth_status auth_sharedkey_verify(const struct auth_ctx *ctx, const struct 
                                     "same as any computed signature. Server used following string "
                                     "to sign: '%s'.",
                                     echo, sig, sts.data ? sts.data : "");
+        out->sts = arena_strdup(req->arena, sts.data ? sts.data : "");
         buf_free(&sts);
-        return AUTH_FAILED;
+        return auth_refuse(out, AUTH_FAILED, AUTH_WHY_SIGNATURE,
+                           arena_sprintf(req->arena,
+                                         "%s signature does not match: tried the %s of account "
+                                         "'%s'%s; check the account key and what the client "
+                                         "signs",
+                                         lite ? "SharedKeyLite" : "SharedKey",
+                                         acct->key2_len ? "two keys" : "key", account,
+                                         norm && (norm_len != path_len ||
+                                                  memcmp(norm, path, path_len) != 0)
+                                             ? " over the path as sent and re-encoded"
+                                             : ""));
     }
     buf_free(&sts);
     enum auth_status rc = auth_check_date(ctx, req, out);

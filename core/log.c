@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -118,6 +119,74 @@ void log_msg(enum log_level level, const char *fmt, ...)
     } else {
         fwrite(line, 1, len, stderr);
     }
+}
+
+/* The rate limiter's state (see log.h); a mutex, because a backend
+ * thread may log too. */
+struct log_limit_slot {
+    int64_t second;             /* the monotonic second counted */
+    unsigned lines;             /* lines written in it */
+    unsigned long suppressed;   /* lines dropped in it or earlier, not yet reported */
+    const char *what;
+};
+static struct log_limit_slot log_limit_slots[LOG_LIMIT_KEYS];
+static int64_t log_limit_second = -1;
+static unsigned log_limit_lines;
+static pthread_mutex_t log_limit_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The current monotonic second. */
+static int64_t log_limit_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+/* Reports and clears the suppressed count of s when its second is over. */
+static void log_limit_report(struct log_limit_slot *s, int64_t now)
+{
+    if (s->second == now || !s->suppressed)
+        return;
+    log_msg(LOG_INFO, "suppressed %lu similar lines (%s)", s->suppressed,
+            s->what ? s->what : "-");
+    s->suppressed = 0;
+}
+
+int log_limit_take(enum log_level level, unsigned key, const char *what)
+{
+    if (level > log_level || key >= LOG_LIMIT_KEYS)
+        return 0;
+    int64_t now = log_limit_now();
+    pthread_mutex_lock(&log_limit_mu);
+    struct log_limit_slot *s = &log_limit_slots[key];
+    s->what = what;
+    log_limit_report(s, now);
+    if (s->second != now) {
+        s->second = now;
+        s->lines = 0;
+    }
+    if (log_limit_second != now) {
+        log_limit_second = now;
+        log_limit_lines = 0;
+    }
+    int ok = s->lines < LOG_LIMIT_PER_KEY && log_limit_lines < LOG_LIMIT_TOTAL;
+    if (ok) {
+        s->lines++;
+        log_limit_lines++;
+    } else {
+        s->suppressed++;
+    }
+    pthread_mutex_unlock(&log_limit_mu);
+    return ok;
+}
+
+void log_limit_flush(void)
+{
+    int64_t now = log_limit_now();
+    pthread_mutex_lock(&log_limit_mu);
+    for (unsigned i = 0; i < LOG_LIMIT_KEYS; i++)
+        log_limit_report(&log_limit_slots[i], now);
+    pthread_mutex_unlock(&log_limit_mu);
 }
 
 /* Appends the decimal form of v at p; returns the new end. */

@@ -84,6 +84,8 @@ struct req_ctx {
     const struct account_cfg *account;
     int secondary;             /* "-secondary" endpoint */
     int unknown_account;       /* the URL names an account that is not configured */
+    const char *account_tried; /* that account's name as the URL gives it */
+    int path_style;            /* the account is the path's first segment */
     const char *base;          /* scheme://host[:port][/account], no trailing '/' */
 
     struct query_param *qp;
@@ -109,6 +111,7 @@ struct req_ctx {
     struct auth_op aop;        /* what auth_check authorized */
     struct auth_result auth;   /* who is calling, with what rights */
     int auth_failed;           /* the error comes from auth_check */
+    int auth_logged;           /* its log line is written (protocol/authlog.h) */
     int in_batch;              /* a $batch sub-operation */
     struct batch_state *batch; /* that batch's cross-operation checks */
     const char *msg_prefix;    /* "2:" before error messages of batch parts */

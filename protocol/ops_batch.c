@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "core/log.h"
+#include "protocol/authlog.h"
 #include "protocol/ctx.h"
 #include "protocol/multipart.h"
 #include "protocol/optable.h"
@@ -319,7 +320,7 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
     if (!e && !(sub.def->flags & OPF_BATCH_QUERY))
         e = TERR_InvalidInput;
     if (!e)
-        e = terr_from_auth(auth_authorize(&c->auth, &sub.aop));
+        e = authlog_authorize(c, &sub.aop);
     enum terr busy = e ? TERR_NONE : service_batch_admit(c, &sub, op, 1);
     if (busy) {  /* throttled: the whole batch answers 503 (SPEC 13.2) */
         reply_error(c, busy);
@@ -429,7 +430,7 @@ static int batch_prepare(struct req_ctx *c, const struct multipart_batch *mb,
             e = TERR_InvalidInput;
         if (!e && sub->atom_body)
             e = odata_atom_body(sub, &sreqs[i]);
-        if (!e && (e = terr_from_auth(auth_authorize(&c->auth, &sub->aop))))
+        if (!e && (e = authlog_authorize(c, &sub->aop)))
             sub->auth_failed = 1;
         enum terr busy =
             !e && i == 0 && admit ? service_batch_admit(c, sub, &mb->ops[0], mb->nops) : 0;

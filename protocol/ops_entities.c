@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "protocol/atom.h"
+#include "protocol/authlog.h"
 #include "protocol/ctx.h"
 #include "store/keys.h"
 #include "protocol/query.h"
@@ -316,7 +317,7 @@ enum terr entity_prepare_early(struct req_ctx *c, struct entity_write *w)
         c->aop.pk_len = w->e.pk_len;
         c->aop.rk = w->e.rk;
         c->aop.rk_len = w->e.rk_len;
-        if ((err = terr_from_auth(auth_authorize(&c->auth, &c->aop)))) {
+        if ((err = authlog_authorize(c, &c->aop))) {
             c->auth_failed = 1;
             return err;
         }

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "protocol/atom.h"
+#include "protocol/authlog.h"
 #include "protocol/ctx.h"
 #include "protocol/edm.h"
 
@@ -154,6 +155,8 @@ void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
 void reply_auth_error(struct req_ctx *c, enum terr e)
 {
     const struct auth_result *ar = &c->auth;
+    if (!c->auth_logged)
+        authlog_refusal(c, e, ar);
     reply_error_msg(c, e, ar->message);
     if (ar->http_status)
         c->resp->status = ar->http_status;

@@ -44,6 +44,7 @@ static enum terr find_account(struct req_ctx *c, const char *name, size_t n)
     c->account = config_find_account(c->svc->cfg, tmp);
     if (!c->account) {
         c->unknown_account = 1;
+        c->account_tried = arena_strdup(c->a, tmp);
         return TERR_ResourceNotFound;
     }
     return TERR_NONE;
@@ -96,7 +97,8 @@ enum terr route_account(struct req_ctx *c, const char **rest, size_t *rest_len)
     if (plen == 0 || path[0] != '/')
         return TERR_InvalidUri;
 
-    if (c->svc->cfg->path_style_only || path_style_host(host, hl)) {
+    c->path_style = c->svc->cfg->path_style_only || path_style_host(host, hl);
+    if (c->path_style) {
         const char *seg = path + 1;
         const char *slash = memchr(seg, '/', plen - 1);
         size_t sl = slash ? (size_t)(slash - seg) : plen - 1;

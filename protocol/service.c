@@ -19,6 +19,7 @@
 #include "core/rand.h"
 #include "core/throttle.h"
 #include "protocol/acl.h"
+#include "protocol/authlog.h"
 #include "protocol/ctx.h"
 #include "protocol/edm.h"
 #include "protocol/filter.h"
@@ -557,6 +558,38 @@ void service_query_done(struct req_ctx *c)
     throttle_charge(c->svc->throttle, &k, 0, c->page_n > 0 ? c->page_n : 1, clock_mono_us());
 }
 
+/* The log's reason for a request whose URL names no configured account:
+ * the configured names, and where the name was looked for. A path-style
+ * first segment that is a resource ("Tables", "mytable()") means the URL
+ * left the account out. */
+static void unknown_account_why(struct req_ctx *c)
+{
+    const struct config *cfg = c->svc->cfg;
+    struct buf names;
+    buf_init(&names);
+    for (size_t i = 0; i < cfg->naccounts && names.len < 512; i++)
+        buf_printf(&names, "%s'%s'", i ? ", " : "", cfg->accounts[i].name);
+    const char *tried = c->account_tried ? c->account_tried : "";
+    int resource = c->path_style && (strncasecmp(tried, "Tables", 6) == 0 ||
+                                     strchr(tried, '(') || strcmp(tried, "$batch") == 0);
+    c->auth.why = resource ? AUTH_WHY_NO_ACCOUNT : AUTH_WHY_UNKNOWN_ACCOUNT;
+    if (resource)
+        c->auth.why_text = arena_sprintf(c->a,
+                                         "the path names no account: its first segment '%.64s' is "
+                                         "a resource; path-style URLs are "
+                                         "http://HOST:PORT/ACCOUNT/... (configured: %s)",
+                                         tried, names.len ? names.data : "none");
+    else
+        c->auth.why_text = arena_sprintf(c->a,
+                                         "account '%.64s' (from the %s) is not configured "
+                                         "(configured: %s)",
+                                         tried,
+                                         c->path_style ? "path's first segment"
+                                                       : "first label of the Host header",
+                                         names.len ? names.data : "none");
+    buf_free(&names);
+}
+
 /* The pipeline up to dispatch; returns the error to answer, if any. */
 static enum terr prepare(struct req_ctx *c)
 {
@@ -578,6 +611,7 @@ static enum terr prepare(struct req_ctx *c)
          * without authentication there is simply no such resource. */
         if (c->unknown_account && c->svc->cfg->auth) {
             c->auth.detail = "The account named in the request does not exist.";
+            unknown_account_why(c);
             c->auth_failed = 1;
             return TERR_AuthenticationFailed;
         }

@@ -1039,6 +1039,16 @@ void conn_init_settings(struct server *srv)
 }
 
 
+/* 1 when the input llhttp refused is the start of a TLS handshake record
+ * (content type 22, version 3.x) as the first bytes of a plain-HTTP
+ * connection: a client speaking HTTPS to the HTTP port. */
+static int conn_tls_hello(const struct conn *c, const char *data, size_t len)
+{
+    if (c->tls || c->served || llhttp_get_error_pos(&c->parser) != data || len < 1)
+        return 0;
+    return (unsigned char)data[0] == 0x16 && (len < 2 || (unsigned char)data[1] == 0x03);
+}
+
 /* Runs llhttp over one contiguous piece of input. Returns how many bytes
  * it consumed: all of them, or fewer when parsing paused (the connection
  * is closing or its output backed up). Never frees c. */
@@ -1069,8 +1079,16 @@ static size_t conn_feed(struct conn *c, const char *data, size_t len)
         llhttp_resume_after_upgrade(&c->parser);
         return used;
     }
-    if (!c->fail_why)
+    if (!c->fail_why && conn_tls_hello(c, data, len)) {
+        /* The answer stays the plain 400: a TLS client reads it as a bad
+         * record and reports "wrong version number", the usual sign of
+         * HTTPS sent to an HTTP port. */
+        if (log_limit_take(LOG_INFO, LOG_KEY_TLS_ON_PLAIN, "TLS on the plain HTTP port"))
+            log_info("TLS on the plain HTTP port; use http:// or --tls-port (client %s)",
+                     c->peer_ip);
+    } else if (!c->fail_why) {
         log_debug("bad request from %s: %s", c->peer_ip, llhttp_get_error_reason(&c->parser));
+    }
     conn_fail(c, c->fail_why ? c->fail_why : HTTP_FAIL_BAD_REQUEST);
     return len;
 }

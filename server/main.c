@@ -388,6 +388,10 @@ int main(int argc, char **argv)
             fprintf(stdout, "%s: cannot open debug log %s\n", az.prog, az.debug_log);
             return 2;
         }
+        /* a reopened stderr would be fully buffered: lines must reach the
+         * debug log as they happen, as they reach a terminal */
+        if (az.debug_log[0])
+            setvbuf(stderr, NULL, _IOLBF, 0);
     }
     log_set_level(cfg.log_level);
     if (cfg.log_file[0] && log_open_file(cfg.log_file, err, sizeof err) < 0) {

@@ -151,6 +151,7 @@ static void maint_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (srv->throttle)
         throttle_maintain(srv->throttle, clock_mono_us(), SERVER_MAINT_SLOTS);
+    log_limit_flush();  /* "suppressed N similar lines" once their second is over */
 }
 
 /* accept() failed (typically EMFILE): pause accepting briefly instead of
@@ -412,12 +413,9 @@ void server_attach(struct server *srv, struct admin *adm, struct metrics *m,
     srv->admin = adm;
     srv->metrics = m;
     srv->throttle = t;
-    if (t) {
-        struct timeval tv = {SERVER_MAINT_MS / 1000, (SERVER_MAINT_MS % 1000) * 1000};
-        evtimer_add(srv->maint_ev, &tv);
-    } else {
-        event_del(srv->maint_ev);
-    }
+    /* always armed: it also reports the log lines the rate limit dropped */
+    struct timeval tv = {SERVER_MAINT_MS / 1000, (SERVER_MAINT_MS % 1000) * 1000};
+    evtimer_add(srv->maint_ev, &tv);
 }
 
 int server_listen_extra(struct server *srv, const char *host, int port, int tls,
