@@ -177,13 +177,13 @@ static void print_ready(const struct config *cfg, const struct backend_ops *ops,
         printf("HTTPS endpoint:    https://%s/%s\n", tauth, acct->name);
     }
     if (is_public_dev(acct))
-        printf("Connection string: DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
+        printf("Connection string for %s: DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
                "TableEndpoint=http://%s/%s;\n",
-               acct->name, DEV_ACCOUNT_KEY, auth, acct->name);
+               acct->name, acct->name, DEV_ACCOUNT_KEY, auth, acct->name);
     else
-        printf("Connection string: DefaultEndpointsProtocol=http;AccountName=%s;"
+        printf("Connection string for %s: DefaultEndpointsProtocol=http;AccountName=%s;"
                "TableEndpoint=http://%s/%s;  (add AccountKey=<key1 of %s>)\n",
-               acct->name, auth, acct->name, acct->name);
+               acct->name, acct->name, auth, acct->name, acct->name);
     if (server_admin_port(srv) >= 0) {
         char aauth[300];
         url_authority(aauth, sizeof aauth, cfg->admin_host, server_admin_port(srv));
