@@ -342,12 +342,12 @@ const struct opt config_options[] = {
      .max = 3600, .def = "0", .arg = "N", .expect = "seconds 0-3600",
      .help = "add Retry-After: N to throttled answers, 0 = none"},
     {.name = "fault", .type = OPT_CUSTOM, .set = apply_fault_spec, .arg = "NAME:k=v[,k=v]",
-     .help = "a fault injection rule (see README; repeatable)"},
+     .help = "a fault injection rule (see tabled.conf(5); repeatable)"},
     {.name = "fault-seed", .type = OPT_INT, AT(fault_seed), .min = 0, .max = INT64_MAX,
      .arg = "N", .help = "seed of the fault injection draws (default random)"},
     {.name = "admin-port", .type = OPT_INT, AT(admin_port), .min = 0, .max = 65535,
      .names = port_off_names, .def = "off", .arg = "N", .expect = PORT " or off",
-     .help = "admin listener: /metrics, /healthz, /faults, /advisor, /dashboard"},
+     .help = "admin listener: /metrics, /healthz, /faults, /advisor, /dashboard, /export"},
     {.name = "admin-host", .type = OPT_STRING, .flags = OPTF_NONEMPTY, AT(admin_host),
      .def = "127.0.0.1", .arg = "ADDR", .expect = "an address",
      .help = "admin listen address"},
@@ -361,7 +361,7 @@ const struct opt config_options[] = {
      "comma-separated)"},
     {.name = "advisor", .type = OPT_LIST, LIST(advisor_options, nadvisor_options),
      .arg = "NAME=VALUE", .help = "a partition advisor threshold, e.g. hot-share=0.6 "
-     "(repeatable; see README \"Partition advisor\")"},
+     "(repeatable; see tabled.conf(5))"},
     {.name = "help", .type = OPT_SWITCH, .help = "show this help"},
     {.name = "version", .type = OPT_SWITCH, .help = "show the version"},
 };

@@ -182,13 +182,13 @@ static void print_ready(const struct config *cfg, const struct backend_ops *ops,
         printf("HTTPS endpoint:    https://%s/%s\n", tauth, acct->name);
     }
     if (is_public_dev(acct))
-        printf("Connection string: DefaultEndpointsProtocol=%s;AccountName=%s;AccountKey=%s;"
+        printf("Connection string for %s: DefaultEndpointsProtocol=%s;AccountName=%s;AccountKey=%s;"
                "TableEndpoint=%s://%s/%s;\n",
-               scheme, acct->name, DEV_ACCOUNT_KEY, scheme, auth, acct->name);
+               acct->name, scheme, acct->name, DEV_ACCOUNT_KEY, scheme, auth, acct->name);
     else
-        printf("Connection string: DefaultEndpointsProtocol=%s;AccountName=%s;"
+        printf("Connection string for %s: DefaultEndpointsProtocol=%s;AccountName=%s;"
                "TableEndpoint=%s://%s/%s;  (add AccountKey=<key1 of %s>)\n",
-               scheme, acct->name, scheme, auth, acct->name, acct->name);
+               acct->name, scheme, acct->name, scheme, auth, acct->name, acct->name);
     if (server_admin_port(srv) >= 0) {
         char aauth[300];
         url_authority(aauth, sizeof aauth, cfg->admin_host, server_admin_port(srv));

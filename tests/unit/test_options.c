@@ -2,7 +2,7 @@
  * machinery that reads it (core/options.c): every row is well formed, its
  * default is a value its own type accepts, --help names every setting, and
  * every setting is documented in conf/tabled.conf, doc/tabled.1,
- * doc/tabled.conf.5 and README.md's option tables, so the documentation
+ * doc/tabled.conf.5 and doc/configuration.md's option tables, so the documentation
  * cannot drift from the code. */
 #include <regex.h>
 #include <stdio.h>
@@ -163,11 +163,11 @@ static void test_usage(void)
     free(buf);
 }
 
-/* Every setting is documented: example file, both man pages, README. */
+/* Every setting is documented: example file, both man pages, doc/configuration.md. */
 static void test_documented(void)
 {
     char *conf = read_src("conf/tabled.conf"), *man1 = read_src("doc/tabled.1");
-    char *man5 = read_src("doc/tabled.conf.5"), *readme = read_src("README.md");
+    char *man5 = read_src("doc/tabled.conf.5"), *readme = read_src("doc/configuration.md");
     TEST_CHECK(conf && man1 && man5 && readme, "the four documents are readable (TOP_SRCDIR)");
     if (!conf || !man1 || !man5 || !readme)
         return;
@@ -180,9 +180,9 @@ static void test_documented(void)
         snprintf(re, sizeof re, "\\\\-\\\\-%s([^a-z\\\\]|\\\\f|$)", rn);
         snprintf(what, sizeof what, "tabled(1) documents --%s", o->name);
         TEST_CHECK(has(man1, re), what);
-        /* a row of README's option tables: a line starting with | naming `--name */
+        /* a row of doc/configuration.md's option tables: a line starting with | naming `--name */
         snprintf(re, sizeof re, "^\\|.*--%s([^a-z-]|$)", o->name);
-        snprintf(what, sizeof what, "README.md's option tables list --%s", o->name);
+        snprintf(what, sizeof what, "doc/configuration.md's option tables list --%s", o->name);
         TEST_CHECK(has(readme, re), what);
         if (!file_key)
             continue;
