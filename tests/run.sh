@@ -41,6 +41,21 @@ count_tap() {
     failed=$((failed + nok))
 }
 
+# Set-up: the tests need packages beyond the build's (the SDKs, PostgreSQL,
+# Node.js, the packaging tools). They are installed through the same path
+# as a developer's: autogen.sh --test-deps, here without regenerating
+# configure. As root it installs what is missing; otherwise it names the
+# command, and the tests needing a missing component skip or fail saying so.
+if [ "${TABLED_NO_DEPS_SETUP:-}" != 1 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        sh "$TOP_SRCDIR/autogen.sh" --test-deps --no-autoreconf ||
+            echo "tests/run.sh: installing the test packages failed; run: ./autogen.sh --test-deps"
+    else
+        sh "$TOP_SRCDIR/autogen.sh" --test-deps --check >/dev/null ||
+            echo "tests/run.sh: test packages are missing (tests needing them will say so); run: ./autogen.sh --test-deps"
+    fi
+fi
+
 # selected NAME: true unless TESTS is set and NAME does not contain it.
 selected() {
     case "$1" in
