@@ -3,7 +3,8 @@
 # failing test, and ends with "N passed, M failed". Exit status 1 on failure.
 # Environment (set by make check): TOP_SRCDIR, TOP_BUILDDIR, UNIT_TESTS,
 # INTEGRATION_TESTS. Optional: TEST_TIMEOUT (seconds per test program,
-# default 600), TESTS (run only the tests whose path contains this text).
+# default 600), TESTS (run only the tests whose path contains this text),
+# TABLED_NO_DEPS_SETUP=1 (skip the package set-up below).
 : "${TOP_SRCDIR:=.}" "${TOP_BUILDDIR:=.}" "${TEST_TIMEOUT:=600}"
 export TOP_SRCDIR TOP_BUILDDIR
 passed=0
