@@ -3,7 +3,8 @@
 # failing test, and ends with "N passed, M failed". Exit status 1 on failure.
 # Environment (set by make check): TOP_SRCDIR, TOP_BUILDDIR, UNIT_TESTS,
 # INTEGRATION_TESTS. Optional: TEST_TIMEOUT (seconds per test program,
-# default 600), TESTS (run only the tests whose path contains this text).
+# default 600), TESTS (run only the tests whose path contains this text),
+# TABLED_NO_DEPS_SETUP=1 (skip the package set-up below).
 : "${TOP_SRCDIR:=.}" "${TOP_BUILDDIR:=.}" "${TEST_TIMEOUT:=600}"
 export TOP_SRCDIR TOP_BUILDDIR
 passed=0
@@ -40,6 +41,21 @@ count_tap() {
     passed=$((passed + ok))
     failed=$((failed + nok))
 }
+
+# Set-up: the tests need packages beyond the build's (the SDKs, PostgreSQL,
+# Node.js, the packaging tools). They are installed through the same path
+# as a developer's: autogen.sh --test-deps, here without regenerating
+# configure. As root it installs what is missing; otherwise it names the
+# command, and the tests needing a missing component skip or fail saying so.
+if [ "${TABLED_NO_DEPS_SETUP:-}" != 1 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        sh "$TOP_SRCDIR/autogen.sh" --test-deps --no-autoreconf ||
+            echo "tests/run.sh: installing the test packages failed; run: ./autogen.sh --test-deps"
+    else
+        sh "$TOP_SRCDIR/autogen.sh" --test-deps --check >/dev/null ||
+            echo "tests/run.sh: test packages are missing (tests needing them will say so); run: ./autogen.sh --test-deps"
+    fi
+fi
 
 # selected NAME: true unless TESTS is set and NAME does not contain it.
 selected() {

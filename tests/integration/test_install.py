@@ -2,8 +2,8 @@
 """Integration test: what "make install" installs, and what it promises.
 
   - make install DESTDIR=tmp: exactly the expected files (binary, the
-    azurite-table and azurite links, the man pages, the example configuration, the
-    systemd unit, the plug-in headers, tabled-backend.pc); the unit names the
+    azurite-table and azurite links, the man pages, the example configuration,
+    the systemd unit, the plug-in headers, tabled-backend.pc, the README); the unit names the
     installed binary and configuration; make uninstall removes them all.
   - the example plug-in (backends/examples/counting.c with the memory
     backend it wraps), copied away from the tree and built with
@@ -118,7 +118,8 @@ def main():
                 dirs["tabledconfdir"] + "/tabled.conf",
                 dirs["tabledincludedir"] + "/backends/backend.h",
                 dirs["tabledincludedir"] + "/backends/checks.h",
-                dirs["pkgconfigdir"] + "/tabled-backend.pc"}
+                dirs["pkgconfigdir"] + "/tabled-backend.pc",
+                dirs["docdir"] + "/README.md"}
         if dirs.get("systemdsystemunitdir"):
             want.add(dirs["systemdsystemunitdir"] + "/tabled.service")
         want = {w.lstrip("/") for w in want}
