@@ -1,5 +1,6 @@
 /* main.c - tabled: configuration, backend, service, throttling, fault
  * injection and metrics, listeners, run, stop. */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "core/advisor.h"
 #include "server/background.h"
 #include "server/azurite_cli.h"
+#include "server/azurite_db.h"
 #include "core/clock.h"
 #include "core/coding.h"
 #include "core/config.h"
@@ -226,6 +228,35 @@ static int started_as_azurite(const char *argv0)
     return strcmp(base ? base + 1 : argv0, "azurite-table") == 0;
 }
 
+/* azurite-table -l DIR where Azurite left its table database and tabled has
+ * no store yet: imports it (import set: --import-azurite-db) or says how.
+ * Returns 0, or -1 when the import failed (the server does not start). */
+static int azurite_db_check(const struct config *cfg, int import)
+{
+    char db[PATH_MAX + 64], store[PATH_MAX + 64], cmd[3 * PATH_MAX];
+    if (strcmp(cfg->backend, "memory") == 0 ||
+        !azurite_db_pending(cfg->data_dir, db, sizeof db, store, sizeof store))
+        return 0;
+    if (!import) {
+        if (azurite_db_command(db, cfg->backend, store, cmd, sizeof cmd) == 0)
+            fprintf(stderr,
+                    "azurite-table: %s is an Azurite table database; it is not served. To "
+                    "serve its tables, stop azurite-table and run:\n  %s\nthen start "
+                    "again (or start with " AZURITE_DB_FLAG " to import it at start-up).\n",
+                    db, cmd);
+        return 0;
+    }
+    char *args[] = {"import", "--from-azurite", db, "--backend", (char *)cfg->backend,
+                    "--data", store, NULL};
+    fprintf(stderr, "azurite-table: importing %s into %s\n", db, store);
+    if (dump_main(7, args) != 0) {
+        fprintf(stderr, "azurite-table: the import of %s failed (see above); nothing was "
+                "started\n", db);
+        return -1;
+    }
+    return 0;
+}
+
 /* The decrypted TLS files of azurite-table --pwd, removed at exit. */
 static char azurite_tls_dir[1100];
 static void remove_azurite_tls_dir(void)
@@ -286,6 +317,7 @@ int main(int argc, char **argv)
     if (argc > 1 && (strcmp(argv[1], "export") == 0 || strcmp(argv[1], "import") == 0))
         return dump_main(argc - 1, argv + 1);
     int azurite = argc > 0 && started_as_azurite(argv[0]);
+    int import_db = azurite && azurite_db_take_flag(&argc, argv);
     if (azurite) {
         if (azurite_cli_parse(&az, argc, argv, getenv("AZURITE_ACCOUNTS"), err, sizeof err) < 0) {
             fprintf(stderr, "azurite-table: %s\n", err);
@@ -334,6 +366,8 @@ int main(int argc, char **argv)
             fprintf(stdout, "azurite-table: cannot open debug log %s\n", az.debug_log);
             return 2;
         }
+        if (azurite_db_check(&cfg, import_db) < 0)
+            return 1;
     }
     log_set_level(cfg.log_level);
     if (cfg.log_file[0] && log_open_file(cfg.log_file, err, sizeof err) < 0) {
