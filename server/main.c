@@ -240,9 +240,10 @@ static int azurite_db_check(const struct config *cfg, int import)
     if (!import) {
         if (azurite_db_command(db, cfg->backend, store, cmd, sizeof cmd) == 0)
             fprintf(stderr,
-                    "azurite-table: %s is an Azurite table database; it is not served. To "
-                    "serve its tables, stop azurite-table and run:\n  %s\nthen start "
-                    "again (or start with " AZURITE_DB_FLAG " to import it at start-up).\n",
+                    "azurite-table: %s is an Azurite table database; its tables are not "
+                    "served. To serve them, stop azurite-table and run:\n  %s\nthen start "
+                    "again. (Started with " AZURITE_DB_FLAG " on a directory without "
+                    "__tabled_table__, azurite-table imports the database itself.)\n",
                     db, cmd);
         return 0;
     }
