@@ -8,7 +8,8 @@
 #   docker build -t tabled .
 #   docker run --rm -p 10002:10002 -v tabled-data:/data tabled
 
-# Build stage: the release build, installed into /out.
+# Build stage: the release build, installed into /out (no libsystemd: a
+# container has no service manager to notify).
 FROM debian:12 AS build
 ARG DEBIAN_FRONTEND=noninteractive
 # The build-only packages (a subset of autogen.sh's list: the test-only
@@ -21,7 +22,7 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 RUN autoreconf -fi \
- && ./configure --prefix=/usr/local --sysconfdir=/etc \
+ && ./configure --prefix=/usr/local --sysconfdir=/etc --without-libsystemd \
  && make -j"$(nproc)" \
  && make install-strip DESTDIR=/out
 
