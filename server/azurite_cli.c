@@ -56,6 +56,8 @@ void azurite_cli_usage(const struct azurite_cli *az, FILE *out)
             "  --tablePort N                 port (default 10002)\n"
             "%s"
             "  -l, --location DIR            workspace (default: current directory)\n"
+            "  --import-azurite-db           tabled's own: import DIR's Azurite table database\n"
+            "                                (__azurite_db_table__.json) once, at start-up\n"
             "  --inMemoryPersistence         keep data in memory only\n"
             "  -s, --silent                  no access log\n"
             "  -d, --debug FILE              debug log into FILE\n"

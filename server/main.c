@@ -1,5 +1,6 @@
 /* main.c - tabled: configuration, backend, service, throttling, fault
  * injection and metrics, listeners, run, stop. */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "server/background.h"
 #include "server/absent.h"
 #include "server/azurite_cli.h"
+#include "server/azurite_db.h"
 #include "core/clock.h"
 #include "core/coding.h"
 #include "core/config.h"
@@ -280,6 +282,36 @@ static int started_as_azurite(const char *argv0)
     return azurite_cli_name(argv0) != AZURITE_NONE;
 }
 
+/* azurite(-table) -l DIR where Azurite left its table database and tabled has
+ * no store yet: imports it (import set: --import-azurite-db) or says how.
+ * Returns 0, or -1 when the import failed (the server does not start). */
+static int azurite_db_check(const struct config *cfg, const char *prog, int import)
+{
+    char db[PATH_MAX + 64], store[PATH_MAX + 64], cmd[3 * PATH_MAX];
+    if (strcmp(cfg->backend, "memory") == 0 ||
+        !azurite_db_pending(cfg->data_dir, db, sizeof db, store, sizeof store))
+        return 0;
+    if (!import) {
+        if (azurite_db_command(db, cfg->backend, store, cmd, sizeof cmd) == 0)
+            fprintf(stderr,
+                    "%s: %s is an Azurite table database; its tables are not "
+                    "served. To serve them, stop %s and run:\n  %s\nthen start "
+                    "again. (Started with " AZURITE_DB_FLAG " on a directory without "
+                    "__tabled_table__, %s imports the database itself.)\n",
+                    prog, db, prog, cmd, prog);
+        return 0;
+    }
+    char *args[] = {"import", "--from-azurite", db, "--backend", (char *)cfg->backend,
+                    "--data", store, NULL};
+    fprintf(stderr, "%s: importing %s into %s\n", prog, db, store);
+    if (dump_main(7, args) != 0) {
+        fprintf(stderr, "%s: the import of %s failed (see above); nothing was "
+                "started\n", prog, db);
+        return -1;
+    }
+    return 0;
+}
+
 /* The decrypted TLS files of azurite-table --pwd, removed at exit. */
 static char azurite_tls_dir[1100];
 static void remove_azurite_tls_dir(void)
@@ -340,6 +372,7 @@ int main(int argc, char **argv)
     if (argc > 1 && (strcmp(argv[1], "export") == 0 || strcmp(argv[1], "import") == 0))
         return dump_main(argc - 1, argv + 1);
     int azurite = argc > 0 && started_as_azurite(argv[0]);
+    int import_db = azurite && azurite_db_take_flag(&argc, argv);
     if (azurite) {
         if (azurite_cli_parse(&az, argc, argv, getenv("AZURITE_ACCOUNTS"), err, sizeof err) < 0) {
             fprintf(stderr, "%s: %s\n", az.prog ? az.prog : "azurite-table", err);
@@ -392,6 +425,8 @@ int main(int argc, char **argv)
          * debug log as they happen, as they reach a terminal */
         if (az.debug_log[0])
             setvbuf(stderr, NULL, _IOLBF, 0);
+        if (azurite_db_check(&cfg, az.prog, import_db) < 0)
+            return 1;
     }
     log_set_level(cfg.log_level);
     if (cfg.log_file[0] && log_open_file(cfg.log_file, err, sizeof err) < 0) {
