@@ -611,6 +611,19 @@ int dump_main(int argc, char **argv)
         fflush(stdout);
         return rc < 0 ? 2 : 0;
     }
+    /* The memory store lives only as long as this tool: an import into it
+     * would be lost when the tool exits, so it is refused before anything
+     * is read. */
+    if (!is_export) {
+        const struct backend_ops *ops = backend_lookup(d.cfg.backend, err, sizeof err);
+        if (ops && strcmp(ops->name, "memory") == 0) {
+            fprintf(stderr, "tabled import: the memory store lives only as long as this tool, "
+                    "so the import would be lost when it exits; give --backend and --data of "
+                    "a lasting store such as leveldb or flatfile (with its server stopped)\n");
+            return 2;
+        }
+        err[0] = '\0';
+    }
     d.progress = isatty(2);
     /* An import reads and checks its whole input before the store is
      * opened: an invalid file imports nothing and creates no store. */
