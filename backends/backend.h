@@ -242,9 +242,11 @@ struct backend_options {
     const char *data_dir;       /* directory for durable files; the backend
                                    creates it if missing. Unused by memory. */
     enum backend_durability durability;
-    /* Backend-specific settings as "name=value" strings, NULL-terminated;
-       unknown names are ignored. May be NULL. tabled fills it from
-       --backend-option (see README for the names each backend knows). */
+    /* Backend-specific settings as "name=value" strings, NULL-terminated.
+       May be NULL. tabled fills it from --backend-option. The built-in
+       backends declare their names as rows (backends/bopts.h) and refuse
+       an unknown name or a value out of range; a plug-in should refuse
+       what it does not know too (BACKEND_INVALID with the name). */
     const char *const *params;
     /* Where a backend reports events that deserve a log line (recovery
        truncated a torn tail, compaction ran, a sync failed). NULL: the

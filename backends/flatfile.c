@@ -75,6 +75,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,7 @@
 
 #include "backends/backend.h"
 #include "backends/bfs.h"
+#include "backends/bopts.h"
 #include "backends/bsync.h"
 #include "backends/checks.h"
 #include "backends/crc32c.h"
@@ -535,23 +537,44 @@ out:
 
 /* ---- open / close ---- */
 
-/* Reads the compaction settings from the options. */
+/* The settings the --backend-option rows below fill. */
+struct ff_conf {
+    size_t compact_min, compact_step;
+    long long compact_pct;
+    int sync_thread;
+};
+
+#define FF_AT(f) .offset = offsetof(struct ff_conf, f), .size = sizeof(((struct ff_conf *)0)->f)
+static const struct opt ff_rows[] = {
+    {.name = "compact-min-bytes", .type = OPT_SIZE, FF_AT(compact_min), .min = 0,
+     .max = 1LL << 40, .def = "64M", .arg = "BYTES",
+     .help = "the log is not compacted while it is smaller than this"},
+    {.name = "compact-garbage-pct", .type = OPT_INT, FF_AT(compact_pct), .min = 1, .max = 100,
+     .def = "50", .arg = "PCT", .help = "compact when this share of the log is dead records"},
+    {.name = "compact-step-bytes", .type = OPT_SIZE, FF_AT(compact_step), .min = 4096,
+     .max = 1 << 30, .def = "1M", .arg = "BYTES",
+     .help = "bytes copied per compaction step between requests"},
+    {.name = "sync-thread", .type = OPT_BOOL, FF_AT(sync_thread), .def = "on", .arg = "on|off",
+     .help = "durability batch syncs on a worker thread (off: on the event loop)"},
+};
+
+const struct bopt_desc backend_flatfile_opts = {
+    "flatfile", ff_rows, sizeof ff_rows / sizeof ff_rows[0], sizeof(struct ff_conf)};
+
+/* Reads the compaction settings from the options (rows above). */
 static int ff_settings(struct backend_store *st, const struct backend_options *opt, char *err,
                        size_t errlen)
 {
-    st->compact_min = 64u << 20;
-    st->compact_pct = 50;
-    st->compact_step = 1u << 20;
-    const char *const *pa = opt->params;
-    st->sync_thread = 1;
-    if (bfs_param_size(pa, "compact-min-bytes", 0, UINT64_MAX, &st->compact_min) < 0 ||
-        bfs_param_size(pa, "compact-garbage-pct", 1, 100, &st->compact_pct) < 0 ||
-        bfs_param_size(pa, "compact-step-bytes", 4096, 1u << 30, &st->compact_step) < 0 ||
-        bfs_param_bool(pa, "sync-thread", &st->sync_thread) < 0) {
-        ff_err(err, errlen, "bad compact-min-bytes, compact-garbage-pct (1-100), "
-               "compact-step-bytes (4K-1G) or sync-thread (on|off) option");
+    struct ff_conf c;
+    char msg[512];
+    if (bopt_parse(&backend_flatfile_opts, opt->params, &c, msg, sizeof msg) < 0) {
+        ff_err(err, errlen, "%s", msg);
         return BACKEND_INVALID;
     }
+    st->compact_min = c.compact_min;
+    st->compact_pct = (uint64_t)c.compact_pct;
+    st->compact_step = c.compact_step;
+    st->sync_thread = c.sync_thread;
     return BACKEND_OK;
 }
 

@@ -112,6 +112,7 @@
 #include <fcntl.h>
 #include <leveldb/c.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,7 @@
 
 #include "backends/backend.h"
 #include "backends/bfs.h"
+#include "backends/bopts.h"
 #include "backends/bsync.h"
 #include "backends/checks.h"
 #include "core/clock.h"
@@ -224,30 +226,55 @@ static int ldb_cmp(const void *a, size_t alen, const void *b, size_t blen)
 }
 
 /* Parses the options into st->opt (and the cache and filter it owns). */
+/* The settings the --backend-option rows below fill. */
+struct ldb_conf {
+    size_t cache, wbuf, fsize, bsize;
+    long long files, bloom;
+    int compress, sync_thread;
+};
+
+#define LDB_AT(f) .offset = offsetof(struct ldb_conf, f), .size = sizeof(((struct ldb_conf *)0)->f)
+/* Bigger memtable and table files than LevelDB's own defaults (4 MiB,
+   2 MiB): less compaction work per byte written, which matters when the
+   compaction thread shares two cores with the server (about +35% durable
+   inserts/s); the cost is a longer log replay after a crash. */
+static const struct opt ldb_rows[] = {
+    {.name = "cache-size", .type = OPT_SIZE, LDB_AT(cache), .min = 0, .max = 1LL << 40,
+     .def = "32M", .arg = "BYTES", .help = "block cache (0: LevelDB's own 8 MiB)"},
+    {.name = "write-buffer-size", .type = OPT_SIZE, LDB_AT(wbuf), .min = 64 << 10,
+     .max = 1LL << 32, .def = "64M", .arg = "BYTES",
+     .help = "memtable size (bigger: fewer flushes, longer log replay at start-up)"},
+    {.name = "max-open-files", .type = OPT_INT, LDB_AT(files), .min = 16, .max = 1 << 20,
+     .def = "1000", .arg = "N", .help = "table files LevelDB keeps open"},
+    {.name = "max-file-size", .type = OPT_SIZE, LDB_AT(fsize), .min = 64 << 10, .max = 1 << 30,
+     .def = "32M", .arg = "BYTES", .help = "table file size"},
+    {.name = "block-size", .type = OPT_SIZE, LDB_AT(bsize), .min = 1 << 10, .max = 4 << 20,
+     .def = "4K", .arg = "BYTES", .help = "table block size"},
+    {.name = "bloom-bits", .type = OPT_INT, LDB_AT(bloom), .min = 0, .max = 64, .def = "10",
+     .arg = "N", .help = "bloom filter bits per key (0: none)"},
+    {.name = "compression", .type = OPT_BOOL, LDB_AT(compress), .def = "off", .arg = "on|off",
+     .help = "snappy compression of table blocks (halves the disk, slower scans)"},
+    {.name = "sync-thread", .type = OPT_BOOL, LDB_AT(sync_thread), .def = "on", .arg = "on|off",
+     .help = "durability batch syncs on a worker thread (off: on the event loop)"},
+};
+
+const struct bopt_desc backend_leveldb_opts = {
+    "leveldb", ldb_rows, sizeof ldb_rows / sizeof ldb_rows[0], sizeof(struct ldb_conf)};
+
+/* Reads the settings from the options (rows above) into LevelDB options. */
 static int ldb_settings(struct backend_store *st, const char *const *pa, char *err,
                         size_t errlen)
 {
-    /* Bigger memtable and table files than LevelDB's own defaults (4 MiB,
-       2 MiB): less compaction work per byte written, which matters when
-       the compaction thread shares two cores with the server (about +35%
-       durable inserts/s); the cost is a longer log replay after a crash. */
-    uint64_t cache = 32u << 20, wbuf = 64u << 20, files = 1000, bloom = 10;
-    uint64_t fsize = 32u << 20, bsize = 4u << 10;
-    int compress = 0;
-    st->sync_thread = 1;
-    if (bfs_param_size(pa, "cache-size", 0, (uint64_t)1 << 40, &cache) < 0 ||
-        bfs_param_size(pa, "write-buffer-size", 64u << 10, (uint64_t)1 << 32, &wbuf) < 0 ||
-        bfs_param_size(pa, "max-open-files", 16, 1u << 20, &files) < 0 ||
-        bfs_param_size(pa, "bloom-bits", 0, 64, &bloom) < 0 ||
-        bfs_param_size(pa, "max-file-size", 64u << 10, 1u << 30, &fsize) < 0 ||
-        bfs_param_size(pa, "block-size", 1u << 10, 4u << 20, &bsize) < 0 ||
-        bfs_param_bool(pa, "compression", &compress) < 0 ||
-        bfs_param_bool(pa, "sync-thread", &st->sync_thread) < 0) {
-        ldb_err(err, errlen, "bad cache-size, write-buffer-size (>= 64K), max-open-files, "
-                "bloom-bits (0-64), max-file-size (64K-1G), block-size (1K-4M), "
-                "compression (on|off) or sync-thread (on|off) option");
+    struct ldb_conf c;
+    char msg[512];
+    if (bopt_parse(&backend_leveldb_opts, pa, &c, msg, sizeof msg) < 0) {
+        ldb_err(err, errlen, "%s", msg);
         return BACKEND_INVALID;
     }
+    size_t cache = c.cache, wbuf = c.wbuf, fsize = c.fsize, bsize = c.bsize;
+    long long files = c.files, bloom = c.bloom;
+    int compress = c.compress;
+    st->sync_thread = c.sync_thread;
     st->opt = leveldb_options_create();
     leveldb_options_set_create_if_missing(st->opt, 1);
     leveldb_options_set_write_buffer_size(st->opt, (size_t)wbuf);

@@ -82,12 +82,14 @@
  * the end of each host callback, after the backend's own state is
  * settled; close() from inside a done() is safe (the store is freed when
  * the outermost callback returns). */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/bfs.h"
+#include "backends/bopts.h"
 #include "backends/pg.h"
 #include "backends/postgres.h"
 
@@ -371,34 +373,47 @@ static int pg_sync(struct backend_store *st, char *err, size_t errlen)
     return BACKEND_OK;
 }
 
-/* Finds "name=value" in params; the value or NULL. */
-static const char *pg_param(const char *const *params, const char *name)
-{
-    size_t n = strlen(name);
-    for (; params && *params; params++)
-        if (!strncmp(*params, name, n) && (*params)[n] == '=')
-            return *params + n + 1;
-    return NULL;
-}
+/* The settings the --backend-option rows below fill. */
+struct pg_conf {
+    char conninfo[1024];
+    long long pool, timeout, batch;
+};
+
+#define PG_AT(f) .offset = offsetof(struct pg_conf, f), .size = sizeof(((struct pg_conf *)0)->f)
+static const struct opt pg_rows[] = {
+    {.name = "conninfo", .type = OPT_STRING, PG_AT(conninfo), .arg = "STRING",
+     .help = "libpq connection string (\"host=/run/postgresql dbname=tabled\"; "
+             "empty: libpq's PG* environment variables)"},
+    {.name = "pool-size", .type = OPT_INT, PG_AT(pool), .min = 1, .max = PG_MAX_POOL,
+     .def = "4", .arg = "N", .help = "connections to the database"},
+    {.name = "timeout", .type = OPT_INT, PG_AT(timeout), .min = 1, .max = 3600, .def = "30",
+     .arg = "SECONDS", .help = "a statement that runs longer fails"},
+    {.name = "batch-rows", .type = OPT_INT, PG_AT(batch), .min = 1, .max = 100000,
+     .def = "256", .arg = "N", .help = "rows fetched per round trip of a scan"},
+};
+
+const struct bopt_desc backend_postgres_opts = {
+    "postgres", pg_rows, sizeof pg_rows / sizeof pg_rows[0], sizeof(struct pg_conf)};
 
 /* open: options, a synchronous first connection and the schema; that
    connection becomes the pool's first. */
 static int pg_open(const struct backend_options *o, struct backend_store **out, char *err,
                    size_t errlen)
 {
-    uint64_t pool = 4, timeout = 30, batch = 256;
+    struct pg_conf pc;
+    char msg[512];
     if (!o->host || !o->host->timer_add || !o->host->fd_watch) {
         pg_err(err, errlen, "the postgres backend needs the server's event loop (no host hooks)");
         return BACKEND_INVALID;
     }
-    if (bfs_param_size(o->params, "pool-size", 1, PG_MAX_POOL, &pool) < 0 ||
-        bfs_param_size(o->params, "timeout", 1, 3600, &timeout) < 0 ||
-        bfs_param_size(o->params, "batch-rows", 1, 100000, &batch) < 0) {
-        pg_err(err, errlen, "bad pool-size (1-%d), timeout (1-3600 s) or batch-rows (1-100000)",
-               PG_MAX_POOL);
+    if (bopt_parse(&backend_postgres_opts, o->params, &pc, msg, sizeof msg) < 0) {
+        pg_err(err, errlen, "%s", msg);
         return BACKEND_INVALID;
     }
-    const char *ci = pg_param(o->params, "conninfo");
+    const char *ci = pc.conninfo;
+    unsigned long long pool = (unsigned long long)pc.pool,
+                       timeout = (unsigned long long)pc.timeout,
+                       batch = (unsigned long long)pc.batch;
     struct backend_store *st = calloc(1, sizeof *st);
     if (!st || !(st->conninfo = strdup(ci ? ci : ""))) {
         free(st);

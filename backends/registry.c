@@ -15,19 +15,24 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/bopts.h"
 #include "core/errfmt.h"
+
+/* The memory backend takes no options. */
+static const struct bopt_desc registry_memory_opts = {"memory", NULL, 0, 0};
 
 /* Built-in backends. To add one, declare its vtable in backend.h and add a
  * line here. */
 static const struct {
     const char *name;
     const struct backend_ops *ops;
+    const struct bopt_desc *opts;          /* its --backend-option rows */
 } registry_builtins[] = {
-    {"memory", &backend_memory_ops},
-    {"leveldb", &backend_leveldb_ops},
-    {"flatfile", &backend_flatfile_ops},
+    {"memory", &backend_memory_ops, &registry_memory_opts},
+    {"leveldb", &backend_leveldb_ops, &backend_leveldb_opts},
+    {"flatfile", &backend_flatfile_ops, &backend_flatfile_opts},
 #ifdef HAVE_LIBPQ
-    {"postgres", &backend_postgres_ops},   /* backends/postgres.c (libpq) */
+    {"postgres", &backend_postgres_ops, &backend_postgres_opts}, /* backends/postgres.c (libpq) */
 #endif
 };
 
@@ -140,5 +145,13 @@ const struct backend_ops *backend_lookup(const char *name, char *err, size_t err
     }
     errfmt_set(err, errlen, "unknown backend '%s' (known: %s; or a path to a plug-in .so)", name,
                known);
+    return NULL;
+}
+
+const struct bopt_desc *bopt_lookup(const char *name)
+{
+    for (size_t i = 0; i < REGISTRY_NBUILTINS; i++)
+        if (strcmp(registry_builtins[i].name, name) == 0)
+            return registry_builtins[i].opts;
     return NULL;
 }

@@ -440,6 +440,14 @@ int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size
             fputs("Usage: tabled [OPTIONS]\n"
                   "An Azure Table Storage compatible server.\n\n", stdout);
             opt_usage(config_options, config_noptions, stdout);
+            fputs("\nBackend options: tabled --backend NAME --help lists the\n"
+                  "--backend-option names of backend NAME (memory, leveldb, flatfile,\n"
+                  "postgres) with their ranges and defaults.\n\n"
+                  "Subcommands (tabled SUBCOMMAND --help for their options):\n"
+                  "  export   write a store's tables to a JSON-lines file (stopped server's\n"
+                  "           store, or a running one through its admin listener)\n"
+                  "  import   load a file written by export (or Azurite's) into a store\n"
+                  "  advise   print the partition advisor's findings of a running tabled\n", stdout);
             return 1;
         }
         if (strcmp(a.name, "version") == 0) {

@@ -42,6 +42,12 @@ int opt_parse_long(const char *s, long long min, long long max, long long *out)
 
 int opt_parse_size(const char *s, size_t *out)
 {
+    return opt_parse_size_range(s, 1, 1ULL << 40, out);
+}
+
+int opt_parse_size_range(const char *s, unsigned long long min, unsigned long long max,
+                         size_t *out)
+{
     char num[32];
     size_t n = strlen(s);
     if (n == 0 || n >= sizeof num)
@@ -54,9 +60,12 @@ int opt_parse_size(const char *s, size_t *out)
         num[n - 1] = '\0';
     }
     long long v;
-    if (opt_parse_long(num, 1, (1LL << 40) / mult, &v) < 0)
+    if (opt_parse_long(num, 0, (1LL << 40) / mult, &v) < 0)
         return -1;
-    *out = (size_t)(v * mult);
+    unsigned long long x = (unsigned long long)v * (unsigned long long)mult;
+    if (x < min || x > max)
+        return -1;
+    *out = (size_t)x;
     return 0;
 }
 
@@ -166,6 +175,9 @@ static int refuse(const struct opt *o, const char *v, char *err, size_t errlen)
         snprintf(what, sizeof what, "on|off");
     else if (o->type == OPT_ENUM)
         join_names(o->names, what, sizeof what);
+    else if (o->type == OPT_SIZE && o->max > 0)
+        snprintf(what, sizeof what, "a byte count %lld-%lld (K/M/G suffix allowed)", o->min,
+                 o->max);
     else if (o->type == OPT_SIZE)
         snprintf(what, sizeof what, "a byte count > 0 (K/M/G suffix allowed)");
     else if (o->type == OPT_DOUBLE)
@@ -201,7 +213,9 @@ int opt_apply(const struct opt *o, void *obj, const char *v, char *err, size_t e
         store_int(o, field, n);
         return 0;
     case OPT_SIZE:
-        if (opt_parse_size(v, &sz) < 0)
+        if ((o->max > 0 ? opt_parse_size_range(v, (unsigned long long)o->min,
+                                               (unsigned long long)o->max, &sz)
+                        : opt_parse_size(v, &sz)) < 0)
             return refuse(o, v, err, errlen);
         memcpy(field, &sz, sizeof sz);
         return 0;

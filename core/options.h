@@ -14,7 +14,8 @@
 enum opt_type {
     OPT_BOOL,    /* int: on|off (also true/false, yes/no, 1/0) */
     OPT_INT,     /* int or long long (by size): decimal in [min, max] */
-    OPT_SIZE,    /* size_t: byte count > 0, K/M/G (binary) suffix allowed */
+    OPT_SIZE,    /* size_t: byte count > 0, K/M/G (binary) suffix allowed;
+                    in [min, max] when max > 0 */
     OPT_DOUBLE,  /* double: decimal number in [dmin, dmax] */
     OPT_STRING,  /* char[size]: copied; OPTF_NONEMPTY refuses "" */
     OPT_ENUM,    /* int: one of the names in values (case-insensitive) */
@@ -74,6 +75,9 @@ void opt_usage(const struct opt *tab, size_t n, FILE *out);
 int opt_parse_bool(const char *s, int *out);
 int opt_parse_long(const char *s, long long min, long long max, long long *out);
 int opt_parse_size(const char *s, size_t *out);
+/* As opt_parse_size, in [min, max] (0 allowed when min is 0). */
+int opt_parse_size_range(const char *s, unsigned long long min, unsigned long long max,
+                         size_t *out);
 int opt_parse_double(const char *s, double min, double max, double *out);
 
 #endif

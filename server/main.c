@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 
 #include "backends/backend.h"
+#include "backends/bopts.h"
 #include "core/coro.h"
 #include "server/admin.h"
 #include "store/host.h"
@@ -362,6 +363,38 @@ static void main_wait_once(void *arg)
     event_base_loop(arg, EVLOOP_ONCE);
 }
 
+/* `tabled --backend NAME --help`: lists that backend's options from its
+ * rows (backends/bopts.h) instead of the server's. Returns 1 when it did,
+ * 0 when the command line asks for no such thing, 2 for an unknown name. */
+static int main_backend_help(int argc, char **argv)
+{
+    const char *name = NULL;
+    int help = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            help = 1;
+        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+            name = argv[++i];
+        else if (strncmp(argv[i], "--backend=", 10) == 0)
+            name = argv[i] + 10;
+    }
+    if (!help || !name)
+        return 0;
+    const struct bopt_desc *d = bopt_lookup(name);
+    if (d) {
+        bopt_usage(d, stdout);
+        return 1;
+    }
+    if (strchr(name, '/')) {
+        printf("%s is a plug-in: it checks its own --backend-option names (see its "
+               "documentation).\n", name);
+        return 1;
+    }
+    fprintf(stderr, "tabled: unknown backend '%s' (built in: memory, leveldb, flatfile%s)\n",
+            name, bopt_lookup("postgres") ? ", postgres" : "");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     static struct config cfg;
@@ -394,6 +427,11 @@ int main(int argc, char **argv)
     setvbuf(stdout, stdout_buf, _IOFBF, sizeof stdout_buf);
     if (argc > 1 && strcmp(argv[1], "advise") == 0)
         return advise_main(argc, argv);
+    int bh = main_backend_help(argc, argv);
+    if (bh) {
+        fflush(stdout);
+        return bh == 1 ? 0 : 2;
+    }
     heap_tune();
     config_defaults(&cfg);
     int rc = config_parse_args(&cfg, argc, argv, err, sizeof err);
@@ -446,6 +484,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < cfg.nbackend_options; i++)
         bparams[i] = cfg.backend_options[i];
     bparams[cfg.nbackend_options] = NULL;
+    /* A built-in backend's options are checked against its rows before
+     * anything is opened: a wrong name or value is a usage error (exit 2).
+     * A plug-in checks its own in open. */
+    const struct bopt_desc *bdesc = bopt_lookup(ops->name);
+    if (bdesc && bopt_check(bdesc, bparams, err, sizeof err) < 0) {
+        fprintf(stderr, "%s: %s\n", azurite ? "azurite-table" : "tabled", err);
+        return 2;
+    }
     struct backend_options bopt = {
         .data_dir = cfg.data_dir,
         .durability = backend_durability_of(cfg.durability),

@@ -10,7 +10,7 @@
  *     ./tabled --backend ./libdeferred.so --backend-option deferred-ms=1
  *
  * Options (backend_options.params, "name=value"; the inner backend gets
- * them all too):
+ * the others, and refuses a name it does not know):
  *   deferred-inner  leveldb (default), memory or flatfile: the backend
  *                   that stores the data
  *   deferred-ms     milliseconds from a call to its completion, default 1
@@ -147,7 +147,24 @@ static int dfr_open(const struct backend_options *opt, struct backend_store **ou
         snprintf(err, errlen, "deferred: out of memory");
         return BACKEND_NOMEM;
     }
-    int rc = inner->open(opt, &st->inner, err, errlen);
+    /* The inner backend gets every option but this plug-in's own. */
+    size_t n = 0;
+    for (const char *const *p = opt->params; p && *p; p++)
+        n++;
+    const char **rest = calloc(n + 1, sizeof *rest);
+    if (!rest) {
+        free(st);
+        snprintf(err, errlen, "deferred: out of memory");
+        return BACKEND_NOMEM;
+    }
+    n = 0;
+    for (const char *const *p = opt->params; p && *p; p++)
+        if (strncmp(*p, "deferred-", 9) != 0)
+            rest[n++] = *p;
+    struct backend_options iopt = *opt;
+    iopt.params = rest;
+    int rc = inner->open(&iopt, &st->inner, err, errlen);
+    free(rest);
     if (rc != BACKEND_OK) {
         free(st);
         return rc;
