@@ -22,6 +22,7 @@ void advisor_limits_default(struct advisor_limits *lim)
     lim->append_share = 0.8;
     lim->append_min_creates = 500;
     lim->append_min_keys = 10;
+    lim->append_min_intervals = 6;
     lim->scan_min = 5;
     lim->efficiency_ratio = 10;
     lim->efficiency_min_examined = 1000;
@@ -44,6 +45,7 @@ static const struct {
     {"append-share", offsetof(struct advisor_limits, append_share), 0.01, 1},
     {"append-min-creates", offsetof(struct advisor_limits, append_min_creates), 1, 1e15},
     {"append-min-keys", offsetof(struct advisor_limits, append_min_keys), 2, 1e15},
+    {"append-min-intervals", offsetof(struct advisor_limits, append_min_intervals), 1, 1e15},
     {"scan-min", offsetof(struct advisor_limits, scan_min), 1, 1e15},
     {"efficiency-ratio", offsetof(struct advisor_limits, efficiency_ratio), 1, 1e15},
     {"efficiency-min-examined", offsetof(struct advisor_limits, efficiency_min_examined), 1,
@@ -351,8 +353,19 @@ static int bound_cmp(const char *pk, size_t pk_len, const char *b, size_t blen)
     return r ? r : (n > blen) - (n < blen);
 }
 
-/* Where a created entity's PartitionKey lies against those seen before. */
-static void key_order(struct advisor_table *t, const char *pk, size_t pk_len)
+/* Counts interval now_slot (slots_done + 1) once among the intervals in
+ * which a key-order bound moved. */
+static void moved_in(uint64_t *intervals, uint64_t *last, uint64_t now_slot)
+{
+    if (*last != now_slot) {
+        *last = now_slot;
+        (*intervals)++;
+    }
+}
+
+/* Where a created entity's PartitionKey lies against those seen before;
+ * now_slot numbers the current interval (slots_done + 1). */
+static void key_order(struct advisor_table *t, const char *pk, size_t pk_len, uint64_t now_slot)
 {
     t->creates++;
     if (!t->have_range) {
@@ -370,6 +383,7 @@ static void key_order(struct advisor_table *t, const char *pk, size_t pk_len)
         t->at_end++;
         if (hi > 0) {
             t->new_max++;
+            moved_in(&t->max_intervals, &t->max_moved_in, now_slot);
             set_bound(t->max, &t->max_len, pk, pk_len);
         }
     }
@@ -377,6 +391,7 @@ static void key_order(struct advisor_table *t, const char *pk, size_t pk_len)
         t->at_start++;
         if (lo < 0) {
             t->new_min++;
+            moved_in(&t->min_intervals, &t->min_moved_in, now_slot);
             set_bound(t->min, &t->min_len, pk, pk_len);
         }
     }
@@ -398,7 +413,7 @@ void advisor_write(struct advisor *adv, const struct advisor_key *k, enum adviso
     }
     count(t, p, 1);
     if (created && k->pk)
-        key_order(t, k->pk, k->pk_len);
+        key_order(t, k->pk, k->pk_len, adv->slots_done + 1);
     if (!p)
         return;
     p->writes++;

@@ -84,6 +84,7 @@ struct advisor_limits {
     double append_share;        /* creates at the end (start), default 0.8 */
     double append_min_creates;  /* default 500 */
     double append_min_keys;     /* new largest (smallest) keys, default 10 */
+    double append_min_intervals; /* intervals with such moves, default 6 */
     double scan_min;            /* full table scans, default 5 */
     double efficiency_ratio;    /* examined per returned, default 10 */
     double efficiency_min_examined; /* default 1000 */

@@ -165,8 +165,12 @@ static void key_order(struct found *f, const struct advisor_table *t)
     for (int end = 1; end >= 0; end--) {
         uint64_t at = end ? t->at_end : t->at_start;
         uint64_t moved = end ? t->new_max : t->new_min;
+        uint64_t spread = end ? t->max_intervals : t->min_intervals;
         double share = (double)at / (double)t->creates;
-        if (share < L->append_share || moved < L->append_min_keys)
+        /* a sorted bulk load moves the bound in a few intervals only: the
+         * pattern must go on (append-min-intervals) to be one */
+        if (share < L->append_share || moved < L->append_min_keys ||
+            spread < L->append_min_intervals)
             continue;
         const char *k = end ? t->max : t->min;
         size_t kl = end ? t->max_len : t->min_len;
@@ -178,10 +182,12 @@ static void key_order(struct found *f, const struct advisor_table *t)
             return;
         snprintf(x->summary, sizeof x->summary,
                  "%.0f%% of the entities created in table %s (%llu of %llu) had a PartitionKey "
-                 "%s every key seen before; the %s PartitionKey changed %llu times, now '%s'.",
+                 "%s every key seen before; the %s PartitionKey changed %llu times, in %llu "
+                 "intervals of %gs, now '%s'.",
                  share * 100, x->table, (unsigned long long)at,
                  (unsigned long long)t->creates, end ? "at or after" : "at or before",
-                 end ? "largest" : "smallest", (unsigned long long)moved, x->partition);
+                 end ? "largest" : "smallest", (unsigned long long)moved,
+                 (unsigned long long)spread, L->interval_s, x->partition);
     }
 }
 

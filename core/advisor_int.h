@@ -64,6 +64,10 @@ struct advisor_table {
     uint64_t single_writes;
     /* order of created entities' PartitionKeys */
     uint64_t creates, at_end, new_max, at_start, new_min;
+    /* intervals in which the largest (smallest) key moved, and the last
+     * such interval (slots_done + 1; 0: none yet): a sorted seed load moves
+     * the keys in a few intervals, an append-only pattern in many */
+    uint64_t max_intervals, min_intervals, max_moved_in, min_moved_in;
     int have_range;
     uint8_t min_len, max_len;
     char min[ADVISOR_KEY_MAX], max[ADVISOR_KEY_MAX];

@@ -197,10 +197,12 @@ static void table_json(const struct advisor *adv, const struct advisor_table *t,
                (unsigned long long)t->throttled_account);
     buf_printf(b,
                "\"key_order\":{\"creates\":%llu,\"at_end\":%llu,\"new_max\":%llu,"
-               "\"at_start\":%llu,\"new_min\":%llu,\"min\":",
+               "\"max_intervals\":%llu,\"at_start\":%llu,\"new_min\":%llu,"
+               "\"min_intervals\":%llu,\"min\":",
                (unsigned long long)t->creates, (unsigned long long)t->at_end,
-               (unsigned long long)t->new_max, (unsigned long long)t->at_start,
-               (unsigned long long)t->new_min);
+               (unsigned long long)t->new_max, (unsigned long long)t->max_intervals,
+               (unsigned long long)t->at_start, (unsigned long long)t->new_min,
+               (unsigned long long)t->min_intervals);
     if (t->have_range) {
         advisor_json_string(b, t->min, t->min_len);
         buf_puts(b, ",\"max\":");
@@ -259,12 +261,13 @@ void advisor_json(struct advisor *adv, uint64_t now_us, struct buf *b)
                (unsigned long long)adv->untracked);
     const double v[] = {L->interval_s, L->target, L->hot_share, L->hot_min_entities,
                         L->append_share, L->append_min_creates, L->append_min_keys,
-                        L->scan_min, L->efficiency_ratio, L->efficiency_min_examined,
+                        L->append_min_intervals, L->scan_min, L->efficiency_ratio,
+                        L->efficiency_min_examined,
                         L->partition_entities, L->batch_min_writes, L->batch_window_ms,
                         L->throttle_min};
     static const char *const names[] = {
         "interval", "target", "hot-share", "hot-min-entities", "append-share",
-        "append-min-creates", "append-min-keys", "scan-min", "efficiency-ratio",
+        "append-min-creates", "append-min-keys", "append-min-intervals", "scan-min", "efficiency-ratio",
         "efficiency-min-examined", "partition-entities", "batch-min-writes",
         "batch-window-ms", "throttle-min"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {

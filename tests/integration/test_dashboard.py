@@ -232,6 +232,7 @@ def main():
     srv = h.Server(args=["--admin-port", "0", "--advisor", "interval=1",
                          "--advisor", "hot-min-entities=300", "--advisor", "scan-min=3",
                          "--advisor", "append-min-creates=100",
+                         "--advisor", "append-min-intervals=1",
                          "--advisor", "efficiency-min-examined=200"]).start()
     stop = threading.Event()
     errors = []

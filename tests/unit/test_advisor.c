@@ -152,13 +152,13 @@ static void test_key_order(void)
         snprintf(pk, sizeof pk, "2024-05-01T10:%05d", i / 5);  /* time-derived keys */
         struct advisor_key k = key("log", pk);
         advisor_write(a, &k, ADVISOR_INSERT, 1, 0, now);
-        now += 20000;
+        now += 60000;  /* 36 s: the keys move in 8 intervals of 5 s */
     }
     for (int i = 0; i < 600; i++) {
         snprintf(pk, sizeof pk, "%010d", 1000000 - i);  /* reverse ticks */
         struct advisor_key k = key("rev", pk);
         advisor_write(a, &k, ADVISOR_UPSERT, 1, 0, now);
-        now += 20000;
+        now += 60000;
     }
     int i = find(a, ADVISOR_APPEND_ONLY, "log", NULL, NULL);
     TEST_CHECK(i >= 0, "append-only found on table log");
@@ -178,6 +178,43 @@ static void test_key_order(void)
         advisor_write(a, &k, ADVISOR_INSERT, 1, 1, now);
     TEST_CHECK(find(a, ADVISOR_APPEND_ONLY, "one", NULL, NULL) < 0,
                "a single partition is not append-only");
+    advisor_free(a);
+}
+
+/* A seed script: 10,000 entities in 100 batches of sorted keys, once, in
+ * 2 s. Its keys move in one or two intervals: not append-only (default
+ * append-min-intervals 6); the same keys going on arriving over a minute
+ * are. */
+static void test_seed_load(void)
+{
+    struct advisor *a = fresh(NULL);
+    char pk[32];
+    int i = 0;
+    for (int b = 0; b < 100; b++) {
+        for (int j = 0; j < 100; j++, i++) {
+            snprintf(pk, sizeof pk, "customer-%06d", i / 10);
+            struct advisor_key k = key("seed", pk);
+            advisor_write(a, &k, ADVISOR_INSERT, 1, 1, now);
+        }
+        now += 20000;
+    }
+    for (int r = 0; r < 2000; r++) {  /* then the tests read it */
+        snprintf(pk, sizeof pk, "customer-%06d", (r * 7) % 1000);
+        struct advisor_key k = key("seed", pk);
+        advisor_read(a, &k, now);
+        now += 10000;
+    }
+    TEST_CHECK(find(a, ADVISOR_APPEND_ONLY, "seed", NULL, NULL) < 0,
+               "a sorted seed load, once, is not append-only");
+    /* sustained: new largest keys in every interval for a minute */
+    for (int s = 0; s < 60; s++, i += 10) {
+        snprintf(pk, sizeof pk, "customer-%06d", i / 10);
+        struct advisor_key k = key("seed", pk);
+        advisor_write(a, &k, ADVISOR_INSERT, 1, 0, now);
+        now += 1000000;
+    }
+    TEST_CHECK(find(a, ADVISOR_APPEND_ONLY, "seed", NULL, NULL) >= 0,
+               "the same keys moving on over a minute are append-only");
     advisor_free(a);
 }
 
@@ -353,7 +390,8 @@ static int is_cut(const char *got, const char *want, size_t n, const char *tail)
 static void test_utf8_cuts(void)
 {
     static const char *const specs[] = {"hot-min-entities=1", "append-min-creates=1",
-                                        "append-min-keys=2", "scan-min=1", NULL};
+                                        "append-min-keys=2", "append-min-intervals=1",
+                                        "scan-min=1", NULL};
     int bad_json = 0, bad_pk = 0, bad_bound = 0, bad_filter = 0, bad_finding = 0, cases = 0;
     for (size_t w = 1; w <= 4; w++) {
         for (size_t pre = 1; pre <= w + 1; pre++) {
@@ -475,6 +513,7 @@ int main(void)
     test_healthy();
     test_hot();
     test_key_order();
+    test_seed_load();
     test_queries();
     test_partitions();
     test_json();
