@@ -80,7 +80,9 @@ int advise_connect(const char *host, const char *port, int timeout_s, char *err,
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-            snprintf(err, errlen, "cannot connect to %s:%s: %m", host, port);
+            snprintf(err, errlen, "nothing answers at http://%s%s%s:%s (%m); start the server "
+                     "with --admin-port N and give --admin http://127.0.0.1:N",
+                     strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port);
             close(fd);
             fd = -1;
         }
@@ -89,10 +91,20 @@ int advise_connect(const char *host, const char *port, int timeout_s, char *err,
     return fd;
 }
 
+int advise_is_table_answer(const char *head, const char *body)
+{
+    if (head && strcasestr(head, "\r\nx-ms-request-id:"))
+        return 1;
+    return body && (strstr(body, "\"odata.error\"") || strstr(body, "<m:error") ||
+                    strstr(body, "<Error>"));
+}
+
 /* GET prefix + path from host:port into body; returns the HTTP status, or
- * -1 with a message. */
+ * -1 with a message. *table is set when the answer is the Table service's
+ * (advise_is_table_answer). */
 static int http_get(const char *host, const char *port, const char *prefix, const char *path,
-                    const char *token, struct buf *body, char *err, size_t errlen)
+                    const char *token, struct buf *body, int *table, char *err,
+                    size_t errlen)
 {
     int fd = advise_connect(host, port, ADVISE_TIMEOUT_S, err, errlen);
     if (fd < 0)
@@ -126,6 +138,7 @@ static int http_get(const char *host, const char *port, const char *prefix, cons
         return -1;
     }
     *hend = '\0';
+    *table = advise_is_table_answer(b.data, hend + 4);
     const char *p = hend + 4;
     size_t left = b.len - (size_t)(p - b.data);
     if (strcasestr(b.data, "\r\ntransfer-encoding: chunked")) {
@@ -354,7 +367,16 @@ int advise_main(int argc, char **argv)
     }
     struct buf body;
     buf_init(&body);
-    int status = http_get(host, port, prefix, "/advisor", token, &body, err, sizeof err);
+    int table = 0;
+    int status = http_get(host, port, prefix, "/advisor", token, &body, &table, err,
+                          sizeof err);
+    if (status >= 0 && table) {
+        fprintf(stderr, "tabled advise: %s is the table port, not the admin listener; give "
+                        "--admin the URL of the port set with --admin-port (default "
+                        "http://127.0.0.1:10003)\n", url);
+        buf_free(&body);
+        return 2;
+    }
     if (status != 200) {
         if (status < 0)
             fprintf(stderr, "tabled advise: %s\n", err);

@@ -23,6 +23,11 @@ int advise_parse_url(const char *url, char *host, size_t hcap, char *port, size_
  * message in err. */
 int advise_connect(const char *host, const char *port, int timeout_s, char *err, size_t errlen);
 
+/* 1 when an HTTP answer (head: its status line and headers, body: its
+ * body, both NUL-terminated, either may be NULL) is the Table service's
+ * (an x-ms-request-id header, or a storage error body) rather than the
+ * admin listener's: the URL given is the table port. */
+int advise_is_table_answer(const char *head, const char *body);
 /* Reads an advisor document (GET /advisor's body, body[0..n), no NUL
  * needed) as `tabled advise` does: strict JSON (UTF-8 checked), nesting
  * bounded by JSONWALK_MAX_DEPTH before any tree is built, an object with a

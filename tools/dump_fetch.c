@@ -145,7 +145,7 @@ int dump_fetch(struct dump *d, FILE *out, char *err, size_t errlen)
     }
     char *line = NULL;
     size_t cap = 0;
-    int status = 0, chunked = 0, rc = -1;
+    int status = 0, chunked = 0, table = 0, rc = -1;
     if (getline(&line, &cap, in) <= 0 || sscanf(line, "HTTP/1.%*d %d", &status) != 1) {
         snprintf(err, errlen, "no HTTP answer from %s:%s", host, port);
         goto out;
@@ -153,12 +153,19 @@ int dump_fetch(struct dump *d, FILE *out, char *err, size_t errlen)
     while (getline(&line, &cap, in) > 0 && strcmp(line, "\r\n") != 0)
         if (!strncasecmp(line, "transfer-encoding:", 18) && strcasestr(line, "chunked"))
             chunked = 1;
+        else if (!strncasecmp(line, "x-ms-request-id:", 16))
+            table = 1;
     if (status != 200 || !chunked) {
         char body[512];
         size_t n = fread(body, 1, sizeof body - 1, in);
         body[n] = '\0';
         body[strcspn(body, "\r\n")] = '\0';
-        snprintf(err, errlen, "GET %s/export answered %d: %.400s", d->admin, status, body);
+        if (table || advise_is_table_answer(NULL, body))
+            snprintf(err, errlen, "%.300s is the table port, not the admin listener; give "
+                     "--admin the URL of the port set with --admin-port (default "
+                     "http://127.0.0.1:10003)", d->admin);
+        else
+            snprintf(err, errlen, "GET %s/export answered %d: %.400s", d->admin, status, body);
         goto out;
     }
     struct line_count lc = {.n = 0};
