@@ -23,17 +23,21 @@ Prints TAP."""
 import fnmatch
 import json
 import os
+import queue
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import time
 import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tabled_harness as h  # noqa: E402
 from test_azurite_table import Azurite, conn_str, free_port, KW  # noqa: E402
+
+TABLE_LISTENING = "Azurite Table service is successfully listening at http://"
 
 try:
     from azure.data.tables import TableServiceClient
@@ -201,6 +205,23 @@ def apt_list(stage):
     return set(m.group(2).split()) if m else set()
 
 
+def table_listening(az, timeout=15):
+    """host:port of the "Azurite Table service is successfully listening"
+    line (printed by both names: azurite prints no "successfully started
+    on" line), or None when the process ended or the line did not come."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            line = az.q.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        if line is None:
+            return None
+        if line.startswith(TABLE_LISTENING):
+            return line[len(TABLE_LISTENING):]
+    return None
+
+
 def test_command(tap, stages, bindir, tmp):
     """The image's default command against the installed binary."""
     cmd = json.loads(last(stages[-1], "CMD"))
@@ -216,7 +237,7 @@ def test_command(tap, stages, bindir, tmp):
         tap.ok(False, "command: %s installed" % cmd[0])
         return
     az = Azurite(exe, args, cwd=data)
-    where = az.wait_ready()
+    where = table_listening(az)
     tap.eq(where, "127.0.0.1:%d" % ports[2], "command: %s: readiness lines"
            % shlex.join([cmd[0]] + args))
     if where is None:
