@@ -414,6 +414,17 @@ static int pg_open(const struct backend_options *o, struct backend_store **out, 
         return BACKEND_INVALID;
     }
     const char *ci = pc.conninfo;
+    /* a malformed connection string is a configuration error, not a
+       server to wait for */
+    char *perr = NULL;
+    PQconninfoOption *parsed = PQconninfoParse(ci ? ci : "", &perr);
+    if (!parsed) {
+        pg_err(err, errlen, "conninfo: %s", perr ? pg_msg(perr, msg, sizeof msg) :
+               "out of memory");
+        PQfreemem(perr);
+        return perr ? BACKEND_INVALID : BACKEND_NOMEM;
+    }
+    PQconninfoFree(parsed);
     unsigned long long pool = (unsigned long long)pc.pool,
                        timeout = (unsigned long long)pc.timeout,
                        batch = (unsigned long long)pc.batch;
