@@ -385,8 +385,10 @@ static void pg_connect_failed(struct pg_conn *c, const char *why)
         pg_connect_start(c);
         return;
     }
-    if (!st->outage)
+    if (!st->outage) {
+        st->limit_logged = 0;           /* an outage's start is always told */
         pg_log_limited(st, m);
+    }
     st->outage = 1;
     snprintf(st->outage_err, sizeof st->outage_err, "%.255s", m);
     while (st->queue) {
