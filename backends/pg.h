@@ -16,6 +16,7 @@
 #define PG_BACKOFF_MIN_MS 100
 #define PG_BACKOFF_MAX_MS 2000
 #define PG_CONNECT_MS 5000              /* a connection attempt, at most */
+#define PG_LOG_EVERY_S 10               /* connection failures: a line at most */
 /* Keys are stored split (see postgres.c): the primary key is (kp, kh),
    kp the first PG_KEY_PREFIX bytes of the key and kh a SHA-256 digest of
    the whole key when it is longer (empty otherwise), so that an index
@@ -140,6 +141,9 @@ struct backend_store {
     unsigned backoff_ms;
     int outage;                     /* no connection could be made */
     char outage_err[256];
+    int limit_logged;               /* pg_log_limited wrote a line at limit_at */
+    long long limit_at;             /* its monotonic second */
+    unsigned limit_suppressed;      /* lines left out since */
     int depth;                      /* host callbacks on the stack */
     int closed;                     /* close() ran inside a callback */
 };
@@ -166,6 +170,11 @@ void pg_err(char *err, size_t errlen, const char *fmt, ...);
 
 /* libpq's message without its trailing newline, for err strings. */
 const char *pg_msg(const char *m, char *buf, size_t len);
+
+/* Classifies a failed connection attempt's libpq message (why) into buf:
+   server not there, no free connection slot, credentials refused, or
+   other; names the server (pg may be NULL). Returns buf. */
+const char *pg_connect_why(PGconn *pg, const char *why, unsigned pool, char *buf, size_t len);
 
 /* libpq notice processor: notices (CREATE TABLE IF NOT EXISTS's
    "already exists, skipping") are not worth a log line. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/pg.h"
 
@@ -40,6 +41,36 @@ const char *pg_msg(const char *m, char *buf, size_t len)
     return buf;
 }
 
+/* Classifies a failed connection attempt's libpq message (what a person
+   can act on: the server is not there, it has no free slot, it refuses
+   the credentials) into buf, naming the server; returns buf. */
+const char *pg_connect_why(PGconn *pg, const char *why, unsigned pool, char *buf, size_t len)
+{
+    char m[200];
+    pg_msg(why, m, sizeof m);
+    const char *host = pg ? PQhost(pg) : NULL, *port = pg ? PQport(pg) : NULL;
+    char at[160];
+    snprintf(at, sizeof at, "%s:%s", host && *host ? host : "(default host)",
+             port && *port ? port : "(default port)");
+    if (strstr(m, "too many clients") || strstr(m, "connection slots are reserved"))
+        snprintf(buf, len, "PostgreSQL at %s has no free connection slot (%s): raise "
+                 "max_connections on the server or lower pool-size (now %u) on the front ends "
+                 "that share it", at, m, pool);
+    else if (strstr(m, "authentication failed") || strstr(m, "no pg_hba.conf entry") ||
+             strstr(m, "password") || (strstr(m, "role \"") && strstr(m, "does not exist")))
+        snprintf(buf, len, "PostgreSQL at %s refuses the credentials (%s): check user and "
+                 "password in conninfo and the server's pg_hba.conf", at, m);
+    else if (strstr(m, "Connection refused") || strstr(m, "No such file or directory") ||
+             strstr(m, "could not translate host name") || strstr(m, "unreachable") ||
+             strstr(m, "No route to host") || strstr(m, "timed out") ||
+             strstr(m, "timeout expired") || strstr(m, "starting up") ||
+             strstr(m, "shutting down") || strstr(m, "recovery mode"))
+        snprintf(buf, len, "PostgreSQL at %s refuses connections; is it running? (%s)", at, m);
+    else
+        snprintf(buf, len, "cannot connect to PostgreSQL at %s: %s", at, m);
+    return buf;
+}
+
 /* Reports an event through options.log, or stderr without one. */
 static void pg_log(struct backend_store *st, enum backend_log_level lv, const char *fmt, ...)
 {
@@ -52,6 +83,27 @@ static void pg_log(struct backend_store *st, enum backend_log_level lv, const ch
         st->log(lv, m);
     else
         fprintf(stderr, "postgres: %s\n", m);
+}
+
+/* Logs a failed connection attempt's message as a warning, at most one
+   line per PG_LOG_EVERY_S seconds; the next line that passes says how
+   many were left out meanwhile. */
+static void pg_log_limited(struct backend_store *st, const char *m)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (st->limit_logged && ts.tv_sec - st->limit_at < PG_LOG_EVERY_S) {
+        st->limit_suppressed++;
+        return;
+    }
+    if (st->limit_suppressed)
+        pg_log(st, BACKEND_LOG_WARN, "%s (%u similar lines suppressed)", m,
+               st->limit_suppressed);
+    else
+        pg_log(st, BACKEND_LOG_WARN, "%s", m);
+    st->limit_logged = 1;
+    st->limit_at = ts.tv_sec;
+    st->limit_suppressed = 0;
 }
 
 /* libpq notice processor: notices (CREATE TABLE IF NOT EXISTS's
@@ -313,11 +365,15 @@ void pg_drain(struct backend_store *st)
 static void pg_connect_failed(struct pg_conn *c, const char *why)
 {
     struct backend_store *st = c->st;
-    char m[160];
-    pg_msg(why, m, sizeof m);
+    char m[400];
+    pg_connect_why(c->pg, why, st->pool_size, m, sizeof m);
     pg_conn_drop(c);
-    if (pg_live(st))
+    if (pg_live(st)) {
+        /* the pool could not grow (no free slot on the server, most
+           often): worth a line, at most one per PG_LOG_EVERY_S */
+        pg_log_limited(st, m);
         return;
+    }
     /* the attempt may have begun before the ops now waiting (a server
        that went down under a handshake and is back): each waiting op gets
        one more attempt before the store declares an outage */
@@ -329,10 +385,12 @@ static void pg_connect_failed(struct pg_conn *c, const char *why)
         pg_connect_start(c);
         return;
     }
-    if (!st->outage)
-        pg_log(st, BACKEND_LOG_WARN, "database unreachable: %s", m);
+    if (!st->outage) {
+        st->limit_logged = 0;           /* an outage's start is always told */
+        pg_log_limited(st, m);
+    }
     st->outage = 1;
-    snprintf(st->outage_err, sizeof st->outage_err, "database unreachable: %s", m);
+    snprintf(st->outage_err, sizeof st->outage_err, "%.255s", m);
     while (st->queue) {
         struct pg_op *op = st->queue;
         st->queue = op->next;

@@ -396,7 +396,10 @@ const struct bopt_desc backend_postgres_opts = {
     "postgres", pg_rows, sizeof pg_rows / sizeof pg_rows[0], sizeof(struct pg_conf)};
 
 /* open: options, a synchronous first connection and the schema; that
-   connection becomes the pool's first. */
+   connection becomes the pool's first. A server that cannot be reached
+   (or refuses the connection: no slot, credentials) is BACKEND_UNAVAILABLE
+   with a message saying which (pg_connect_why): the server's start-up
+   waits and tries again. */
 static int pg_open(const struct backend_options *o, struct backend_store **out, char *err,
                    size_t errlen)
 {
@@ -411,6 +414,17 @@ static int pg_open(const struct backend_options *o, struct backend_store **out, 
         return BACKEND_INVALID;
     }
     const char *ci = pc.conninfo;
+    /* a malformed connection string is a configuration error, not a
+       server to wait for */
+    char *perr = NULL;
+    PQconninfoOption *parsed = PQconninfoParse(ci ? ci : "", &perr);
+    if (!parsed) {
+        pg_err(err, errlen, "conninfo: %s", perr ? pg_msg(perr, msg, sizeof msg) :
+               "out of memory");
+        PQfreemem(perr);
+        return perr ? BACKEND_INVALID : BACKEND_NOMEM;
+    }
+    PQconninfoFree(parsed);
     unsigned long long pool = (unsigned long long)pc.pool,
                        timeout = (unsigned long long)pc.timeout,
                        batch = (unsigned long long)pc.batch;
@@ -436,9 +450,14 @@ static int pg_open(const struct backend_options *o, struct backend_store **out, 
     PGconn *pg = PQconnectdb(st->conninfo);
     int rc = BACKEND_OK;
     if (!pg || PQstatus(pg) != CONNECTION_OK) {
-        pg_err(err, errlen, "cannot connect to the database: %s",
-               pg ? pg_msg(PQerrorMessage(pg), m, sizeof m) : "out of memory");
-        rc = BACKEND_IOERR;
+        char why[512];
+        if (pg)
+            pg_err(err, errlen, "%s", pg_connect_why(pg, PQerrorMessage(pg), st->pool_size,
+                                                      why, sizeof why));
+        else
+            pg_err(err, errlen, "cannot connect to the database: out of memory");
+        /* the server may come later: the caller may retry (server/main.c) */
+        rc = pg ? BACKEND_UNAVAILABLE : BACKEND_NOMEM;
     } else {
         PQsetNoticeProcessor(pg, pg_notice, NULL);
         rc = pg_schema(pg, err, errlen);

@@ -363,6 +363,49 @@ static void main_wait_once(void *arg)
     event_base_loop(arg, EVLOOP_ONCE);
 }
 
+/* Opens the store; while the backend answers that its storage server
+ * cannot be reached (BACKEND_UNAVAILABLE: PostgreSQL down or not yet up,
+ * out of connection slots, credentials refused), waits and tries again
+ * with backoff (0.25 s doubling to 5 s) instead of exiting, so that the
+ * front end may start before its database (boot order, containers). A
+ * failure's line is written when the reason changes and otherwise at most
+ * every 30 s, saying how many were left out. SIGTERM ends the wait (its
+ * default action: nothing is open yet). Returns kv_open's status. */
+static int open_store_waiting(const struct backend_ops *ops, const struct backend_options *bopt,
+                              struct kv **kv, char *err, size_t errlen)
+{
+    unsigned backoff_ms = 250, attempts = 0, suppressed = 0;
+    char last[1024] = "";
+    uint64_t last_at = 0;
+    for (;;) {
+        int rc = kv_open(ops, bopt, kv, err, errlen);
+        if (rc != BACKEND_UNAVAILABLE) {
+            if (rc == BACKEND_OK && attempts)
+                log_warn("connected to the %s store after %u failed attempt%s", ops->name,
+                         attempts, attempts == 1 ? "" : "s");
+            return rc;
+        }
+        attempts++;
+        uint64_t now = clock_mono_us();
+        if (strcmp(last, err) != 0 || now - last_at >= 30 * 1000000ull) {
+            if (suppressed)
+                log_warn("%s; retrying in %.2g s (%u similar lines suppressed)", err,
+                         backoff_ms / 1000.0, suppressed);
+            else
+                log_warn("%s; retrying in %.2g s", err, backoff_ms / 1000.0);
+            snprintf(last, sizeof last, "%s", err);
+            last_at = now;
+            suppressed = 0;
+        } else {
+            suppressed++;
+        }
+        struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0)
+            ;
+        backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
+    }
+}
+
 /* `tabled --backend NAME --help`: lists that backend's options from its
  * rows (backends/bopts.h) instead of the server's. Returns 1 when it did,
  * 0 when the command line asks for no such thing, 2 for an unknown name. */
@@ -510,7 +553,7 @@ int main(int argc, char **argv)
         abort();
     bopt.host = host_hooks(host);
     struct kv *kv = NULL;
-    if (kv_open(ops, &bopt, &kv, err, sizeof err) != 0) {
+    if (open_store_waiting(ops, &bopt, &kv, err, sizeof err) != 0) {
         log_error("cannot open the %s backend (data %s): %s", ops->name, cfg.data_dir, err);
         host_free(host);
         event_base_free(base);

@@ -308,7 +308,7 @@ static void test_open(void)
     TEST_EQ_INT(backend_postgres_ops.open(&o, &st, err, sizeof err), BACKEND_INVALID,
                 "open without host hooks is refused");
     o.host = &host;
-    TEST_EQ_INT(backend_postgres_ops.open(&o, &st, err, sizeof err), BACKEND_IOERR,
+    TEST_EQ_INT(backend_postgres_ops.open(&o, &st, err, sizeof err), BACKEND_UNAVAILABLE,
                 "open with an unreachable database fails");
     TEST_CHECK(strstr(err, "connect") != NULL, "and says it cannot connect");
     const char *bad[] = { "pool-size=0", NULL };
