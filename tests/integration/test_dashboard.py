@@ -8,7 +8,12 @@ open) next to a few other patterns. The page must load with no console
 errors, no exceptions and no failed network requests, show the
 hot-partition finding naming the table and partition, fill its heat map,
 and a screenshot is saved as tests/logs/dashboard.png (a test artifact,
-not committed).
+not committed). The layout is read from the DOM: an idle server says "No
+traffic yet"; then one compact row per table (heat map with its colour
+scale, query-shape bar, finding pills), Why/Fix folded in <details>, long
+time-based keys shortened in the middle with the full key as title, and
+the "~N other partitions" row with N from the JSON. `--demo PNG` makes
+doc/advisor-dashboard.png and the report in doc/advisor.md.
 
 Chromium is Debian's `chromium` package, with python3-websocket for the
 DevTools connection: when either is missing and the test runs as root it
@@ -156,6 +161,12 @@ def spread(i):
     return "%08x" % ((i * 2654435761) & 0xffffffff)
 
 
+def order_key(i):
+    """A long, time-based PartitionKey, increasing with i: the keys differ
+    only near their end, where a shortened display must keep them apart."""
+    return "2026-11-28T10:%02d:%02d.%03dZ" % (i // 60, i % 60, (i * 7) % 1000)
+
+
 def workload(srv, stop, errors, orders=150):
     """Other patterns once, then reads of one partition until stop is set."""
     from azure.data.tables import TableServiceClient
@@ -172,7 +183,7 @@ def workload(srv, stop, errors, orders=150):
             c.get_entity(spread(i % 8), "%03d" % (i % 40))
         o = svc.create_table("Orders")
         for i in range(orders):
-            o.create_entity({"PartitionKey": "2024-05-01T10:%04d" % i, "RowKey": "order"})
+            o.create_entity({"PartitionKey": order_key(i), "RowKey": "order"})
         t = svc.create_table("Telemetry")
         t.create_entity({"PartitionKey": "sensor-42", "RowKey": "0", "V": 0})
         for i in range(60):
@@ -189,6 +200,95 @@ def workload(srv, stop, errors, orders=150):
         errors.append(repr(e))
 
 
+def advisor_json(host):
+    return json.load(urllib.request.urlopen("http://%s/advisor" % host, timeout=10))
+
+
+def wait_refresh(browser):
+    """Waits until the page has rendered a /advisor read made after now."""
+    for _ in range(2):
+        before = browser.eval("document.getElementById('status').textContent")
+        end = time.monotonic() + 30
+        while time.monotonic() < end and \
+                browser.eval("document.getElementById('status').textContent") == before:
+            time.sleep(0.2)
+
+
+# The layout, read from the DOM: one compact row per table with its heat
+# map (and colour scale), query-shape bar and finding pills; Why/Fix folded;
+# long keys shortened in the middle with the full key as title; the row of
+# the partitions not listed counting them.
+LAYOUT_JS = r"""(function () {
+  var out = {rows: [], findings: [], keys: [], others: {}};
+  document.querySelectorAll('.card.table').forEach(function (r) {
+    out.rows.push({table: r.getAttribute('data-table'),
+      heat: r.querySelectorAll('.trow .heat .cell').length,
+      scale: !!r.querySelector('.trow .scale .ramp') &&
+             /entities\/s/.test((r.querySelector('.trow .scale') || {}).textContent || ''),
+      shape: r.querySelectorAll('.trow .shape [data-shape]').length,
+      shapetext: (r.querySelector('.trow .shapebox') || {}).textContent || '',
+      pills: Array.prototype.map.call(r.querySelectorAll('.trow .pills .pill'),
+               function (p) { return p.className + ':' + p.textContent; })});
+    var o = r.querySelector('tr.others td');
+    if (o) out.others[r.getAttribute('data-table')] = o.textContent;
+  });
+  document.querySelectorAll('.finding').forEach(function (f) {
+    var d = f.querySelector('details');
+    out.findings.push({kind: f.getAttribute('data-kind'), folded: !!d && !d.open,
+      why: !!d && /Why:/.test(d.textContent) && /Fix:/.test(d.textContent),
+      summary: !!d && !!d.querySelector('summary')});
+  });
+  document.querySelectorAll('.key').forEach(function (k) {
+    out.keys.push([k.textContent, k.getAttribute('title')]);
+  });
+  return JSON.stringify(out);
+})()"""
+
+
+def check_layout(tap, browser, srv, host, stop, th):
+    """The DOM checks of the page's layout, on the final (stopped) traffic."""
+    stop.set()
+    th.join(60)
+    wait_refresh(browser)
+    doc = advisor_json(host)
+    got = json.loads(browser.eval(LAYOUT_JS))
+    tables = sorted(t["table"] for t in doc["tables"])
+    tap.eq(sorted(r["table"] for r in got["rows"]), tables, "one row per table")
+    reads = dict((t["table"], t["requests"]["get"] + sum(q["count"] for q in
+                                                          t["queries"].values()))
+                 for t in doc["tables"])
+    tap.ok(all(r["heat"] > 0 and r["scale"] and r["pills"] and
+               (r["shape"] > 0 if reads[r["table"]] else "No queries" in r["shapetext"])
+               for r in got["rows"]) and len(got["rows"]) == 3 and
+           [r["shape"] for r in got["rows"] if r["table"] == "Customers"] == [2],
+           "each row has a heat map with its colour scale in entities/s, a query-shape "
+           "bar (or says there were no reads) and finding pills", got["rows"])
+    tele = [r for r in got["rows"] if r["table"] == "Telemetry"]
+    tap.ok(tele and any(p.startswith("pill warning") and p.endswith(":hot-partition") or
+                        p.startswith("pill critical") and p.endswith(":hot-partition")
+                        for p in tele[0]["pills"]),
+           "Telemetry's row has a hot-partition pill coloured by its severity", tele)
+    tap.ok(len(got["findings"]) == len(doc["findings"]) > 0 and
+           all(f["folded"] and f["why"] and f["summary"] for f in got["findings"]),
+           "every finding has Why and Fix folded in <details>", got["findings"])
+    full = [order_key(i) for i in range(150)]
+    short = [k for k in got["keys"] if k[1] in full and k[0] != k[1]]
+    tap.ok(short and all(len(k[0]) < len(k[1]) and "\u2026" in k[0] and
+                         k[1].startswith(k[0].split("\u2026")[0]) and
+                         k[1].endswith(k[0].split("\u2026")[1]) and
+                         len(k[0].split("\u2026")[1]) >= 6 for k in short),
+           "long keys are shortened in the middle, keeping their distinct ends, with the "
+           "full key as title", got["keys"][:20])
+    t = [x for x in doc["tables"] if x["table"] == "Telemetry"][0]
+    shown = min(8, len(t["partitions"]))
+    n = int(round(t["partitions_estimate"])) - shown
+    tap.eq(got["others"].get("Telemetry"), "~%d other partitions" % n,
+           "the other-partitions row counts the partitions it stands for")
+    tap.ok(abs(n - (61 - shown)) <= 2,
+           "that count is about the %d partitions Telemetry has beyond the %d listed"
+           % (61 - shown, shown), n)
+
+
 def demo(png):
     """--demo PNG: the README's screenshot and report, with the default
     thresholds (2 s intervals): the same workload for 40 s, then the page
@@ -201,7 +301,11 @@ def demo(png):
     try:
         host = "%s:%d" % (srv.host, admin_port(srv))
         browser.call("Page.navigate", url="http://%s/dashboard" % host)
-        time.sleep(40)
+        time.sleep(38)
+        # one table's busiest partitions unfolded, to show them too
+        browser.eval("document.querySelector('[data-table=\"Telemetry\"] details')"
+                     ".open = true")
+        time.sleep(2)
         shot = browser.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         with open(png, "wb") as f:
             f.write(base64.b64decode(shot["data"]))
@@ -250,8 +354,8 @@ def main():
                 "document.body.getAttribute('data-loaded') === '1'"):
             time.sleep(0.2)
         idle = browser.eval("document.body.innerText") or ""
-        tap.ok("No findings" in idle and "No table traffic yet" in idle,
-               "idle server: the page says there is nothing yet", idle[:1000])
+        tap.ok("No traffic yet" in idle and "each table gets a row" in idle,
+               "idle server: the page says 'No traffic yet' and what will appear", idle[:1000])
         th.start()
         end = time.monotonic() + 60
         shown = False
@@ -266,15 +370,16 @@ def main():
                       "running workload")
         text = browser.eval("document.querySelector('.finding[data-kind=\"hot-partition\"]')"
                             " && document.querySelector('.finding[data-kind=\"hot-partition\"]')"
-                            ".innerText") or ""
+                            ".textContent") or ""
         tap.ok("devstoreaccount1/Telemetry" in text and "sensor-42" in text and
                "2000 entities/s" in text and "Why:" in text and "Fix:" in text,
                "the finding names Telemetry/sensor-42 with evidence, reason and fix", text)
         body = browser.eval("document.body.innerText") or ""
         for kind in ("append-only", "table-scan"):
             tap.ok(kind in body, "the page also lists the %s finding" % kind)
-        tap.ok("Query shapes" in body and "table scan 6" in body,
+        tap.ok("Query shapes" in body and "table scan 3% (6)" in body and "point 97% (200)" in body,
                "per-table query shapes shown", body[:3000])
+        check_layout(tap, browser, srv, host, stop, th)
         before = browser.eval("document.getElementById('status').textContent")
         time.sleep(2.5)
         after = browser.eval("document.getElementById('status').textContent")
