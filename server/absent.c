@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "core/buf.h"
+#include "core/coding.h"
 #include "core/http.h"
 #include "core/log.h"
 #include "core/rand.h"
@@ -65,10 +66,7 @@ static void absent_request_id(char out[40])
     memcpy(g + 8, &b, 8);
     g[6] = (uint8_t)((g[6] & 0x0f) | 0x40);
     g[8] = (uint8_t)((g[8] & 0x3f) | 0x80);
-    snprintf(out, 40,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", g[0],
-             g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13],
-             g[14], g[15]);
+    coding_uuid_format(g, out);
 }
 
 /* Fills resp with one storage error (status, code, the service's message). */
