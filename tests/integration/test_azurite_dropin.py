@@ -29,22 +29,20 @@ ports 10000-10002 become free ports, given with --blobPort, --queuePort and
 --tablePort, so nothing is exposed and parallel runs do not collide.
 Prints TAP."""
 import os
-import queue
 import re
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import xml.etree.ElementTree as ET
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tabled_harness as h  # noqa: E402
+from test_azurite_table import Azurite  # noqa: E402  (one process of a link)
 
 try:
     from azure.core.exceptions import HttpResponseError
@@ -102,50 +100,6 @@ def loopback(args, ports):
     for svc, port in ports.items():
         out += ["--%sPort" % svc, str(port)]
     return out
-
-
-class Azurite:
-    """One process of an installed link; its stdout lines in a queue."""
-
-    def __init__(self, exe, args, env=None, cwd=None):
-        self.lines = []
-        self.q = queue.Queue()
-        e = dict(os.environ)
-        e.update(env or {})
-        self.err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([exe] + args, stdout=subprocess.PIPE, stderr=self.err,
-                                     stdin=subprocess.DEVNULL, env=e, cwd=cwd)
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for raw in iter(self.proc.stdout.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            self.lines.append(line)
-            self.q.put(line)
-        self.q.put(None)
-
-    def next_line(self, deadline):
-        while time.monotonic() < deadline:
-            try:
-                return self.q.get(timeout=0.5)
-            except queue.Empty:
-                continue
-        return None
-
-    def stderr(self):
-        self.err.seek(0)
-        return self.err.read().decode("utf-8", "replace")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-                return None
-        return self.proc.returncode
 
 
 def connects(port):

@@ -96,6 +96,16 @@ class Azurite:
                 return found
         return None
 
+    def next_line(self, deadline):
+        """The next stdout line before deadline (time.monotonic()), or None
+        when the process ended or the deadline passed."""
+        while time.monotonic() < deadline:
+            try:
+                return self.q.get(timeout=0.5)
+            except queue.Empty:
+                continue
+        return None
+
     def stderr(self):
         self.err.seek(0)
         return self.err.read().decode("utf-8", "replace")
@@ -104,7 +114,7 @@ class Azurite:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                return self.proc.wait(10)
+                return self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)

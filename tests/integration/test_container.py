@@ -23,7 +23,6 @@ Prints TAP."""
 import fnmatch
 import json
 import os
-import queue
 import re
 import shlex
 import shutil
@@ -210,13 +209,7 @@ def table_listening(az, timeout=15):
     line (printed by both names: azurite prints no "successfully started
     on" line), or None when the process ended or the line did not come."""
     end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            line = az.q.get(timeout=0.5)
-        except queue.Empty:
-            continue
-        if line is None:
-            return None
+    while (line := az.next_line(end)) is not None:
         if line.startswith(TABLE_LISTENING):
             return line[len(TABLE_LISTENING):]
     return None
