@@ -47,6 +47,23 @@ def wait_for(cond, seconds):
         time.sleep(0.2)
 
 
+def start_waiting(srv):
+    """Starts srv on a thread (its start blocks until tabled is ready, which
+    waits for the database); returns the thread and a dict that gets "ok"
+    once ready, or "err" with the reason it did not start."""
+    started = {}
+
+    def run():
+        try:
+            srv.start()
+            started["ok"] = True
+        except h.ServerError as e:
+            started["err"] = str(e)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, started
+
+
 def admin_port(srv):
     for line in list(srv.stdout_lines):
         m = re.search(r"Admin endpoint:\s+http://[^ ]+:(\d+)/metrics", line)
@@ -77,16 +94,7 @@ def main():
         pg.stop()
         srv = h.Server(args=["--admin-port", "0", "--backend-option", "conninfo=" + ci],
                        backend="postgres", ready_timeout=300)
-        started = {}
-
-        def run():
-            try:
-                srv.start()
-                started["ok"] = True
-            except h.ServerError as e:
-                started["err"] = str(e)
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
+        t, started = start_waiting(srv)
         saw = wait_for(lambda: REFUSED in srv.stderr_text() or "err" in started, 60)
         tap.ok(saw and "err" not in started,
                "with the database down, the log says PostgreSQL refuses connections",
@@ -160,16 +168,7 @@ def test_slots(tap, pg, ci):
         tap.ok(full, "max_connections=5: the sixth psql session is refused")
         srv = h.Server(args=["--backend-option", "conninfo=" + ci], backend="postgres",
                        ready_timeout=300)
-        started = {}
-
-        def run():
-            try:
-                srv.start()
-                started["ok"] = True
-            except h.ServerError as e:
-                started["err"] = str(e)
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
+        t, started = start_waiting(srv)
         saw = wait_for(lambda: SLOTS in srv.stderr_text() or "err" in started, 60)
         text = srv.stderr_text()
         tap.ok(saw and "err" not in started and "max_connections" in text and
