@@ -620,7 +620,8 @@ static void response_begin(struct conn *c)
 static struct evbuffer *reply_buffer(struct conn *c)
 {
     struct server *srv = c->srv;
-    int hold = srv->sync_pending || srv->handler.dirty(srv->handler.arg);
+    int hold = srv->sync_pending ||
+               (srv->handler.dirty && srv->handler.dirty(srv->handler.arg));
     if (hold || c->delaying) {
         if (!c->pending) {
             c->pending = evbuffer_new();
@@ -933,7 +934,17 @@ static void conn_fail(struct conn *c, enum http_fail why)
     c->in_msg = 0;
     c->body_direct = 0;
     response_begin(c);
-    c->h->fail(c->h->arg, &c->req, &c->resp, why);
+    if (c->h->fail) {
+        c->h->fail(c->h->arg, &c->req, &c->resp, why);
+    } else {
+        /* the admin listener of a server with no handler yet (waiting for
+         * its database): the bare HTTP status */
+        c->resp.status = why == HTTP_FAIL_HEADERS_TOO_LARGE ? 431
+                         : why == HTTP_FAIL_BODY_TOO_LARGE  ? 413
+                         : why == HTTP_FAIL_TIMEOUT         ? 408
+                                                            : 400;
+        c->resp.close = 1;
+    }
     conn_respond(c, 1);
 }
 

@@ -363,28 +363,28 @@ static void main_wait_once(void *arg)
     event_base_loop(arg, EVLOOP_ONCE);
 }
 
-/* Opens the store; while the backend answers that its storage server
- * cannot be reached (BACKEND_UNAVAILABLE: PostgreSQL down or not yet up,
- * out of connection slots, credentials refused), waits and tries again
- * with backoff (0.25 s doubling to 5 s) instead of exiting, so that the
- * front end may start before its database (boot order, containers). A
- * failure's line is written when the reason changes and otherwise at most
- * every 30 s, saying how many were left out. SIGTERM ends the wait (its
- * default action: nothing is open yet). Returns kv_open's status. */
+/* Waits for the store after a first kv_open that answered
+ * BACKEND_UNAVAILABLE (PostgreSQL down or not yet up, out of connection
+ * slots, credentials refused; its reason in err): tries again with backoff
+ * (0.25 s doubling to 5 s) instead of exiting, so that the front end may
+ * start before its database (boot order, containers). A failure's line is
+ * written when the reason changes and otherwise at most every 30 s, saying
+ * how many were left out. With srv (the admin listener, already open) the
+ * waits turn the event loop, /healthz answering 503 with the reason
+ * meanwhile, and a stop signal ends the wait (*stopped = 1); without it
+ * the process sleeps and SIGTERM's default action ends it (nothing is open
+ * yet). Returns kv_open's last status. */
 static int open_store_waiting(const struct backend_ops *ops, const struct backend_options *bopt,
-                              struct kv **kv, char *err, size_t errlen)
+                              struct kv **kv, char *err, size_t errlen,
+                              struct event_base *base, struct server *srv,
+                              struct metrics *metrics, int *stopped)
 {
     unsigned backoff_ms = 250, attempts = 0, suppressed = 0;
     char last[1024] = "";
     uint64_t last_at = 0;
-    for (;;) {
-        int rc = kv_open(ops, bopt, kv, err, errlen);
-        if (rc != BACKEND_UNAVAILABLE) {
-            if (rc == BACKEND_OK && attempts)
-                log_warn("connected to the %s store after %u failed attempt%s", ops->name,
-                         attempts, attempts == 1 ? "" : "s");
-            return rc;
-        }
+    int rc = BACKEND_UNAVAILABLE;
+    *stopped = 0;
+    while (rc == BACKEND_UNAVAILABLE) {
         attempts++;
         uint64_t now = clock_mono_us();
         if (strcmp(last, err) != 0 || now - last_at >= 30 * 1000000ull) {
@@ -399,11 +399,28 @@ static int open_store_waiting(const struct backend_ops *ops, const struct backen
         } else {
             suppressed++;
         }
-        struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000L};
-        while (nanosleep(&ts, &ts) != 0)
-            ;
+        if (srv) {
+            metrics_store_state(metrics, 2, err);
+            struct timeval tv = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000L};
+            event_base_loopexit(base, &tv);
+            event_base_dispatch(base);
+            if (server_stopping(srv)) {
+                *stopped = 1;
+                return rc;
+            }
+        } else {
+            struct timespec ts = {backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000L};
+            while (nanosleep(&ts, &ts) != 0)
+                ;
+        }
         backoff_ms = backoff_ms * 2 > 5000 ? 5000 : backoff_ms * 2;
+        rc = kv_open(ops, bopt, kv, err, errlen);
     }
+    metrics_store_state(metrics, 0, NULL);
+    if (rc == BACKEND_OK)
+        log_warn("connected to the %s store after %u failed attempt%s", ops->name, attempts,
+                 attempts == 1 ? "" : "s");
+    return rc;
 }
 
 /* `tabled --backend NAME --help`: lists that backend's options from its
@@ -553,26 +570,13 @@ int main(int argc, char **argv)
         abort();
     bopt.host = host_hooks(host);
     struct kv *kv = NULL;
-    if (open_store_waiting(ops, &bopt, &kv, err, sizeof err) != 0) {
-        log_error("cannot open the %s backend (data %s): %s", ops->name, cfg.data_dir, err);
-        host_free(host);
-        event_base_free(base);
-        return 1;
-    }
-    /* Until the server serves, a call that completes later is waited for
-     * by turning the loop (nothing else is on it yet); from then on only
-     * requests and the background step call the store, on coroutines. */
-    kv_set_waiter(kv, main_wait_once, base);
-    struct store *store = store_new(kv, cfg.durability);
-    struct service *svc = store ? service_new(&cfg, store, err, sizeof err) : NULL;
-    if (!svc) {
-        log_error("cannot start the table service: %s", store ? err : "out of memory");
-        store_free(store);
-        kv_close(kv);
-        host_free(host);
-        event_base_free(base);
-        return 1;
-    }
+    struct store *store = NULL;
+    struct service *svc = NULL;
+    struct server *srv = NULL;
+    struct metrics *metrics = NULL;
+    struct admin *admin = NULL;
+    struct advisor *advisor = NULL;
+    int status = 1;
     /* Throttling, fault rules (also when only the admin listener may add
      * some later) and metrics (only the admin listener shows them). */
     struct throttle *throttle = cfg.throttle ? throttle_from_config(&cfg) : NULL;
@@ -581,18 +585,10 @@ int main(int argc, char **argv)
         faults = faults_from_config(&cfg, err, sizeof err);
         if (!faults) {
             log_error("%s", err);
-            throttle_free(throttle);
-            service_free(svc);
-            store_free(store);
-            kv_close(kv);
-            host_free(host);
-            event_base_free(base);
-            return 2;
+            status = 2;
+            goto fail;
         }
     }
-    struct metrics *metrics = NULL;
-    struct admin *admin = NULL;
-    struct advisor *advisor = NULL;
     if (cfg.admin_port >= 0) {
         metrics = metrics_new(&cfg);
         metrics->throttle = throttle;
@@ -606,39 +602,70 @@ int main(int argc, char **argv)
         metrics->render_more = advisor_render_metrics;
         metrics->render_more_arg = advisor;
         admin_set_advisor(admin, advisor);
+    }
+    rc = kv_open(ops, &bopt, &kv, err, sizeof err);
+    if (rc == BACKEND_UNAVAILABLE) {
+        /* The database is not there yet: the admin listener opens now so
+         * that health checks see 503 (with the reason) while we wait; the
+         * table port opens once the store is. */
+        char lerr[512];
+        if (cfg.admin_port >= 0) {
+            srv = server_new(&cfg, base, NULL, lerr, sizeof lerr);
+            if (!srv) {
+                log_error("%s", lerr);
+                goto fail;
+            }
+            server_attach(srv, admin, metrics, throttle);
+            char aauth[300];
+            url_authority(aauth, sizeof aauth, cfg.admin_host, server_admin_port(srv));
+            printf("Waiting for the %s database; http://%s/healthz answers 503 until it can "
+                   "be reached, and the table port opens then\n", ops->name, aauth);
+            fflush(stdout);
+        }
+        int stopped;
+        rc = open_store_waiting(ops, &bopt, &kv, err, sizeof err, base, srv, metrics, &stopped);
+        if (stopped) {
+            log_warn("stopped while waiting for the database");
+            status = 0;
+            goto fail;
+        }
+    }
+    if (rc != BACKEND_OK) {
+        log_error("cannot open the %s backend (data %s): %s", ops->name, cfg.data_dir, err);
+        goto fail;
+    }
+    /* Until the server serves, a call that completes later is waited for
+     * by turning the loop (nothing else is on it yet); from then on only
+     * requests and the background step call the store, on coroutines. */
+    kv_set_waiter(kv, main_wait_once, base);
+    store = store_new(kv, cfg.durability);
+    svc = store ? service_new(&cfg, store, err, sizeof err) : NULL;
+    if (!svc) {
+        log_error("cannot start the table service: %s", store ? err : "out of memory");
+        goto fail;
+    }
+    if (admin) {
         /* GET /export: tabled export --admin URL (tools/dump_serve.c) */
         static struct dump_source dsrc;
         dsrc.kv = kv;
         admin_set_export(admin, dump_serve_start, &dsrc);
         service_attach_advisor(svc, advisor);
     }
-    struct server *srv = NULL;
-    if (service_attach(svc, throttle, faults, metrics, err, sizeof err) != 0)
+    if (service_attach(svc, throttle, faults, metrics, err, sizeof err) != 0) {
         log_error("cannot count the stored entities: %s", err);
-    else if (!(srv = server_new(&cfg, base,
-                                &(struct req_handler){.arg = svc, .handle = svc_handle,
-                                                      .fail = svc_fail, .dirty = svc_dirty,
-                                                      .sync = svc_sync},
-                                err, sizeof err)))
-        log_error("%s", err);
-    int absent_ports[2] = {0, 0};
-    if (srv && azurite && az.all && open_absent_ports(srv, &az, absent_ports, err, sizeof err)) {
-        log_error("%s", err);
-        server_free(srv);
-        srv = NULL;
+        goto fail;
     }
-    if (!srv) {
-        service_free(svc);
-        store_free(store);
-        kv_close(kv);
-        admin_free(admin);
-        advisor_free(advisor);
-        metrics_free(metrics);
-        fault_set_free(faults);
-        throttle_free(throttle);
-        host_free(host);
-        event_base_free(base);
-        return 1;
+    struct req_handler handler = {.arg = svc, .handle = svc_handle, .fail = svc_fail,
+                                  .dirty = svc_dirty, .sync = svc_sync};
+    if (srv ? server_serve(srv, &handler, err, sizeof err) != 0
+            : !(srv = server_new(&cfg, base, &handler, err, sizeof err))) {
+        log_error("%s", err);
+        goto fail;
+    }
+    int absent_ports[2] = {0, 0};
+    if (azurite && az.all && open_absent_ports(srv, &az, absent_ports, err, sizeof err)) {
+        log_error("%s", err);
+        goto fail;
     }
     server_attach(srv, admin, metrics, throttle);
     static struct reload reload;
@@ -677,4 +704,20 @@ int main(int argc, char **argv)
     log_flush();
     fflush(stdout);
     return 0;
+
+fail:
+    server_free(srv);
+    service_free(svc);
+    store_free(store);
+    kv_close(kv);
+    admin_free(admin);
+    advisor_free(advisor);
+    metrics_free(metrics);
+    fault_set_free(faults);
+    throttle_free(throttle);
+    host_free(host);
+    event_base_free(base);
+    log_flush();
+    fflush(stdout);
+    return status;
 }

@@ -77,7 +77,7 @@ static void sync_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     srv->sync_pending = 0;
-    int rc = srv->handler.sync(srv->handler.arg);
+    int rc = srv->handler.sync ? srv->handler.sync(srv->handler.arg) : 0;
     if (rc != 0)
         log_error("group commit failed (status %d): closing the connections waiting for it",
                   rc);
@@ -344,7 +344,6 @@ struct server *server_new(const struct config *cfg, struct event_base *base,
     if (!srv)
         abort();
     srv->cfg = cfg;
-    srv->handler = *handler;
     srv->admin_port = -1;
     buf_init(&srv->head);
     conn_init_settings(srv);
@@ -382,19 +381,9 @@ struct server *server_new(const struct config *cfg, struct event_base *base,
         }
     }
     srv->port = -1;
-    if (cfg->port >= 0) {
-        srv->listener = listen_on(srv, cfg->host, cfg->port, &srv->port, err, errlen);
-        if (!srv->listener) {
-            server_free(srv);
-            return NULL;
-        }
-    }
-    if (cfg->tls_port) {
-        srv->tls_listener = listen_on(srv, cfg->host, cfg->tls_port, &srv->tls_port, err, errlen);
-        if (!srv->tls_listener) {
-            server_free(srv);
-            return NULL;
-        }
+    if (handler && server_serve(srv, handler, err, errlen) != 0) {
+        server_free(srv);
+        return NULL;
     }
     if (cfg->admin_port >= 0) {
         srv->admin_listener =
@@ -405,6 +394,29 @@ struct server *server_new(const struct config *cfg, struct event_base *base,
         }
     }
     return srv;
+}
+
+int server_serve(struct server *srv, const struct req_handler *handler, char *err,
+                 size_t errlen)
+{
+    const struct config *cfg = srv->cfg;
+    srv->handler = *handler;
+    if (cfg->port >= 0) {
+        srv->listener = listen_on(srv, cfg->host, cfg->port, &srv->port, err, errlen);
+        if (!srv->listener)
+            return -1;
+    }
+    if (cfg->tls_port) {
+        srv->tls_listener = listen_on(srv, cfg->host, cfg->tls_port, &srv->tls_port, err, errlen);
+        if (!srv->tls_listener)
+            return -1;
+    }
+    return 0;
+}
+
+int server_stopping(const struct server *srv)
+{
+    return srv->stopping;
 }
 
 void server_attach(struct server *srv, struct admin *adm, struct metrics *m,

@@ -18,10 +18,19 @@ struct server;
 /* Binds the listeners on base (the caller's loop, which must outlive the
  * server; NULL: the server makes and frees its own); requests go to
  * *handler (the struct is copied). NULL with a message in err (address in
- * use, bad certificate, ...). */
+ * use, bad certificate, ...). With handler NULL only the admin listener
+ * is bound (a front end waiting for its database: /healthz answers 503
+ * meanwhile); server_serve() then binds the table listeners. */
 struct event_base;
 struct server *server_new(const struct config *cfg, struct event_base *base,
                           const struct req_handler *handler, char *err, size_t errlen);
+/* Binds the HTTP and HTTPS listeners of a server made with no handler;
+ * their requests go to *handler (copied). 0, or -1 with a message in err
+ * (the caller then frees the server). */
+int server_serve(struct server *srv, const struct req_handler *handler, char *err,
+                 size_t errlen);
+/* 1 once a stop signal (or server_stop) has begun the graceful stop. */
+int server_stopping(const struct server *srv);
 /* The bound HTTP port (the kernel's choice when cfg->port is 0), or -1
  * when cfg->port < 0 asked for no plain HTTP listener (HTTPS only). */
 int server_port(const struct server *srv);

@@ -7,7 +7,9 @@ is stopped; tabled --backend postgres --admin-port 0 is started on that
 database. Checked while the database is down: tabled keeps running (no
 exit), its log names the server and says it refuses connections, and the
 same failure repeated is not logged once per attempt (at most 3 such lines
-in the first seconds). Then PostgreSQL is started again: tabled prints its
+in the first seconds), the admin listener is open and /healthz answers
+503 naming the reason, and a second front end waiting the same way stops
+at once on SIGTERM (status 0). Then PostgreSQL is started again: tabled prints its
 ready line within a generous bound, /healthz answers 200 and a lifecycle
 through the Python SDK (azure-data-tables: create a table, insert an entity,
 read it back) works. Then the same server with max_connections=5 and every
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,6 +75,47 @@ def admin_port(srv):
     return None
 
 
+def waiting_port(srv):
+    """The admin port named by the line a waiting tabled prints."""
+    for line in list(srv.stdout_lines):
+        m = re.search(r"Waiting for the postgres database; http://[^ ]+:(\d+)/healthz", line)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def get_healthz(host, port):
+    """(status, body) of GET /healthz, or (repr of the error, "")."""
+    if not port:
+        return None, ""
+    try:
+        with urllib.request.urlopen("http://%s:%d/healthz" % (host, port), timeout=20) as r:
+            return r.status, r.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode("utf-8", "replace")
+    except Exception as e:          # noqa: BLE001
+        return repr(e), ""
+
+
+def test_stop_while_waiting(tap, ci):
+    """SIGTERM while a front end waits for its database (admin listener
+    open, event loop turning): it stops at once with status 0."""
+    srv = h.Server(args=["--admin-port", "0", "--backend-option", "conninfo=" + ci],
+                   backend="postgres", ready_timeout=300)
+    t, started = start_waiting(srv)
+    try:
+        port = wait_for(lambda: waiting_port(srv), 30)
+        tap.ok(port, "a second waiting front end prints its health URL",
+               srv.stderr_text()[-2000:])
+        t0 = time.monotonic()
+        rc, text = srv.stop(timeout=10)
+        tap.ok(rc == 0 and "stopped while waiting" in text,
+               "SIGTERM while waiting: exits with status 0 (%.1f s)" % (time.monotonic() - t0),
+               "status %r: %s" % (rc, text[-2000:]))
+    finally:
+        srv.kill()
+
+
 def main():
     tap = h.Tap()
     reason = pg_harness.skip_reason(TOP)
@@ -108,6 +152,12 @@ def main():
         n = srv.stderr_text().count(REFUSED)
         tap.ok(1 <= n <= 3, "the repeated failure is not logged per attempt (%d lines)" % n,
                srv.stderr_text()[-2000:])
+        hport = wait_for(lambda: waiting_port(srv), 10)
+        status, body = get_healthz(srv.host if srv.host else "127.0.0.1", hport)
+        tap.ok(hport and status == 503 and REFUSED in body,
+               "while waiting, /healthz on the admin port answers 503 with the reason",
+               "stdout %r: %r %r" % (srv.stdout_lines, status, body))
+        test_stop_while_waiting(tap, ci)
         pg.start()
         t.join(120)
         tap.ok(started.get("ok"), "once PostgreSQL is up, tabled serves",
