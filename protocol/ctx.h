@@ -64,6 +64,7 @@ struct service {
        requests begun, their number when the wait began, and the time the
        wait ends (0: none) */
     uint64_t requests, give_back_seen, give_back_at_us;
+    int importing;             /* a POST /import runs (ops_import.c: one at a time) */
 };
 
 struct req_ctx {
@@ -164,6 +165,8 @@ void reply_atom_content_type(struct req_ctx *c);
 void service_purge_start(struct req_ctx *c, uint64_t id);
 
 /* ops_tables.c */
+/* ops_import.c: the admin listener's POST /import (service_import). */
+void op_import(struct req_ctx *c);
 void op_query_tables(struct req_ctx *c);
 void op_get_table(struct req_ctx *c);
 void op_create_table(struct req_ctx *c);

@@ -474,6 +474,18 @@ static void props_forget(const char *account)
             slot_drop(&cache.slot[i]);
 }
 
+int props_put_stored(struct req_ctx *c, const char *account, const char *doc, size_t len)
+{
+    struct buf k;
+    buf_init(&k);
+    keys_props(&k, account);
+    struct backend_write w = {BACKEND_PUT, k.data, k.len, doc, len};
+    int rc = service_apply(c, 0, &w, NULL, 1, NULL);
+    props_forget(account);
+    buf_free(&k);
+    return rc;
+}
+
 const struct cors_rules *props_cors_rules(struct service *svc, const char *account)
 {
     return &props_get(svc, account)->cors;

@@ -16,5 +16,10 @@ const struct cors_rules *props_cors_rules(struct service *svc, const char *accou
  * service reads as stored (all four parts; tabled import checks the files'
  * properties with it before writing anything). 1 or 0. */
 int props_stored_valid(const char *s, size_t n);
+/* ops_props.c: stores doc[0..len) (props_stored_valid) as account's
+ * service properties and drops the cached copy, for the admin listener's
+ * import (ops_import.c). 0 or a backend status. */
+struct req_ctx;
+int props_put_stored(struct req_ctx *c, const char *account, const char *doc, size_t len);
 
 #endif

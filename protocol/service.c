@@ -45,6 +45,8 @@ _Static_assert(OP_COUNT <= METRICS_MAX_OPS, "core/metrics.h counts fewer operati
  * later): its answer is handed over by done(token) once it is complete. */
 struct service_job {
     struct service *svc;
+    /* what the coroutine runs: service_run, or service_run_import */
+    void (*run)(struct service *svc, struct request *req, struct response *resp);
     struct request *req;
     struct response *resp;
     void (*done)(void *token);
@@ -765,7 +767,24 @@ static int service_answer(struct service *svc, struct request *req, struct respo
 static void service_job_run(void *arg)
 {
     struct service_job *j = arg;
-    service_run(j->svc, j->req, j->resp);
+    j->run(j->svc, j->req, j->resp);
+}
+
+/* Runs an import request of the admin listener (protocol/ops_import.c)
+ * with a context of its own: no account, route or authentication (the
+ * admin listener checked its token), the service's encoding buffers. */
+static void service_run_import(struct service *svc, struct request *req, struct response *resp)
+{
+    struct req_ctx c;
+    struct buf kbuf, vbuf;
+    ctx_init(&c, svc, req, resp);
+    buf_init(&kbuf);
+    buf_init(&vbuf);
+    c.kbuf = &kbuf;
+    c.vbuf = &vbuf;
+    op_import(&c);
+    buf_free(&kbuf);
+    buf_free(&vbuf);
 }
 
 /* After the coroutine (main stack): hands the answer over. */
@@ -821,13 +840,17 @@ static void service_resync(struct service *svc)
              "again from the store");
 }
 
-int service_handle(struct service *svc, struct request *req, struct response *resp,
-                   void (*done)(void *token), void *token)
+/* Runs run(svc, req, resp) to its answer: at once on a store whose calls
+ * complete at once, else on a coroutine of its own (service_handle). */
+static int service_start(struct service *svc,
+                         void (*run)(struct service *, struct request *, struct response *),
+                         struct request *req, struct response *resp,
+                         void (*done)(void *token), void *token)
 {
     svc->requests++;
     service_resync(svc);
     if (!kv_defers(svc->kv) || !done || coro_current()) {
-        service_run(svc, req, resp);
+        run(svc, req, resp);
         return done ? service_answer(svc, req, resp, done, token) : 1;
     }
     struct service_job *j = calloc(1, sizeof *j);
@@ -838,7 +861,8 @@ int service_handle(struct service *svc, struct request *req, struct response *re
         return 1;
     }
     int finished_now = 0;
-    *j = (struct service_job){svc, req, resp, done, token, &finished_now, co, NULL, svc->jobs};
+    *j = (struct service_job){svc, run, req, resp, done, token, &finished_now, co, NULL,
+                              svc->jobs};
     if (svc->jobs)
         svc->jobs->prev = j;
     svc->jobs = j;
@@ -847,6 +871,18 @@ int service_handle(struct service *svc, struct request *req, struct response *re
         return service_answer(svc, req, resp, done, token);
     j->finished_now = NULL;   /* it waits: done() will say when it is over */
     return 0;
+}
+
+int service_handle(struct service *svc, struct request *req, struct response *resp,
+                   void (*done)(void *token), void *token)
+{
+    return service_start(svc, service_run, req, resp, done, token);
+}
+
+int service_import(struct service *svc, struct request *req, struct response *resp,
+                   void (*done)(void *token), void *token)
+{
+    return service_start(svc, service_run_import, req, resp, done, token);
 }
 
 void service_error(struct service *svc, struct request *req, struct response *resp,

@@ -32,6 +32,15 @@ void service_free(struct service *svc);
 int service_handle(struct service *svc, struct request *req, struct response *resp,
                    void (*done)(void *token), void *token);
 
+/* POST /import of the admin listener (server/admin.h): writes the lines
+ * of a tabled export file in req's body (protocol/dump_line.h: the header
+ * line first, then any lines of the file) into the store, as
+ * protocol/ops_import.c describes; the answer is JSON. Returns and calls
+ * done as service_handle does. The caller has admitted the request (the
+ * admin token); nothing of the Table service's authentication applies. */
+int service_import(struct service *svc, struct request *req, struct response *resp,
+                   void (*done)(void *token), void *token);
+
 /* Group commit: 1 when writes were applied since the last service_sync(). */
 int service_dirty(const struct service *svc);
 /* Makes the writes durable (backend sync). 0 or a backend status. */

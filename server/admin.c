@@ -25,6 +25,8 @@ struct admin {
     struct advisor *advisor;   /* optional: /advisor, /dashboard */
     admin_export_fn export_start;  /* optional: /export */
     void *export_arg;
+    admin_import_fn import;    /* optional: /import */
+    void *import_arg;
 };
 
 struct admin *admin_new(struct metrics *m, struct fault_set *faults)
@@ -54,10 +56,19 @@ void admin_set_export(struct admin *adm, admin_export_fn start, void *arg)
     adm->export_arg = arg;
 }
 
+void admin_set_import(struct admin *adm, admin_import_fn fn, void *arg)
+{
+    adm->import = fn;
+    adm->import_arg = arg;
+}
+
 void admin_free(struct admin *adm)
 {
     free(adm);
 }
+
+static void admin_answer(struct admin *adm, const struct request *req,
+                         struct response *resp);
 
 /* Answers status with a JSON {"error": message} body. */
 static void reply_json_error(struct response *resp, int status, const char *message)
@@ -383,16 +394,35 @@ static int refuse_unadmitted(struct admin *adm, const struct request *req,
     return 1;
 }
 
-void admin_handle(struct admin *adm, const struct request *req, struct response *resp)
+int admin_handle(struct admin *adm, struct request *req, struct response *resp,
+                 void (*done)(void *token), void *token)
 {
     if (!adm) {
         reply_json_error(resp, 503, "the admin endpoints are not ready");
-        return;
+        return 1;
     }
     if (req->method == HTTP_M_HEAD)
         resp->no_body = 1;
     if (refuse_unadmitted(adm, req, resp))
-        return;
+        return 1;
+    if (req->path_len == 7 && !memcmp(req->path, "/import", 7)) {
+        if (req->method != HTTP_M_POST) {
+            reply_method(resp, "POST");
+            return 1;
+        }
+        if (!adm->import) {
+            reply_json_error(resp, 503, "import is not available until the store is open");
+            return 1;
+        }
+        return adm->import(adm->import_arg, req, resp, done, token);
+    }
+    admin_answer(adm, req, resp);
+    return 1;
+}
+
+/* The admin requests answered at once (all but /import). */
+static void admin_answer(struct admin *adm, const struct request *req, struct response *resp)
+{
     const char *p = req->path;
     size_t n = req->path_len;
     int read = req->method == HTTP_M_GET || req->method == HTTP_M_HEAD;
@@ -437,5 +467,6 @@ void admin_handle(struct admin *adm, const struct request *req, struct response 
     }
     if (adm->advisor && advisor_http_handle(adm->advisor, req, resp))
         return;
-    reply_json_error(resp, 404, "not found (try /metrics, /healthz, /faults or /export)");
+    reply_json_error(resp, 404, "not found (try /metrics, /healthz, /faults, /export or "
+                     "/import)");
 }

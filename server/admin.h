@@ -23,6 +23,10 @@
  *   GET  /export[?account=A&table=T]  the export file (tools/dump.h) of a
  *                             consistent snapshot, chunked, once
  *                             admin_set_export() gave a producer
+ *   POST /import              lines of an export file (its header line
+ *                             first) written into the store, once
+ *                             admin_set_import() gave a consumer
+ *                             (protocol/ops_import.c; JSON answer)
  * A rule object uses the keys of core/fault.h ("busy", "timeout",
  * "timeout_delay_ms", "latency_ms", "table", ...); numbers, strings and
  * booleans are accepted, and the counters GET shows ("matched",
@@ -59,7 +63,17 @@ typedef int (*admin_export_fn)(void *arg, const char *account, const char *table
                                struct response_stream *s, char *err, size_t errlen);
 void admin_set_export(struct admin *adm, admin_export_fn start, void *arg);
 
-/* Answers one request of the admin listener (fills resp). */
-void admin_handle(struct admin *adm, const struct request *req, struct response *resp);
+/* Serves POST /import: fn answers as a struct req_handler's handle does
+ * (server/handler.h: 1 when resp is complete now, else 0 and done(token)
+ * later). Until set, /import answers 503. */
+typedef int (*admin_import_fn)(void *arg, struct request *req, struct response *resp,
+                               void (*done)(void *token), void *token);
+void admin_set_import(struct admin *adm, admin_import_fn fn, void *arg);
+
+/* Answers one request of the admin listener into resp: 1 when complete
+ * now; 0 when it comes later (POST /import on a store whose calls
+ * complete later), through done(token) as handler.h describes. */
+int admin_handle(struct admin *adm, struct request *req, struct response *resp,
+                 void (*done)(void *token), void *token);
 
 #endif

@@ -1010,26 +1010,23 @@ static int on_message_complete(llhttp_t *p)
     c->req.reply_budget = reply_budget(srv);
     if (c->req.method == HTTP_M_HEAD)
         c->resp.no_body = 1;
-    if (c->admin) {
-        admin_handle(srv->admin, &c->req, &c->resp);
-    } else {
-        c->waiting = 1;
-        int now = c->h->handle(c->h->arg, &c->req, &c->resp, conn_done, c);
-        if (!now) {
-            /* No timer runs while the handler works: its latency is not
-             * the client's idleness (see handler.h). */
-            evtimer_del(c->timer);
-            c->deadline = 0;
-            /* Reading stays on: a client usually sends nothing until it
-             * has its answer, and should it send more, the read callback
-             * finds c waiting and turns reading off then. Turning it off
-             * here and on again with the answer cost two epoll_ctl calls
-             * per deferred request (every write of a group commit). */
-            c->read_deferred = 1;  /* whoever ends the wait reads on */
-            return HPE_PAUSED;
-        }
-        c->waiting = 0;
+    c->waiting = 1;
+    int now = c->admin ? admin_handle(srv->admin, &c->req, &c->resp, conn_done, c)
+                       : c->h->handle(c->h->arg, &c->req, &c->resp, conn_done, c);
+    if (!now) {
+        /* No timer runs while the handler works: its latency is not
+         * the client's idleness (see handler.h). */
+        evtimer_del(c->timer);
+        c->deadline = 0;
+        /* Reading stays on: a client usually sends nothing until it
+         * has its answer, and should it send more, the read callback
+         * finds c waiting and turns reading off then. Turning it off
+         * here and on again with the answer cost two epoll_ctl calls
+         * per deferred request (every write of a group commit). */
+        c->read_deferred = 1;  /* whoever ends the wait reads on */
+        return HPE_PAUSED;
     }
+    c->waiting = 0;
     return conn_answered(c);
 }
 

@@ -328,6 +328,14 @@ static int svc_handle(void *svc, struct request *req, struct response *resp,
     return service_handle(svc, req, resp, done, token);
 }
 
+/* The admin listener's POST /import (server/admin.h), run by the service
+ * (protocol/ops_import.c). */
+static int svc_import(void *svc, struct request *req, struct response *resp,
+                      void (*done)(void *token), void *token)
+{
+    return service_import(svc, req, resp, done, token);
+}
+
 static void svc_fail(void *svc, struct request *req, struct response *resp, enum http_fail why)
 {
     service_error(svc, req, resp, why);
@@ -649,6 +657,8 @@ int main(int argc, char **argv)
         static struct dump_source dsrc;
         dsrc.kv = kv;
         admin_set_export(admin, dump_serve_start, &dsrc);
+        /* POST /import: tabled import --admin URL FILE */
+        admin_set_import(admin, svc_import, svc);
         service_attach_advisor(svc, advisor);
     }
     if (service_attach(svc, throttle, faults, metrics, err, sizeof err) != 0) {

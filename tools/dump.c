@@ -11,7 +11,7 @@
 #include "tools/dump.h"
 #include "tools/dump_int.h"
 #include "tools/dump_export.h"
-#include "tools/dump_line.h"
+#include "protocol/dump_line.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -45,10 +45,12 @@ static const char dump_usage[] =
     "       tabled export --admin URL [--admin-token T] [--account NAME] [--table NAME]\n"
     "                     [-o FILE]\n"
     "       tabled import [--batch N] [--from-azurite] [--account NAME] FILE [STORE OPTIONS]\n"
+    "       tabled import --admin URL [--admin-token T] FILE\n"
     "STORE OPTIONS are tabled's own: --config FILE, --backend NAME, --data DIR,\n"
     "--backend-option N=V, --durability MODE. Stop the server of that store first,\n"
-    "or export from the running server with --admin (its admin listener, e.g.\n"
-    "http://127.0.0.1:10003; the token defaults to $TABLED_ADMIN_TOKEN).\n"
+    "or export from (import into) the running server with --admin (its admin\n"
+    "listener, e.g. http://127.0.0.1:10003; the token defaults to\n"
+    "$TABLED_ADMIN_TOKEN). FILE - reads standard input.\n"
     "--from-azurite reads Azurite's __azurite_db_table__.json (--account then\n"
     "names the account its data goes to; default: the account recorded in it).\n";
 
@@ -532,6 +534,34 @@ static int dump_export_admin(struct dump *d)
     return 0;
 }
 
+/* tabled import --admin URL FILE: the whole file is read and checked
+ * first (as for a store: an invalid file sends nothing), then sent to the
+ * running server. */
+static int dump_import_admin(struct dump *d)
+{
+    char err[1024] = "";
+    uint64_t t0 = clock_mono_us();
+    d->progress = isatty(2);
+    FILE *in = dump_input_open(d->input, err, sizeof err);
+    int rc = in ? 0 : -1;
+    if (in && (dump_import_check(in, err, sizeof err) != 0 || fseek(in, 0, SEEK_SET) != 0)) {
+        if (!err[0])
+            snprintf(err, sizeof err, "cannot read %s again: %s", d->input, strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = dump_push(d, in, err, sizeof err);
+    if (in && in != stdin)
+        fclose(in);
+    if (rc < 0) {
+        fprintf(stderr, "tabled import: %s\n", err);
+        return 1;
+    }
+    fprintf(stderr, "tabled import: %llu tables, %llu entities in %.2f s\n", d->ntables,
+            d->nentities, (double)(clock_mono_us() - t0) / 1e6);
+    return 0;
+}
+
 int dump_main(int argc, char **argv)
 {
     static struct dump d;
@@ -561,8 +591,7 @@ int dump_main(int argc, char **argv)
             else
                 d.output = next;
             i++;
-        } else if ((strcmp(a, "--admin") == 0 || strcmp(a, "--admin-token") == 0) && next &&
-                   is_export) {
+        } else if ((strcmp(a, "--admin") == 0 || strcmp(a, "--admin-token") == 0) && next) {
             if (a[7] == '-')
                 d.admin_token = next;
             else
@@ -592,12 +621,20 @@ int dump_main(int argc, char **argv)
     }
     if (d.admin) {
         if (nrest > 1) {
-            fprintf(stderr, "tabled export: --admin reads a running server: no store options\n");
+            fprintf(stderr, "tabled %s: --admin %s a running server: no store options\n",
+                    argv[0], is_export ? "reads" : "writes into");
+            return 2;
+        }
+        if (!is_export && (d.from_azurite || d.account)) {
+            fprintf(stderr, "tabled import: --admin takes tabled export files; import an "
+                    "Azurite database into a stopped store (tabled import --from-azurite FILE "
+                    "--backend NAME --data DIR), or start the server on Azurite's folder "
+                    "with -l DIR --import-azurite-db\n");
             return 2;
         }
         if (!d.admin_token)
             d.admin_token = getenv("TABLED_ADMIN_TOKEN");
-        return dump_export_admin(&d);
+        return is_export ? dump_export_admin(&d) : dump_import_admin(&d);
     }
     if (d.batch < 1 || d.batch > 1000) {
         fprintf(stderr, "tabled import: --batch expects 1..1000\n");
@@ -618,8 +655,10 @@ int dump_main(int argc, char **argv)
         const struct backend_ops *ops = backend_lookup(d.cfg.backend, err, sizeof err);
         if (ops && strcmp(ops->name, "memory") == 0) {
             fprintf(stderr, "tabled import: the memory store lives only as long as this tool, "
-                    "so the import would be lost when it exits; give --backend and --data of "
-                    "a lasting store such as leveldb or flatfile (with its server stopped)\n");
+                    "so the import would be lost when it exits; to seed a running server "
+                    "(an in-memory one too) give --admin and the URL of its admin listener "
+                    "(--admin-port), or give --backend and --data of a lasting store such as "
+                    "leveldb or flatfile (with its server stopped)\n");
             return 2;
         }
         err[0] = '\0';

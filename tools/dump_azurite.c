@@ -20,7 +20,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "tools/dump_int.h"
-#include "tools/dump_line.h"
+#include "protocol/dump_line.h"
 #include "core/jsonwalk.h"
 #include "protocol/acl.h"
 #include "protocol/edm.h"

@@ -1,5 +1,5 @@
-/* dump_int.h - what tools/dump.c shares with tools/dump_azurite.c and
- * tools/dump_fetch.c. */
+/* dump_int.h - what tools/dump.c shares with tools/dump_azurite.c,
+ * tools/dump_fetch.c and tools/dump_push.c. */
 #ifndef TABLED_DUMP_INT_H
 #define TABLED_DUMP_INT_H
 #include <stddef.h>
@@ -23,7 +23,8 @@ struct dump {
     struct table_cache *tc;
     const char *account, *table;     /* export filters (NULL = all) */
     const char *output;              /* export file (NULL = stdout) */
-    const char *admin;               /* export from this admin URL, or NULL */
+    const char *admin;               /* export from (import into) the server of
+                                        this admin URL, or NULL */
     const char *admin_token;         /* its bearer token, or NULL */
     const char *input;               /* import file ("-" = stdin) */
     int from_azurite;
@@ -65,5 +66,10 @@ void dump_azurite_free(struct dump_azurite *z);
 /* tabled export --admin URL: GET /export of a running server into out.
  * 0, or -1 with a message. */
 int dump_fetch(struct dump *d, FILE *out, char *err, size_t errlen);
+/* tabled import --admin URL FILE: in (an export file checked whole
+ * already) sent to a running server's POST /import in pieces
+ * (tools/dump_push.c); d->ntables and d->nentities count what it wrote.
+ * 0, or -1 with a message naming the file's line. */
+int dump_push(struct dump *d, FILE *in, char *err, size_t errlen);
 
 #endif

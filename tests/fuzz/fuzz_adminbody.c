@@ -38,7 +38,7 @@ static int call(enum http_method m, const char *path, const char *body, size_t l
     req.body = body;
     req.body_len = len;
     response_init(resp, arena);
-    admin_handle(adm, &req, resp);
+    admin_handle(adm, &req, resp, NULL, NULL);
     return resp->status;
 }
 

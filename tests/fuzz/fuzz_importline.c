@@ -1,5 +1,5 @@
 /* fuzz_importline.c - libFuzzer target for tabled import's line reader
- * (tools/dump_line.c: dump_line_read, which the import's checking pass and
+ * (protocol/dump_line.c: dump_line_read, which the import's checking pass and
  * its writing pass both use), inputs up to 4 MiB: never a crash, a
  * recursion per level or a read past the input (copied into an exactly
  * sized heap block, not NUL-terminated). What it takes is what the import
@@ -13,7 +13,7 @@
 #include "core/arena.h"
 #include "protocol/acl.h"
 #include "protocol/edm.h"
-#include "tools/dump_line.h"
+#include "protocol/dump_line.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -42,7 +42,7 @@ static int call_h(enum http_method m, const char *path, const char *body,
     req.headers = h;
     response_free(&resp);
     response_init(&resp, arena);
-    admin_handle(adm, &req, &resp);
+    admin_handle(adm, &req, &resp, NULL, NULL);
     return resp.status;
 }
 

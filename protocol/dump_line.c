@@ -3,7 +3,7 @@
  * fixed prefix as tabled export writes it and their entity by the
  * service's own entity parser; the few other lines go through a yajl tree
  * once their nesting is known to be bounded. */
-#include "tools/dump_line.h"
+#include "protocol/dump_line.h"
 
 #include <ctype.h>
 #include <stdio.h>
