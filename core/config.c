@@ -447,6 +447,8 @@ int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size
                   "  export   write a store's tables to a JSON-lines file (stopped server's\n"
                   "           store, or a running one through its admin listener)\n"
                   "  import   load a file written by export (or Azurite's) into a store\n"
+                  "           (stopped server's store, or a running one through its\n"
+                  "           admin listener)\n"
                   "  advise   print the partition advisor's findings of a running tabled\n", stdout);
             return 1;
         }
