@@ -708,8 +708,10 @@ def test_faults(tap):
         th.join(10)
         counts["latency"] += 1
         tap.eq((result.get("status"), fast.status), (404, 404), "both reads answered")
-        tap.ok(result.get("slow_took", 0) >= 0.8,
-               "the delayed read took at least 800 ms (%.3f s)" % result.get("slow_took", 0))
+        # (the bound allows 10 ms for the two processes' clocks: what is
+        # checked is that the answer was held back, not the timer's grain)
+        tap.ok(result.get("slow_took", 0) >= 0.79,
+               "the delayed read took about 800 ms or more (%.3f s)" % result.get("slow_took", 0))
         tap.ok(fast_done < result.get("slow_done", 0),
                "a read of another table, sent later, was answered first (no blocking)")
         # pipelined requests behind a delayed one keep their order
