@@ -251,7 +251,7 @@ void op_query_entities(struct req_ctx *c)
         .ac = ac,
         .limit = q.top == QUERY_NO_TOP ? PAGE_MAX : q.top,
         /* A shorter page (still with its continuation) while the server
-         * holds much unsent output (core/conn.c, backpressure). */
+         * holds much unsent output (server/conn.c, backpressure). */
         .max_bytes = c->req->reply_budget && c->req->reply_budget < PAGE_MAX_BYTES
                          ? c->req->reply_budget
                          : PAGE_MAX_BYTES,

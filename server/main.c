@@ -584,7 +584,8 @@ int main(int argc, char **argv)
     struct metrics *metrics = NULL;
     struct admin *admin = NULL;
     struct advisor *advisor = NULL;
-    int status = 1;
+    struct background *bg = NULL;
+    int status = 1, served = 0;
     /* Throttling, fault rules (also when only the admin listener may add
      * some later) and metrics (only the admin listener shows them). */
     struct throttle *throttle = cfg.throttle ? throttle_from_config(&cfg) : NULL;
@@ -687,7 +688,7 @@ int main(int argc, char **argv)
         log_warn("authentication is off (--auth off): every request is accepted unsigned");
     if (fault_active(faults))
         log_warn("fault injection is on: %zu rule(s)", fault_count(faults));
-    struct background *bg = background_new(server_base(srv), bg_step, bg_set_wake, svc);
+    bg = background_new(server_base(srv), bg_step, bg_set_wake, svc);
     print_ready(&cfg, ops, srv);
     if (azurite)
         print_azurite_ready(&cfg, &az, srv, absent_ports);
@@ -696,8 +697,14 @@ int main(int argc, char **argv)
     server_run(srv);
     notify_stopping();
     service_quiesce(svc, main_wait_once, base, 10000);
-
     background_free(bg);
+    status = 0;
+    served = 1;
+
+    /* one teardown for every exit once the loop exists (what was not made
+     * yet is NULL): the server before the service it calls, the store
+     * before its loop, coroutine stacks once no request holds one */
+fail:
     server_free(srv);
     service_free(svc);
     store_free(store);
@@ -710,23 +717,8 @@ int main(int argc, char **argv)
     metrics_free(metrics);
     fault_set_free(faults);
     throttle_free(throttle);
-    log_info("stopped");
-    log_flush();
-    fflush(stdout);
-    return 0;
-
-fail:
-    server_free(srv);
-    service_free(svc);
-    store_free(store);
-    kv_close(kv);
-    admin_free(admin);
-    advisor_free(advisor);
-    metrics_free(metrics);
-    fault_set_free(faults);
-    throttle_free(throttle);
-    host_free(host);
-    event_base_free(base);
+    if (served)
+        log_info("stopped");
     log_flush();
     fflush(stdout);
     return status;

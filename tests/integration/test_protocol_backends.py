@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-INTEG = os.path.join(HERE, "..", "integration")
+INTEG = HERE
 sys.path.insert(0, INTEG)
 import tabled_harness as h  # noqa: E402
 import pg_harness  # noqa: E402
