@@ -27,6 +27,7 @@
 #define TABLED_ADVISOR_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/buf.h"
 
@@ -75,7 +76,8 @@ enum advisor_kind {
     ADVISOR_KINDS
 };
 
-/* Thresholds (defaults: advisor_limits_default). */
+/* Thresholds; their names, defaults and ranges are the rows of
+ * core/advisor_limits.c. */
 struct advisor_limits {
     double interval_s;          /* sample interval, default 5 */
     double target;              /* entities/s per partition, default 2000 */
@@ -119,10 +121,20 @@ struct advisor_finding {
 
 struct advisor;
 
+/* advisor_limits.c: the thresholds are option rows (core/options.h), one
+ * per field of struct advisor_limits. Sets every field to its default. */
 void advisor_limits_default(struct advisor_limits *lim);
-/* Applies "name=value" (names as in struct advisor_limits with '-' for
- * '_', e.g. "hot-share=0.6"). 0, or -1 with a message. */
+/* Applies "name=value" (a row's name, e.g. "hot-share=0.6"). 0, or -1
+ * with a message. */
 int advisor_limit_set(struct advisor_limits *lim, const char *spec, char *err, size_t errlen);
+/* The rows in order: how many, the i-th name (NULL past the end), and the
+ * i-th value in lim (for GET /advisor's "thresholds"). */
+size_t advisor_limit_count(void);
+const char *advisor_limit_name(size_t i);
+double advisor_limit_value(const struct advisor_limits *lim, size_t i);
+/* Lists the thresholds with their meaning, default and range
+ * (`tabled --advisor help`). */
+void advisor_limits_usage(FILE *out);
 
 /* A new advisor. now_us: clock_mono_us() (core/clock.h) at every call. */
 struct advisor *advisor_new(const struct advisor_limits *lim, uint64_t now_us);

@@ -259,20 +259,9 @@ void advisor_json(struct advisor *adv, uint64_t now_us, struct buf *b)
                   "\"untracked_operations\":%llu,\"thresholds\":{",
                (unsigned long long)adv->slots_done, advisor_memory(adv), advisor_memory_cap(),
                (unsigned long long)adv->untracked);
-    const double v[] = {L->interval_s, L->target, L->hot_share, L->hot_min_entities,
-                        L->append_share, L->append_min_creates, L->append_min_keys,
-                        L->append_min_intervals, L->scan_min, L->efficiency_ratio,
-                        L->efficiency_min_examined,
-                        L->partition_entities, L->batch_min_writes, L->batch_window_ms,
-                        L->throttle_min};
-    static const char *const names[] = {
-        "interval", "target", "hot-share", "hot-min-entities", "append-share",
-        "append-min-creates", "append-min-keys", "append-min-intervals", "scan-min", "efficiency-ratio",
-        "efficiency-min-examined", "partition-entities", "batch-min-writes",
-        "batch-window-ms", "throttle-min"};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
-        buf_printf(b, "%s\"%s\":", i ? "," : "", names[i]);
-        jnum(b, v[i]);
+    for (size_t i = 0; i < advisor_limit_count(); i++) {
+        buf_printf(b, "%s\"%s\":", i ? "," : "", advisor_limit_name(i));
+        jnum(b, advisor_limit_value(L, i));
     }
     buf_puts(b, "},\"counts\":{");
     int sev[3] = {0, 0, 0};

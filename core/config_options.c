@@ -347,7 +347,8 @@ const struct opt config_options[] = {
      .arg = "N", .help = "seed of the fault injection draws (default random)"},
     {.name = "admin-port", .type = OPT_INT, AT(admin_port), .min = 0, .max = 65535,
      .names = port_off_names, .def = "off", .arg = "N", .expect = PORT " or off",
-     .help = "admin listener: /metrics, /healthz, /faults, /advisor, /dashboard, /export"},
+     .help = "admin listener: /metrics, /healthz, /faults, /advisor, /dashboard, /export, "
+     "/import"},
     {.name = "admin-host", .type = OPT_STRING, .flags = OPTF_NONEMPTY, AT(admin_host),
      .def = "127.0.0.1", .arg = "ADDR", .expect = "an address",
      .help = "admin listen address"},
@@ -361,7 +362,7 @@ const struct opt config_options[] = {
      "comma-separated)"},
     {.name = "advisor", .type = OPT_LIST, LIST(advisor_options, nadvisor_options),
      .arg = "NAME=VALUE", .help = "a partition advisor threshold, e.g. hot-share=0.6 "
-     "(repeatable; see tabled.conf(5))"},
+     "(repeatable; --advisor help lists them)"},
     {.name = "help", .type = OPT_SWITCH, .help = "show this help"},
     {.name = "version", .type = OPT_SWITCH, .help = "show the version"},
 };

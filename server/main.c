@@ -509,8 +509,14 @@ int main(int argc, char **argv)
     }
     struct advisor_limits alim;
     advisor_limits_default(&alim);
-    for (size_t i = 0; rc == 0 && i < cfg.nadvisor_options; i++)
+    for (size_t i = 0; rc == 0 && i < cfg.nadvisor_options; i++) {
+        if (strcmp(cfg.advisor_options[i], "help") == 0) {
+            advisor_limits_usage(stdout);
+            fflush(stdout);
+            return 0;
+        }
         rc = advisor_limit_set(&alim, cfg.advisor_options[i], err, sizeof err);
+    }
     if (rc < 0) {
         fprintf(stderr, "%s: %s\n", azurite ? az.prog : "tabled", err);
         return 2;

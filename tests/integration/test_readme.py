@@ -205,5 +205,18 @@ for tag, body in man_entries(man5):
             bad.append("tabled.conf(5) %s: (%s), --help: %s" % (nm, v, want))
 check(not bad, "tabled.conf(5) states the same defaults as --help", bad)
 
+# the advisor's thresholds: tabled(1) names each with the default of its row
+# (`tabled --advisor help`, core/advisor_limits.c), and no other
+rows = subprocess.run([TABLED, "--advisor", "help"], capture_output=True, text=True,
+                      timeout=60).stdout
+row_defaults = dict(re.findall(r"^  ([a-z-]+) .*\(default ([^;]+);", rows, re.M))
+m = re.search(r"^\.BI \\-\\-advisor .*?\n(.*?)^\.TP", man1, re.M | re.S)
+man_defaults = dict(re.findall(r"([a-z][a-z-]+)\W{1,4}\(([0-9.]+)", roff_plain(m.group(1)))) \
+    if m else {}
+check(len(row_defaults) >= 10 and man_defaults == row_defaults,
+      "tabled(1) --advisor lists every threshold with its row's default (%d rows)"
+      % len(row_defaults),
+      ["rows: %r" % row_defaults, "man: %r" % man_defaults])
+
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
