@@ -100,7 +100,7 @@ enum auth_status auth_check(const struct auth_ctx *ctx, const struct request *re
                             const char *account, const struct auth_op *op, struct auth_result *out)
 {
     memset(out, 0, sizeof *out);
-    if (op->kind == AUTH_OP_PREFLIGHT) {
+    if (op->need && op->need->open) {
         out->scheme = AUTH_SCHEME_ANONYMOUS;
         return AUTH_OK;
     }

@@ -6,7 +6,7 @@
  *
  * How the protocol layer uses it:
  *
- *   1. Route the request, fill a struct auth_op (operation kind, addressed
+ *   1. Route the request, fill a struct auth_op (the operation's needs, addressed
  *      table, keys when the URL names them, secondary endpoint or not).
  *   2. Call auth_check(). It picks the scheme (Authorization header first;
  *      otherwise a SAS when the query has `sig`; otherwise anonymous),
@@ -62,33 +62,31 @@ enum auth_status {
     AUTH__COUNT
 };
 
-/* What the request does. The protocol layer maps its routed operation to
- * one of these; batch sub-operations use the entity kinds. */
-enum auth_op_kind {
-    AUTH_OP_PREFLIGHT = 0,        /* OPTIONS: never authenticated */
-    AUTH_OP_QUERY_TABLES,         /* GET /Tables, and GET /Tables('T') */
-    AUTH_OP_CREATE_TABLE,         /* POST /Tables */
-    AUTH_OP_DELETE_TABLE,         /* DELETE /Tables('T') */
-    AUTH_OP_QUERY_ENTITIES,       /* GET /T, /T() (collection query) */
-    AUTH_OP_GET_ENTITY,           /* GET /T(PK,RK) (point query) */
-    AUTH_OP_INSERT_ENTITY,        /* POST /T */
-    AUTH_OP_UPDATE_ENTITY,        /* PUT /T(PK,RK) with If-Match */
-    AUTH_OP_MERGE_ENTITY,         /* MERGE/PATCH /T(PK,RK) with If-Match */
-    AUTH_OP_INSERT_OR_REPLACE,    /* PUT /T(PK,RK) without If-Match */
-    AUTH_OP_INSERT_OR_MERGE,      /* MERGE/PATCH /T(PK,RK) without If-Match */
-    AUTH_OP_DELETE_ENTITY,        /* DELETE /T(PK,RK) */
-    AUTH_OP_BATCH,                /* POST /$batch (envelope; sub-ops separately) */
-    AUTH_OP_GET_ACL,              /* GET /T?comp=acl */
-    AUTH_OP_SET_ACL,              /* PUT /T?comp=acl */
-    AUTH_OP_GET_SERVICE_PROPERTIES,
-    AUTH_OP_SET_SERVICE_PROPERTIES,
-    AUTH_OP_GET_SERVICE_STATS,
-    AUTH_OP__COUNT
+/* What one operation needs to be authorized. The protocol layer keeps one
+ * in each operation's row (protocol/optable.c), so an operation's rights
+ * live beside everything else about it; batch sub-operations use their
+ * own operation's. A zero struct needs nothing from a SAS that a SAS can
+ * give: every SAS is refused it. */
+struct auth_need {
+    const char *name;        /* the REST API's name of the operation, for
+                                refusal explanations ("QueryTables") */
+    int open;                /* answered without authentication (CORS
+                                preflight): never refused */
+    int write;               /* changes state: refused on the secondary */
+    /* account SAS */
+    int acct_denied;         /* never through an account SAS */
+    unsigned rt_any;         /* srt must hold one of these (AUTH_RT_*) */
+    unsigned acct_all;       /* sp must hold all of these (AUTH_P_*) ... */
+    unsigned acct_any;       /* ... and one of these (when not 0) */
+    /* table SAS */
+    int table_denied;        /* never through a table SAS */
+    unsigned table_all;      /* sp must hold all of these ... */
+    unsigned table_any;      /* ... and one of these (when not 0) */
 };
 
 /* The operation descriptor the protocol layer fills. */
 struct auth_op {
-    enum auth_op_kind kind;
+    const struct auth_need *need;   /* the operation's (NULL: refused) */
     /* Addressed table name, percent-decoded, as in the URL (any case), or
      * NULL when the operation names none (service operations, Query Tables,
      * Create Table, the $batch envelope). For Delete Table: the T of
@@ -288,10 +286,6 @@ const char *auth_authorize_explain(struct arena *a, const struct auth_result *re
                                    const struct auth_op *op, enum auth_status s,
                                    enum auth_why *why);
 
-/* 1 for operations that change state (refused on the secondary endpoint). */
-int auth_op_is_write(enum auth_op_kind kind);
-/* "QueryEntities", ... for logs and tests. */
-const char *auth_op_name(enum auth_op_kind kind);
 
 /* Lower-level pieces, exposed for the protocol layer's error details and
  * for tests. */

@@ -1,85 +1,12 @@
-/* perm.c - the permission model: which SAS letters and resource types each
- * operation needs (SPEC 10.7, 10.8, 8.5), table SAS key ranges, and the
- * read-only secondary endpoint (SPEC 10.6). */
+/* perm.c - the permission model: a SAS's letters and resource types
+ * against what an operation needs (struct auth_need, kept in the
+ * operation's row by protocol/optable.c; SPEC 10.7, 10.8, 8.5), table SAS
+ * key ranges, and the read-only secondary endpoint (SPEC 10.6). */
 #include <string.h>
 #include <strings.h>
 
 #include "auth/auth.h"
 #include "core/arena.h"
-
-/* What one operation kind needs from a SAS. */
-struct need {
-    const char *name;
-    int write;               /* changes state: refused on the secondary */
-    /* account SAS */
-    int acct_denied;         /* never through an account SAS */
-    unsigned rt_any;         /* srt must hold one of these */
-    unsigned acct_all;       /* sp must hold all of these ... */
-    unsigned acct_any;       /* ... and one of these (when not 0) */
-    /* table SAS */
-    int table_denied;        /* never through a table SAS */
-    unsigned table_all;
-    unsigned table_any;
-};
-
-#define RAUD (AUTH_P_READ | AUTH_P_ADD | AUTH_P_UPDATE | AUTH_P_DELETE)
-#define ADD_UPDATE (AUTH_P_ADD | AUTH_P_UPDATE)
-
-static const struct need needs[AUTH_OP__COUNT] = {
-    [AUTH_OP_PREFLIGHT] = {.name = "PreflightTableRequest"},
-    [AUTH_OP_QUERY_TABLES] = {.name = "QueryTables", .rt_any = AUTH_RT_CONTAINER,
-                              .acct_all = AUTH_P_LIST, .table_denied = 1},
-    [AUTH_OP_CREATE_TABLE] = {.name = "CreateTable", .write = 1, .rt_any = AUTH_RT_CONTAINER,
-                              .acct_any = AUTH_P_CREATE | AUTH_P_WRITE, .table_denied = 1},
-    [AUTH_OP_DELETE_TABLE] = {.name = "DeleteTable", .write = 1, .rt_any = AUTH_RT_CONTAINER,
-                              .acct_all = AUTH_P_DELETE, .table_denied = 1},
-    /* SPEC 16 row 33: a collection query accepts srt c as well as o. */
-    [AUTH_OP_QUERY_ENTITIES] = {.name = "QueryEntities",
-                                .rt_any = AUTH_RT_CONTAINER | AUTH_RT_OBJECT,
-                                .acct_all = AUTH_P_READ, .table_all = AUTH_P_READ},
-    [AUTH_OP_GET_ENTITY] = {.name = "GetEntity", .rt_any = AUTH_RT_OBJECT, .acct_all = AUTH_P_READ,
-                            .table_all = AUTH_P_READ},
-    [AUTH_OP_INSERT_ENTITY] = {.name = "InsertEntity", .write = 1, .rt_any = AUTH_RT_OBJECT,
-                               .acct_all = AUTH_P_ADD, .table_all = AUTH_P_ADD},
-    [AUTH_OP_UPDATE_ENTITY] = {.name = "UpdateEntity", .write = 1, .rt_any = AUTH_RT_OBJECT,
-                               .acct_all = AUTH_P_UPDATE, .table_all = AUTH_P_UPDATE},
-    [AUTH_OP_MERGE_ENTITY] = {.name = "MergeEntity", .write = 1, .rt_any = AUTH_RT_OBJECT,
-                              .acct_all = AUTH_P_UPDATE, .table_all = AUTH_P_UPDATE},
-    /* SPEC 16 row 23: upserts need a and u. */
-    [AUTH_OP_INSERT_OR_REPLACE] = {.name = "InsertOrReplaceEntity", .write = 1,
-                                   .rt_any = AUTH_RT_OBJECT, .acct_all = ADD_UPDATE,
-                                   .table_all = ADD_UPDATE},
-    [AUTH_OP_INSERT_OR_MERGE] = {.name = "InsertOrMergeEntity", .write = 1,
-                                 .rt_any = AUTH_RT_OBJECT, .acct_all = ADD_UPDATE,
-                                 .table_all = ADD_UPDATE},
-    [AUTH_OP_DELETE_ENTITY] = {.name = "DeleteEntity", .write = 1, .rt_any = AUTH_RT_OBJECT,
-                               .acct_all = AUTH_P_DELETE, .table_all = AUTH_P_DELETE},
-    /* The envelope needs some entity right; each sub-operation is then
-     * checked on its own with auth_authorize() (SPEC 8.5). */
-    [AUTH_OP_BATCH] = {.name = "EntityGroupTransaction", .write = 1, .rt_any = AUTH_RT_OBJECT,
-                       .acct_any = RAUD, .table_any = RAUD},
-    /* ACLs belong to the account owner (SPEC 3.12). */
-    [AUTH_OP_GET_ACL] = {.name = "GetTableAcl", .acct_denied = 1, .table_denied = 1},
-    [AUTH_OP_SET_ACL] = {.name = "SetTableAcl", .write = 1, .acct_denied = 1, .table_denied = 1},
-    [AUTH_OP_GET_SERVICE_PROPERTIES] = {.name = "GetTableServiceProperties",
-                                        .rt_any = AUTH_RT_SERVICE, .acct_all = AUTH_P_READ,
-                                        .table_denied = 1},
-    [AUTH_OP_SET_SERVICE_PROPERTIES] = {.name = "SetTableServiceProperties", .write = 1,
-                                        .rt_any = AUTH_RT_SERVICE, .acct_all = AUTH_P_WRITE,
-                                        .table_denied = 1},
-    [AUTH_OP_GET_SERVICE_STATS] = {.name = "GetTableServiceStats", .rt_any = AUTH_RT_SERVICE,
-                                   .acct_all = AUTH_P_READ, .table_denied = 1},
-};
-
-int auth_op_is_write(enum auth_op_kind kind)
-{
-    return (unsigned)kind < AUTH_OP__COUNT && needs[kind].write;
-}
-
-const char *auth_op_name(enum auth_op_kind kind)
-{
-    return (unsigned)kind < AUTH_OP__COUNT ? needs[kind].name : "Unknown";
-}
 
 /* One byte of a UTF-8 key in UTF-16 order: the lead bytes of U+E000..
  * U+FFFF (0xEE, 0xEF) sort after those of supplementary characters
@@ -131,10 +58,10 @@ int auth_range_contains(const struct auth_range *r, const char *pk, size_t pk_le
 /* May this authenticated caller do op? See auth.h. */
 enum auth_status auth_authorize(const struct auth_result *res, const struct auth_op *op)
 {
-    if ((unsigned)op->kind >= AUTH_OP__COUNT)
+    const struct auth_need *n = op->need;
+    if (!n)
         return AUTH_FAILURE;
-    const struct need *n = &needs[op->kind];
-    if (op->kind == AUTH_OP_PREFLIGHT)
+    if (n->open)
         return AUTH_OK;
     if (op->secondary && n->write)
         return AUTH_SECONDARY_WRITE;
@@ -202,8 +129,8 @@ const char *auth_authorize_explain(struct arena *a, const struct auth_result *re
                                    const struct auth_op *op, enum auth_status s,
                                    enum auth_why *why)
 {
-    const struct need *n = (unsigned)op->kind < AUTH_OP__COUNT ? &needs[op->kind] : NULL;
-    const char *name = auth_op_name(op->kind);
+    const struct auth_need *n = op->need;
+    const char *name = n && n->name ? n->name : "Unknown";
     char have[10], all[10], any[10];
     if (s == AUTH_SECONDARY_WRITE) {
         *why = AUTH_WHY_SECONDARY_WRITE;

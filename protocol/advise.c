@@ -25,17 +25,6 @@ void service_advise_read(struct req_ctx *c, uint64_t now_us)
     advisor_read(c->svc->advisor, &k, now_us);
 }
 
-/* The advisor's name for a write operation. */
-static enum advisor_op write_kind(enum op op)
-{
-    switch (op) {
-    case OP_INSERT_ENTITY: return ADVISOR_INSERT;
-    case OP_UPDATE_ENTITY: case OP_MERGE_ENTITY: return ADVISOR_UPDATE;
-    case OP_DELETE_ENTITY: return ADVISOR_DELETE;
-    default: return ADVISOR_UPSERT;
-    }
-}
-
 void service_advise_writes(struct req_ctx *c, const struct entity_write *w, size_t n)
 {
     struct advisor *adv = c->svc->advisor;
@@ -45,7 +34,7 @@ void service_advise_writes(struct req_ctx *c, const struct entity_write *w, size
     int batch = c->op == OP_BATCH;
     for (size_t i = 0; i < n; i++) {
         struct advisor_key k = key_of(c, w[i].t->name, w[i].t->name_len, w[i].e.pk, w[i].e.pk_len);
-        advisor_write(adv, &k, write_kind(w[i].op), w[i].created, batch, now);
+        advisor_write(adv, &k, optable_get(w[i].op)->advise, w[i].created, batch, now);
     }
     if (batch) {
         struct advisor_key k = key_of(c, w[0].t->name, w[0].t->name_len, w[0].e.pk, w[0].e.pk_len);

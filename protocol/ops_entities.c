@@ -225,23 +225,10 @@ static void prepare_keys(struct req_ctx *c, struct entity_write *w, const struct
     }
 }
 
-/* What op does to its entity, in the store's terms. */
+/* What op does to its entity, in the store's terms (its row's). */
 static enum store_intent entity_intent(enum op op)
 {
-    switch (op) {
-    case OP_INSERT_ENTITY:
-        return STORE_INSERT;
-    case OP_MERGE_ENTITY:
-        return STORE_MERGE;
-    case OP_INSERT_OR_REPLACE:
-        return STORE_UPSERT;
-    case OP_INSERT_OR_MERGE:
-        return STORE_UPSERT_MERGE;
-    case OP_DELETE_ENTITY:
-        return STORE_DELETE;
-    default:
-        return STORE_REPLACE;
-    }
+    return optable_get(op)->intent;
 }
 
 /* The Table error of a store verdict (TERR_NONE: go on). */

@@ -9,65 +9,127 @@
 /* Flags shared by the entity writes. */
 #define ENTITY_WRITE (OPF_WRITES | OPF_BODY_ENTITY | OPF_CHANGESET)
 
+/* Rights (struct auth_need: which SAS letters and resource types an
+ * operation needs, SPEC 10.7, 10.8, 8.5), under the REST API's name of
+ * the operation (refusal explanations). */
+#define ADD_UPDATE (AUTH_P_ADD | AUTH_P_UPDATE)
+#define RAUD (AUTH_P_READ | AUTH_P_ADD | AUTH_P_UPDATE | AUTH_P_DELETE)
+/* tables: through an account SAS only */
+#define NEED_TABLES(nm, w, all, any)                                                           \
+    {.name = nm, .write = (w), .rt_any = AUTH_RT_CONTAINER, .acct_all = (all),               \
+     .acct_any = (any), .table_denied = 1}
+/* service properties and stats: through an account SAS only */
+#define NEED_SERVICE(nm, w, all)                                                               \
+    {.name = nm, .write = (w), .rt_any = AUTH_RT_SERVICE, .acct_all = (all),                 \
+     .table_denied = 1}
+/* entities: the letters p through either kind of SAS (upserts need a and
+   u: SPEC 16 row 23) */
+#define NEED_ENTITY(nm, w, p)                                                                  \
+    {.name = nm, .write = (w), .rt_any = AUTH_RT_OBJECT, .acct_all = (p), .table_all = (p)}
+/* a collection query accepts srt c as well as o (SPEC 16 row 33) */
+#define NEED_QUERY_ENTITIES                                                                    \
+    {.name = "QueryEntities", .rt_any = AUTH_RT_CONTAINER | AUTH_RT_OBJECT,                 \
+     .acct_all = AUTH_P_READ, .table_all = AUTH_P_READ}
+/* the $batch envelope needs some entity right; each part is then checked
+   with its own operation's (SPEC 8.5) */
+#define NEED_BATCH                                                                             \
+    {.name = "EntityGroupTransaction", .write = 1, .rt_any = AUTH_RT_OBJECT,                \
+     .acct_any = RAUD, .table_any = RAUD}
+/* ACLs belong to the account owner (SPEC 3.12): no SAS at all */
+#define NEED_OWNER(nm, w) {.name = nm, .write = (w), .acct_denied = 1, .table_denied = 1}
+
+/* The row of an entity write: route, rights (the letters p), cost, what
+ * it does in the store's terms and the advisor's name for it. */
+#define ENTITY_ROW(o, nm, res_, m, fl, p, cost_, in, adv)                                      \
+    [o] = {.op = o, .name = nm, .res = res_, .methods = m, .flags = ENTITY_WRITE | (fl),     \
+           .auth = NEED_ENTITY(nm, 1, p), .fault = FAULT_WRITE, .cost = cost_,               \
+           .handler = op_write, .intent = in, .advise = adv}
+
 /* Indexed by enum op (a second row for one op does not compile under
  * -Werror=override-init; a missing one has op OP_NONE: test_route). */
 static const struct op_def rows[OP_COUNT] = {
-    [OP_QUERY_TABLES] = {OP_QUERY_TABLES, "QueryTables", RES_TABLES, NULL, NULL, OPM_READ,
-                         OPF_BODY, AUTH_OP_QUERY_TABLES, FAULT_READ, OP_COST_ONE,
-                         op_query_tables},
-    [OP_GET_TABLE] = {OP_GET_TABLE, "GetTable", RES_TABLE_ENTRY, NULL, NULL, OPM_READ, OPF_BODY,
-                      AUTH_OP_QUERY_TABLES, FAULT_READ, OP_COST_ONE, op_get_table},
-    [OP_CREATE_TABLE] = {OP_CREATE_TABLE, "CreateTable", RES_TABLES, NULL, NULL,
-                         OPM(HTTP_M_POST), OPF_WRITES | OPF_BODY | OPF_BODY_ENTITY | OPF_PREFER,
-                         AUTH_OP_CREATE_TABLE, FAULT_WRITE, OP_COST_ONE, op_create_table},
-    [OP_DELETE_TABLE] = {OP_DELETE_TABLE, "DeleteTable", RES_TABLE_ENTRY, NULL, NULL,
-                         OPM(HTTP_M_DELETE), OPF_WRITES, AUTH_OP_DELETE_TABLE, FAULT_WRITE,
-                         OP_COST_ONE, op_delete_table},
-    [OP_QUERY_ENTITIES] = {OP_QUERY_ENTITIES, "QueryEntities", RES_TABLE, NULL, NULL, OPM_READ,
-                           OPF_BODY | OPF_BATCH_QUERY, AUTH_OP_QUERY_ENTITIES, FAULT_READ,
-                           OP_COST_PER_ENTITY, op_query_entities},
-    [OP_GET_ENTITY] = {OP_GET_ENTITY, "GetEntity", RES_ENTITY, NULL, NULL, OPM_READ,
-                       OPF_BODY | OPF_BATCH_QUERY, AUTH_OP_GET_ENTITY, FAULT_READ, OP_COST_ONE,
-                       op_get_entity},
-    [OP_INSERT_ENTITY] = {OP_INSERT_ENTITY, "InsertEntity", RES_TABLE, NULL, NULL,
-                          OPM(HTTP_M_POST), ENTITY_WRITE | OPF_BODY | OPF_PREFER,
-                          AUTH_OP_INSERT_ENTITY, FAULT_WRITE, OP_COST_ONE_BODY_PK, op_write},
-    [OP_UPDATE_ENTITY] = {OP_UPDATE_ENTITY, "UpdateEntity", RES_ENTITY, NULL, NULL,
-                          OPM(HTTP_M_PUT), ENTITY_WRITE | OPF_IF_MATCH, AUTH_OP_UPDATE_ENTITY,
-                          FAULT_WRITE, OP_COST_ONE, op_write},
-    [OP_INSERT_OR_REPLACE] = {OP_INSERT_OR_REPLACE, "InsertOrReplaceEntity", RES_ENTITY, NULL,
-                              NULL, OPM(HTTP_M_PUT), ENTITY_WRITE | OPF_NO_IF_MATCH,
-                              AUTH_OP_INSERT_OR_REPLACE, FAULT_WRITE, OP_COST_ONE, op_write},
-    [OP_MERGE_ENTITY] = {OP_MERGE_ENTITY, "MergeEntity", RES_ENTITY, NULL, NULL, OPM_MERGE,
-                         ENTITY_WRITE | OPF_IF_MATCH, AUTH_OP_MERGE_ENTITY, FAULT_WRITE,
-                         OP_COST_ONE, op_write},
-    [OP_INSERT_OR_MERGE] = {OP_INSERT_OR_MERGE, "InsertOrMergeEntity", RES_ENTITY, NULL, NULL,
-                            OPM_MERGE, ENTITY_WRITE | OPF_NO_IF_MATCH, AUTH_OP_INSERT_OR_MERGE,
-                            FAULT_WRITE, OP_COST_ONE, op_write},
-    [OP_DELETE_ENTITY] = {OP_DELETE_ENTITY, "DeleteEntity", RES_ENTITY, NULL, NULL,
-                          OPM(HTTP_M_DELETE), OPF_WRITES | OPF_CHANGESET, AUTH_OP_DELETE_ENTITY,
-                          FAULT_WRITE, OP_COST_ONE, op_write},
-    [OP_BATCH] = {OP_BATCH, "EntityGroupTransaction", RES_BATCH, NULL, NULL, OPM(HTTP_M_POST),
-                  OPF_WRITES | OPF_ENVELOPE, AUTH_OP_BATCH, FAULT_BATCH, OP_COST_PER_OP,
-                  op_batch},
-    [OP_GET_ACL] = {OP_GET_ACL, "GetTableAcl", RES_TABLE, "acl", NULL, OPM_READ, OPF_XML,
-                    AUTH_OP_GET_ACL, FAULT_READ, OP_COST_ONE, op_get_acl},
-    [OP_SET_ACL] = {OP_SET_ACL, "SetTableAcl", RES_TABLE, "acl", NULL, OPM(HTTP_M_PUT),
-                    OPF_XML | OPF_WRITES, AUTH_OP_SET_ACL, FAULT_WRITE, OP_COST_ONE, op_set_acl},
-    [OP_GET_SERVICE_PROPERTIES] = {OP_GET_SERVICE_PROPERTIES, "GetServiceProperties",
-                                   RES_SERVICE, "properties", "service", OPM_READ, OPF_XML,
-                                   AUTH_OP_GET_SERVICE_PROPERTIES, FAULT_READ, OP_COST_ONE,
-                                   op_get_service_properties},
-    [OP_SET_SERVICE_PROPERTIES] = {OP_SET_SERVICE_PROPERTIES, "SetServiceProperties",
-                                   RES_SERVICE, "properties", "service", OPM(HTTP_M_PUT),
-                                   OPF_XML | OPF_WRITES, AUTH_OP_SET_SERVICE_PROPERTIES,
-                                   FAULT_WRITE, OP_COST_ONE, op_set_service_properties},
-    [OP_GET_SERVICE_STATS] = {OP_GET_SERVICE_STATS, "GetServiceStats", RES_SERVICE, "stats",
-                              "service", OPM_READ, OPF_XML, AUTH_OP_GET_SERVICE_STATS,
-                              FAULT_READ, OP_COST_ONE, op_get_service_stats},
-    [OP_PREFLIGHT] = {OP_PREFLIGHT, "Preflight", RES_NONE, NULL, NULL, OPM(HTTP_M_OPTIONS),
-                      OPF_ANY_RESOURCE | OPF_BARE, AUTH_OP_PREFLIGHT, FAULT_READ, OP_COST_NONE,
-                      op_preflight},
+    [OP_QUERY_TABLES] = {.op = OP_QUERY_TABLES, .name = "QueryTables", .res = RES_TABLES,
+                         .methods = OPM_READ, .flags = OPF_BODY,
+                         .auth = NEED_TABLES("QueryTables", 0, AUTH_P_LIST, 0),
+                         .fault = FAULT_READ, .cost = OP_COST_ONE,
+                         .handler = op_query_tables},
+    [OP_GET_TABLE] = {.op = OP_GET_TABLE, .name = "GetTable", .res = RES_TABLE_ENTRY,
+                      .methods = OPM_READ, .flags = OPF_BODY,
+                      .auth = NEED_TABLES("QueryTables", 0, AUTH_P_LIST, 0),
+                      .fault = FAULT_READ, .cost = OP_COST_ONE, .handler = op_get_table},
+    [OP_CREATE_TABLE] = {.op = OP_CREATE_TABLE, .name = "CreateTable", .res = RES_TABLES,
+                         .methods = OPM(HTTP_M_POST),
+                         .flags = OPF_WRITES | OPF_BODY | OPF_BODY_ENTITY | OPF_PREFER,
+                         .auth = NEED_TABLES("CreateTable", 1, 0, AUTH_P_CREATE | AUTH_P_WRITE),
+                         .fault = FAULT_WRITE, .cost = OP_COST_ONE,
+                         .handler = op_create_table},
+    [OP_DELETE_TABLE] = {.op = OP_DELETE_TABLE, .name = "DeleteTable", .res = RES_TABLE_ENTRY,
+                         .methods = OPM(HTTP_M_DELETE), .flags = OPF_WRITES,
+                         .auth = NEED_TABLES("DeleteTable", 1, AUTH_P_DELETE, 0),
+                         .fault = FAULT_WRITE, .cost = OP_COST_ONE,
+                         .handler = op_delete_table},
+    [OP_QUERY_ENTITIES] = {.op = OP_QUERY_ENTITIES, .name = "QueryEntities", .res = RES_TABLE,
+                           .methods = OPM_READ, .flags = OPF_BODY | OPF_BATCH_QUERY,
+                           .auth = NEED_QUERY_ENTITIES, .fault = FAULT_READ,
+                           .cost = OP_COST_PER_ENTITY, .handler = op_query_entities},
+    [OP_GET_ENTITY] = {.op = OP_GET_ENTITY, .name = "GetEntity", .res = RES_ENTITY,
+                       .methods = OPM_READ, .flags = OPF_BODY | OPF_BATCH_QUERY,
+                       .auth = NEED_ENTITY("GetEntity", 0, AUTH_P_READ), .fault = FAULT_READ,
+                       .cost = OP_COST_ONE, .handler = op_get_entity},
+    ENTITY_ROW(OP_INSERT_ENTITY, "InsertEntity", RES_TABLE, OPM(HTTP_M_POST),
+               OPF_BODY | OPF_PREFER, AUTH_P_ADD, OP_COST_ONE_BODY_PK, STORE_INSERT,
+               ADVISOR_INSERT),
+    ENTITY_ROW(OP_UPDATE_ENTITY, "UpdateEntity", RES_ENTITY, OPM(HTTP_M_PUT), OPF_IF_MATCH,
+               AUTH_P_UPDATE, OP_COST_ONE, STORE_REPLACE, ADVISOR_UPDATE),
+    ENTITY_ROW(OP_INSERT_OR_REPLACE, "InsertOrReplaceEntity", RES_ENTITY, OPM(HTTP_M_PUT),
+               OPF_NO_IF_MATCH, ADD_UPDATE, OP_COST_ONE, STORE_UPSERT, ADVISOR_UPSERT),
+    ENTITY_ROW(OP_MERGE_ENTITY, "MergeEntity", RES_ENTITY, OPM_MERGE, OPF_IF_MATCH,
+               AUTH_P_UPDATE, OP_COST_ONE, STORE_MERGE, ADVISOR_UPDATE),
+    ENTITY_ROW(OP_INSERT_OR_MERGE, "InsertOrMergeEntity", RES_ENTITY, OPM_MERGE,
+               OPF_NO_IF_MATCH, ADD_UPDATE, OP_COST_ONE, STORE_UPSERT_MERGE, ADVISOR_UPSERT),
+    [OP_DELETE_ENTITY] = {.op = OP_DELETE_ENTITY, .name = "DeleteEntity", .res = RES_ENTITY,
+                          .methods = OPM(HTTP_M_DELETE), .flags = OPF_WRITES | OPF_CHANGESET,
+                          .auth = NEED_ENTITY("DeleteEntity", 1, AUTH_P_DELETE),
+                          .fault = FAULT_WRITE, .cost = OP_COST_ONE, .handler = op_write,
+                          .intent = STORE_DELETE, .advise = ADVISOR_DELETE},
+    [OP_BATCH] = {.op = OP_BATCH, .name = "EntityGroupTransaction", .res = RES_BATCH,
+                  .methods = OPM(HTTP_M_POST), .flags = OPF_WRITES | OPF_ENVELOPE,
+                  .auth = NEED_BATCH, .fault = FAULT_BATCH, .cost = OP_COST_PER_OP,
+                  .handler = op_batch},
+    [OP_GET_ACL] = {.op = OP_GET_ACL, .name = "GetTableAcl", .res = RES_TABLE, .comp = "acl",
+                    .methods = OPM_READ, .flags = OPF_XML,
+                    .auth = NEED_OWNER("GetTableAcl", 0), .fault = FAULT_READ,
+                    .cost = OP_COST_ONE, .handler = op_get_acl},
+    [OP_SET_ACL] = {.op = OP_SET_ACL, .name = "SetTableAcl", .res = RES_TABLE, .comp = "acl",
+                    .methods = OPM(HTTP_M_PUT), .flags = OPF_XML | OPF_WRITES,
+                    .auth = NEED_OWNER("SetTableAcl", 1), .fault = FAULT_WRITE,
+                    .cost = OP_COST_ONE, .handler = op_set_acl},
+    [OP_GET_SERVICE_PROPERTIES] = {.op = OP_GET_SERVICE_PROPERTIES,
+                                   .name = "GetServiceProperties", .res = RES_SERVICE,
+                                   .comp = "properties", .restype = "service",
+                                   .methods = OPM_READ, .flags = OPF_XML,
+                                   .auth = NEED_SERVICE("GetTableServiceProperties", 0,
+                                                        AUTH_P_READ),
+                                   .fault = FAULT_READ, .cost = OP_COST_ONE,
+                                   .handler = op_get_service_properties},
+    [OP_SET_SERVICE_PROPERTIES] = {.op = OP_SET_SERVICE_PROPERTIES,
+                                   .name = "SetServiceProperties", .res = RES_SERVICE,
+                                   .comp = "properties", .restype = "service",
+                                   .methods = OPM(HTTP_M_PUT), .flags = OPF_XML | OPF_WRITES,
+                                   .auth = NEED_SERVICE("SetTableServiceProperties", 1,
+                                                        AUTH_P_WRITE),
+                                   .fault = FAULT_WRITE, .cost = OP_COST_ONE,
+                                   .handler = op_set_service_properties},
+    [OP_GET_SERVICE_STATS] = {.op = OP_GET_SERVICE_STATS, .name = "GetServiceStats",
+                              .res = RES_SERVICE, .comp = "stats", .restype = "service",
+                              .methods = OPM_READ, .flags = OPF_XML,
+                              .auth = NEED_SERVICE("GetTableServiceStats", 0, AUTH_P_READ),
+                              .fault = FAULT_READ, .cost = OP_COST_ONE,
+                              .handler = op_get_service_stats},
+    [OP_PREFLIGHT] = {.op = OP_PREFLIGHT, .name = "Preflight", .res = RES_NONE,
+                      .methods = OPM(HTTP_M_OPTIONS), .flags = OPF_ANY_RESOURCE | OPF_BARE,
+                      .auth = {.name = "PreflightTableRequest", .open = 1},
+                      .fault = FAULT_READ, .cost = OP_COST_NONE, .handler = op_preflight},
 };
 
 #define ROW_FIRST 1  /* rows[0] is OP_NONE's empty slot */

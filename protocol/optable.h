@@ -2,13 +2,17 @@
  * service (SPEC 1.4), read by routing, authentication, metrics, fault
  * injection, throttling and dispatch (service.c) and by $batch parts
  * (ops_batch.c). Adding an operation is one row in optable.c plus its
- * handler. Modelled on Redis's command table. */
+ * handler. Modelled on Redis's command table. Adding an operation: its enum
+ * value, its row (route, flags, rights, fault class, cost, store intent,
+ * advisor kind) and its handler. */
 #ifndef TABLED_OPTABLE_H
 #define TABLED_OPTABLE_H
 #include "auth/auth.h"
+#include "core/advisor.h"
 #include "core/fault.h"
 #include "core/http.h"
 #include "protocol/errors.h"
+#include "store/store.h"
 
 /* Operations after routing (SPEC 1.4). OP_NONE: not routed (yet). */
 enum op {
@@ -89,10 +93,14 @@ struct op_def {
     const char *restype;         /* restype= it needs; NULL: any */
     unsigned methods;            /* OPM bits */
     unsigned flags;              /* OPF_* */
-    enum auth_op_kind auth;      /* what auth_check authorizes */
+    struct auth_need auth;       /* what auth_check authorizes (rights) */
     enum fault_class fault;      /* the fault rules' class */
     enum op_cost cost;           /* throttle charging */
     void (*handler)(struct req_ctx *c);
+    /* entity writes only: what the write does to its entity in the
+       store's terms (store_judge), and the advisor's name for it */
+    enum store_intent intent;
+    enum advisor_op advise;
 };
 
 /* Where a request being matched comes from. */

@@ -370,7 +370,7 @@ void service_auth_op(struct req_ctx *c)
 {
     struct auth_op *op = &c->aop;
     memset(op, 0, sizeof *op);
-    op->kind = c->def->auth;
+    op->need = &c->def->auth;
     if (c->res == RES_TABLE || c->res == RES_ENTITY || c->res == RES_TABLE_ENTRY)
         op->table = c->table;
     if (c->res == RES_ENTITY) {

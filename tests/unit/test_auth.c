@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "auth/auth.h"
+#include "protocol/optable.h"
 #include "protocol/edm.h"
 #include "protocol/version.h"
 #include "tests/unit/tap.h"
@@ -20,6 +21,44 @@ struct vec {
 };
 
 /* BEGIN GENERATED VECTORS (tests/unit/gen_auth_vectors.py) */
+
+/* The operations the cases below name, in the order of the permission
+ * matrix's columns; each one's rights are its row's in the operation
+ * table (protocol/optable.c), the ones the server checks. */
+enum tkind {
+    AUTH_OP_PREFLIGHT = 0,
+    AUTH_OP_QUERY_TABLES,
+    AUTH_OP_CREATE_TABLE,
+    AUTH_OP_DELETE_TABLE,
+    AUTH_OP_QUERY_ENTITIES,
+    AUTH_OP_GET_ENTITY,
+    AUTH_OP_INSERT_ENTITY,
+    AUTH_OP_UPDATE_ENTITY,
+    AUTH_OP_MERGE_ENTITY,
+    AUTH_OP_INSERT_OR_REPLACE,
+    AUTH_OP_INSERT_OR_MERGE,
+    AUTH_OP_DELETE_ENTITY,
+    AUTH_OP_BATCH,
+    AUTH_OP_GET_ACL,
+    AUTH_OP_SET_ACL,
+    AUTH_OP_GET_SERVICE_PROPERTIES,
+    AUTH_OP_SET_SERVICE_PROPERTIES,
+    AUTH_OP_GET_SERVICE_STATS,
+    AUTH_OP__COUNT
+};
+static const enum op tkind_op[AUTH_OP__COUNT] = {
+    OP_PREFLIGHT, OP_QUERY_TABLES, OP_CREATE_TABLE, OP_DELETE_TABLE, OP_QUERY_ENTITIES,
+    OP_GET_ENTITY, OP_INSERT_ENTITY, OP_UPDATE_ENTITY, OP_MERGE_ENTITY, OP_INSERT_OR_REPLACE,
+    OP_INSERT_OR_MERGE, OP_DELETE_ENTITY, OP_BATCH, OP_GET_ACL, OP_SET_ACL,
+    OP_GET_SERVICE_PROPERTIES, OP_SET_SERVICE_PROPERTIES, OP_GET_SERVICE_STATS,
+};
+
+/* The rights of operation k (NULL past the end: an unknown operation). */
+static const struct auth_need *need_of(int k)
+{
+    return k >= 0 && k < AUTH_OP__COUNT ? &optable_get(tkind_op[k])->auth : NULL;
+}
+
 static const struct vec vectors[] = {
     {"sk_ex1",
      "GET\n\n\nMon, 03 Jun 2024 10:00:00 GMT\n/devstoreaccount1/devstoreaccount1/Tables",
@@ -436,16 +475,16 @@ static void sk_req(struct treq *t, const char *method, const char *target, const
     treq_header(t, "Authorization", a);
 }
 
-static struct auth_op op_of(enum auth_op_kind kind, const char *table)
+static struct auth_op op_of(enum tkind kind, const char *table)
 {
     struct auth_op op;
     memset(&op, 0, sizeof op);
-    op.kind = kind;
+    op.need = need_of(kind);
     op.table = table;
     return op;
 }
 
-static struct auth_op op_keys(enum auth_op_kind kind, const char *table, const char *pk,
+static struct auth_op op_keys(enum tkind kind, const char *table, const char *pk,
                               const char *rk)
 {
     struct auth_op op = op_of(kind, table);
@@ -458,7 +497,7 @@ static struct auth_op op_keys(enum auth_op_kind kind, const char *table, const c
 
 static struct auth_result res;
 
-static enum auth_status check(struct treq *t, enum auth_op_kind kind, const char *table)
+static enum auth_status check(struct treq *t, enum tkind kind, const char *table)
 {
     struct auth_op op = op_of(kind, table);
     return auth_check(&ctx, &t->req, ACCT, &op, &res);
@@ -1114,14 +1153,14 @@ static void sas_req(struct treq *t, const char *method, const char *path, const 
     treq_init(t, method, tmp);
 }
 
-static enum auth_status sas(const char *vec, enum auth_op_kind kind, const char *table)
+static enum auth_status sas(const char *vec, enum tkind kind, const char *table)
 {
     struct treq t;
     sas_req(&t, "GET", "/devstoreaccount1/orders", vec, NULL);
     return check(&t, kind, table);
 }
 
-static enum auth_status sas_keys(const char *vec, enum auth_op_kind kind, const char *table,
+static enum auth_status sas_keys(const char *vec, enum tkind kind, const char *table,
                                  const char *pk, const char *rk)
 {
     struct treq t;
@@ -1458,7 +1497,7 @@ static void test_sas_cache(void)
 
     struct treq t;
     sas_req(&t, "GET", "/devstoreaccount1/Tables", "acct_ex1", NULL);
-    TEST_EQ_INT(auth_check(&ctx, &t.req, "other", &(struct auth_op){.kind = AUTH_OP_QUERY_TABLES},
+    TEST_EQ_INT(auth_check(&ctx, &t.req, "other", &(struct auth_op){.need = need_of(AUTH_OP_QUERY_TABLES)},
                            &res),
                 AUTH_FAILED, "a verified SAS of one account does not sign for another");
 }
@@ -1471,7 +1510,7 @@ static void test_sas_permissions(void)
     static const char *const vecs[] = {"acct_ex1", "acct_nt", "acct_o", "acct_r", "acct_cl", "acct_c_r",
                                        "acct_s", "acct_s_r", "acct_a", "acct_au", "acct_c_c",
                                        "tbl_ex1", "tbl_r", "tbl_a", "tbl_au", "tbl_d", "tbl_u"};
-    /* Columns in enum auth_op_kind order after PREFLIGHT:
+    /* Columns in enum tkind order after PREFLIGHT:
      * QT CT DT QE GE IE UE ME IOR IOM DE BA GACL SACL GSP SSP GSS */
     const enum auth_status want[][AUTH_OP__COUNT - 1] = {
         /* acct_ex1 sco rwdlau */ {OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, OK, PM, PM, OK, OK, OK},
@@ -1501,8 +1540,8 @@ static void test_sas_permissions(void)
                                     ? NULL
                                     : "orders";
             char what[128];
-            snprintf(what, sizeof what, "%s: %s", vecs[v], auth_op_name((enum auth_op_kind)k));
-            TEST_EQ_INT(sas(vecs[v], (enum auth_op_kind)k, table), want[v][k - 1], what);
+            snprintf(what, sizeof what, "%s: %s", vecs[v], need_of(k)->name);
+            TEST_EQ_INT(sas(vecs[v], (enum tkind)k, table), want[v][k - 1], what);
         }
     }
     TEST_EQ_INT(sas("acct_ex1", AUTH_OP_PREFLIGHT, NULL), AUTH_OK, "preflight with a SAS");
@@ -1677,22 +1716,29 @@ static void test_sas_garbage(void)
 
 static void test_op_table(void)
 {
-    int names_ok = 1, writes = 0;
-    for (int k = 0; k < AUTH_OP__COUNT; k++) {
-        if (strcmp(auth_op_name((enum auth_op_kind)k), "Unknown") == 0)
+    size_t n;
+    const struct op_def *rows = optable_rows(&n);
+    int names_ok = 1, agree = 1, writes = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].op == OP_NONE)
+            continue;
+        if (!rows[i].auth.name)
             names_ok = 0;
-        writes += auth_op_is_write((enum auth_op_kind)k);
+        if (!!(rows[i].flags & OPF_WRITES) != !!rows[i].auth.write)
+            agree = 0;
+        writes += rows[i].auth.write;
     }
-    TEST_CHECK(names_ok, "every operation kind has a name");
-    TEST_EQ_INT(writes, 11, "eleven writing operation kinds");
-    TEST_CHECK(!auth_op_is_write(AUTH_OP_QUERY_ENTITIES) && auth_op_is_write(AUTH_OP_INSERT_OR_MERGE) &&
-                   auth_op_is_write(AUTH_OP_SET_ACL) && !auth_op_is_write(AUTH_OP_GET_SERVICE_STATS),
+    TEST_CHECK(names_ok, "every operation's rights have a name");
+    TEST_CHECK(agree, "an operation's rights write exactly when its row says it writes");
+    TEST_EQ_INT(writes, 11, "eleven writing operations");
+    TEST_CHECK(!need_of(AUTH_OP_QUERY_ENTITIES)->write && need_of(AUTH_OP_INSERT_OR_MERGE)->write &&
+                   need_of(AUTH_OP_SET_ACL)->write && !need_of(AUTH_OP_GET_SERVICE_STATS)->write,
                "write classification");
     struct auth_result r;
     memset(&r, 0, sizeof r);
     r.scheme = AUTH_SCHEME_SHAREDKEY;
-    struct auth_op op = op_of((enum auth_op_kind)AUTH_OP__COUNT, NULL);
-    TEST_EQ_INT(auth_authorize(&r, &op), AUTH_FAILURE, "out-of-range op kind refused");
+    struct auth_op op = op_of((enum tkind)AUTH_OP__COUNT, NULL);
+    TEST_EQ_INT(auth_authorize(&r, &op), AUTH_FAILURE, "an operation without rights is refused");
 }
 
 int main(void)

@@ -144,38 +144,39 @@ static void test_tokens(void)
 
 /* What each operation was before the table (service.c's op_names,
  * op_writes, op_has_body, auth_kind, fault_class_of; ops_batch.c's
- * route_op): the table must keep all of it. */
+ * route_op): the table must keep all of it. The rights themselves are
+ * checked by test_auth's permission matrix over these rows. */
 static const struct {
     enum op op;
     const char *name;
     int writes, body;
-    enum auth_op_kind auth;
+    const char *auth;          /* the REST name its rights carry */
     enum fault_class fault;
     int changeset, batch_query;
 } expect[] = {
-    {OP_QUERY_TABLES, "QueryTables", 0, 1, AUTH_OP_QUERY_TABLES, FAULT_READ, 0, 0},
-    {OP_GET_TABLE, "GetTable", 0, 1, AUTH_OP_QUERY_TABLES, FAULT_READ, 0, 0},
-    {OP_CREATE_TABLE, "CreateTable", 1, 1, AUTH_OP_CREATE_TABLE, FAULT_WRITE, 0, 0},
-    {OP_DELETE_TABLE, "DeleteTable", 1, 0, AUTH_OP_DELETE_TABLE, FAULT_WRITE, 0, 0},
-    {OP_QUERY_ENTITIES, "QueryEntities", 0, 1, AUTH_OP_QUERY_ENTITIES, FAULT_READ, 0, 1},
-    {OP_GET_ENTITY, "GetEntity", 0, 1, AUTH_OP_GET_ENTITY, FAULT_READ, 0, 1},
-    {OP_INSERT_ENTITY, "InsertEntity", 1, 1, AUTH_OP_INSERT_ENTITY, FAULT_WRITE, 1, 0},
-    {OP_UPDATE_ENTITY, "UpdateEntity", 1, 0, AUTH_OP_UPDATE_ENTITY, FAULT_WRITE, 1, 0},
-    {OP_INSERT_OR_REPLACE, "InsertOrReplaceEntity", 1, 0, AUTH_OP_INSERT_OR_REPLACE,
+    {OP_QUERY_TABLES, "QueryTables", 0, 1, "QueryTables", FAULT_READ, 0, 0},
+    {OP_GET_TABLE, "GetTable", 0, 1, "QueryTables", FAULT_READ, 0, 0},
+    {OP_CREATE_TABLE, "CreateTable", 1, 1, "CreateTable", FAULT_WRITE, 0, 0},
+    {OP_DELETE_TABLE, "DeleteTable", 1, 0, "DeleteTable", FAULT_WRITE, 0, 0},
+    {OP_QUERY_ENTITIES, "QueryEntities", 0, 1, "QueryEntities", FAULT_READ, 0, 1},
+    {OP_GET_ENTITY, "GetEntity", 0, 1, "GetEntity", FAULT_READ, 0, 1},
+    {OP_INSERT_ENTITY, "InsertEntity", 1, 1, "InsertEntity", FAULT_WRITE, 1, 0},
+    {OP_UPDATE_ENTITY, "UpdateEntity", 1, 0, "UpdateEntity", FAULT_WRITE, 1, 0},
+    {OP_INSERT_OR_REPLACE, "InsertOrReplaceEntity", 1, 0, "InsertOrReplaceEntity",
      FAULT_WRITE, 1, 0},
-    {OP_MERGE_ENTITY, "MergeEntity", 1, 0, AUTH_OP_MERGE_ENTITY, FAULT_WRITE, 1, 0},
-    {OP_INSERT_OR_MERGE, "InsertOrMergeEntity", 1, 0, AUTH_OP_INSERT_OR_MERGE, FAULT_WRITE, 1,
+    {OP_MERGE_ENTITY, "MergeEntity", 1, 0, "MergeEntity", FAULT_WRITE, 1, 0},
+    {OP_INSERT_OR_MERGE, "InsertOrMergeEntity", 1, 0, "InsertOrMergeEntity", FAULT_WRITE, 1,
      0},
-    {OP_DELETE_ENTITY, "DeleteEntity", 1, 0, AUTH_OP_DELETE_ENTITY, FAULT_WRITE, 1, 0},
-    {OP_BATCH, "EntityGroupTransaction", 1, 0, AUTH_OP_BATCH, FAULT_BATCH, 0, 0},
-    {OP_GET_ACL, "GetTableAcl", 0, 0, AUTH_OP_GET_ACL, FAULT_READ, 0, 0},
-    {OP_SET_ACL, "SetTableAcl", 1, 0, AUTH_OP_SET_ACL, FAULT_WRITE, 0, 0},
-    {OP_GET_SERVICE_PROPERTIES, "GetServiceProperties", 0, 0, AUTH_OP_GET_SERVICE_PROPERTIES,
+    {OP_DELETE_ENTITY, "DeleteEntity", 1, 0, "DeleteEntity", FAULT_WRITE, 1, 0},
+    {OP_BATCH, "EntityGroupTransaction", 1, 0, "EntityGroupTransaction", FAULT_BATCH, 0, 0},
+    {OP_GET_ACL, "GetTableAcl", 0, 0, "GetTableAcl", FAULT_READ, 0, 0},
+    {OP_SET_ACL, "SetTableAcl", 1, 0, "SetTableAcl", FAULT_WRITE, 0, 0},
+    {OP_GET_SERVICE_PROPERTIES, "GetServiceProperties", 0, 0, "GetTableServiceProperties",
      FAULT_READ, 0, 0},
-    {OP_SET_SERVICE_PROPERTIES, "SetServiceProperties", 1, 0, AUTH_OP_SET_SERVICE_PROPERTIES,
+    {OP_SET_SERVICE_PROPERTIES, "SetServiceProperties", 1, 0, "SetTableServiceProperties",
      FAULT_WRITE, 0, 0},
-    {OP_GET_SERVICE_STATS, "GetServiceStats", 0, 0, AUTH_OP_GET_SERVICE_STATS, FAULT_READ, 0, 0},
-    {OP_PREFLIGHT, "Preflight", 0, 0, AUTH_OP_PREFLIGHT, FAULT_READ, 0, 0},
+    {OP_GET_SERVICE_STATS, "GetServiceStats", 0, 0, "GetTableServiceStats", FAULT_READ, 0, 0},
+    {OP_PREFLIGHT, "Preflight", 0, 0, "PreflightTableRequest", FAULT_READ, 0, 0},
 };
 
 /* The table itself: one row per enum op, in enum order, each with a
@@ -205,7 +206,7 @@ static void test_table(void)
             TEST_EQ_STR(r->name, expect[k].name, "metric and log name kept");
             TEST_EQ_INT(!!(r->flags & OPF_WRITES), expect[k].writes, r->name);
             TEST_EQ_INT(!!(r->flags & OPF_BODY), expect[k].body, r->name);
-            TEST_EQ_INT(r->auth, expect[k].auth, r->name);
+            TEST_EQ_STR(r->auth.name, expect[k].auth, r->name);
             TEST_EQ_INT(r->fault, expect[k].fault, r->name);
             TEST_EQ_INT(!!(r->flags & OPF_CHANGESET), expect[k].changeset, r->name);
             TEST_EQ_INT(!!(r->flags & OPF_BATCH_QUERY), expect[k].batch_query, r->name);
@@ -360,6 +361,30 @@ static void test_auth_map(void)
     TEST_EQ_INT(terr_from_auth(AUTH__COUNT), TERR_InternalError, "unknown status is internal");
 }
 
+/* The entity writes' store intent and advisor kind (formerly switches in
+ * ops_entities.c and advise.c) come from their rows. */
+static void test_write_rows(void)
+{
+    static const struct {
+        enum op op;
+        enum store_intent intent;
+        enum advisor_op advise;
+    } w[] = {
+        {OP_INSERT_ENTITY, STORE_INSERT, ADVISOR_INSERT},
+        {OP_UPDATE_ENTITY, STORE_REPLACE, ADVISOR_UPDATE},
+        {OP_INSERT_OR_REPLACE, STORE_UPSERT, ADVISOR_UPSERT},
+        {OP_MERGE_ENTITY, STORE_MERGE, ADVISOR_UPDATE},
+        {OP_INSERT_OR_MERGE, STORE_UPSERT_MERGE, ADVISOR_UPSERT},
+        {OP_DELETE_ENTITY, STORE_DELETE, ADVISOR_DELETE},
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        const struct op_def *r = optable_get(w[i].op);
+        TEST_EQ_INT(r->intent, w[i].intent, r->name);
+        TEST_EQ_INT(r->advise, w[i].advise, r->name);
+        TEST_CHECK(r->flags & OPF_CHANGESET, "an entity write may be in a changeset");
+    }
+}
+
 int main(void)
 {
     config_defaults(&cfg);
@@ -367,6 +392,7 @@ int main(void)
     test_paths();
     test_tokens();
     test_table();
+    test_write_rows();
     test_match();
     test_auth_map();
     return test_done();
