@@ -114,6 +114,9 @@ struct response {
     int delay_ms;
     int reset;
     struct response_stream stream;   /* fill == NULL: the body is body */
+    /* The answer's request id, as its handler sent it (a header of its
+     * protocol), for the access log; NULL: none. Arena or static memory. */
+    const char *request_id;
 };
 
 void response_init(struct response *resp, struct arena *arena);

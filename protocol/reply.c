@@ -208,7 +208,9 @@ void reply_finish(struct req_ctx *c)
     if (c->odata)
         header_lit(r, "Cache-Control", "no-cache");
     header_lit(r, "Server", "Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0");
-    response_header(r, "x-ms-request-id", c->request_id);
+    size_t idn = strlen(c->request_id);
+    r->request_id = arena_strndup(r->arena, c->request_id, idn);
+    response_header_ref(r, "x-ms-request-id", r->request_id, idn);
     const char *cid = request_header(c->req, "x-ms-client-request-id");
     if (cid)
         header_lit(r, "x-ms-client-request-id", cid);

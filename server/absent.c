@@ -81,6 +81,7 @@ static void absent_error(const struct absent *svc, const struct request *req,
     response_header(resp, "Content-Type", "application/xml");
     response_header(resp, "x-ms-error-code", code);
     response_header(resp, "x-ms-request-id", id);
+    resp->request_id = response_get_header(resp, "x-ms-request-id");
     const char *cid = req ? request_header(req, "x-ms-client-request-id") : NULL;
     if (cid)
         response_header(resp, "x-ms-client-request-id", cid);

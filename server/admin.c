@@ -394,6 +394,25 @@ static int refuse_unadmitted(struct admin *adm, const struct request *req,
     return 1;
 }
 
+void admin_refuse(struct response *resp, enum http_fail why)
+{
+    switch (why) {
+    case HTTP_FAIL_HEADERS_TOO_LARGE:
+        reply_json_error(resp, 431, "the request head is too large");
+        break;
+    case HTTP_FAIL_BODY_TOO_LARGE:
+        reply_json_error(resp, 413, "the request body is larger than --max-body-bytes");
+        break;
+    case HTTP_FAIL_TIMEOUT:
+        reply_json_error(resp, 408, "the request did not arrive in time");
+        break;
+    default:
+        reply_json_error(resp, 400, "malformed HTTP request");
+        break;
+    }
+    resp->close = 1;
+}
+
 int admin_handle(struct admin *adm, struct request *req, struct response *resp,
                  void (*done)(void *token), void *token)
 {

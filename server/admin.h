@@ -70,6 +70,10 @@ typedef int (*admin_import_fn)(void *arg, struct request *req, struct response *
                                void (*done)(void *token), void *token);
 void admin_set_import(struct admin *adm, admin_import_fn fn, void *arg);
 
+/* The answer to a request the admin listener could not parse or keep
+ * (why): its HTTP status with a JSON message; the connection closes. */
+void admin_refuse(struct response *resp, enum http_fail why);
+
 /* Answers one request of the admin listener into resp: 1 when complete
  * now; 0 when it comes later (POST /import on a store whose calls
  * complete later), through done(token) as handler.h describes. */

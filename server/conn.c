@@ -41,8 +41,9 @@
  * c->pending like a held one, and the connection stops parsing and reading
  * until a per-connection timer releases it, so the loop never waits; an
  * answer with reset is dropped and the socket closed with SO_LINGER 0,
- * which sends an RST. Connections of the admin listener run the same code
- * and are answered by admin_handle() instead of the handler.
+ * which sends an RST. Every connection is answered by the handler of the
+ * listener that accepted it (c->h): the server's, an extra listener's, or
+ * the admin listener's (server.c, over server/admin.h).
  *
  * Limits (all from struct config): a connection whose unsent output is
  * above max_conn_output_bytes, or that owes output while the process holds
@@ -69,7 +70,6 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "server/admin.h"
 #include "core/arena.h"
 #include "core/clock.h"
 #include "core/http.h"
@@ -119,7 +119,6 @@ struct conn {
     struct evbuffer *in, *out;  /* plain only: unparsed input, unsent output */
     int fd;
     int tls;
-    int admin;                  /* a connection of the admin listener */
     const struct req_handler *h;/* answers its requests (srv->handler or an
                                    extra listener's) */
     char peer_ip[64];
@@ -757,7 +756,7 @@ static void conn_respond(struct conn *c, int close)
 
     if (srv->cfg->access_log) {
         log_access(req->method_name, req->path, status, sent, clock_mono_us() - req->start_us,
-                   response_get_header(resp, "x-ms-request-id"));
+                   resp->request_id);
         server_note_access(srv);
     }
     request_release(c, close);
@@ -846,7 +845,7 @@ static void conn_reset_reply(struct conn *c)
     struct request *req = &c->req;
     if (srv->cfg->access_log) {
         log_access(req->method_name, req->path, 0, 0, clock_mono_us() - req->start_us,
-                   response_get_header(&c->resp, "x-ms-request-id"));
+                   c->resp.request_id);
         server_note_access(srv);
     }
     buf_reset(&c->resp.body);
@@ -934,17 +933,7 @@ static void conn_fail(struct conn *c, enum http_fail why)
     c->in_msg = 0;
     c->body_direct = 0;
     response_begin(c);
-    if (c->h->fail) {
-        c->h->fail(c->h->arg, &c->req, &c->resp, why);
-    } else {
-        /* the admin listener of a server with no handler yet (waiting for
-         * its database): the bare HTTP status */
-        c->resp.status = why == HTTP_FAIL_HEADERS_TOO_LARGE ? 431
-                         : why == HTTP_FAIL_BODY_TOO_LARGE  ? 413
-                         : why == HTTP_FAIL_TIMEOUT         ? 408
-                                                            : 400;
-        c->resp.close = 1;
-    }
+    c->h->fail(c->h->arg, &c->req, &c->resp, why);
     conn_respond(c, 1);
 }
 
@@ -992,8 +981,7 @@ static int conn_answered(struct conn *c)
     return 0;
 }
 
-/* A whole request has arrived: hand it to the handler (the admin listener's
- * to admin_handle). An answer that comes later pauses the parser until
+/* A whole request has arrived: hand it to the connection's handler. An answer that comes later pauses the parser until
  * conn_done; one that is complete now is queued at once. */
 static int on_message_complete(llhttp_t *p)
 {
@@ -1011,8 +999,7 @@ static int on_message_complete(llhttp_t *p)
     if (c->req.method == HTTP_M_HEAD)
         c->resp.no_body = 1;
     c->waiting = 1;
-    int now = c->admin ? admin_handle(srv->admin, &c->req, &c->resp, conn_done, c)
-                       : c->h->handle(c->h->arg, &c->req, &c->resp, conn_done, c);
+    int now = c->h->handle(c->h->arg, &c->req, &c->resp, conn_done, c);
     if (!now) {
         /* No timer runs while the handler works: its latency is not
          * the client's idleness (see handler.h). */
@@ -1188,7 +1175,7 @@ void conn_free(struct conn *c)
     if (c->pending)
         evbuffer_remove_cb_entry(c->pending, c->pending_cbe);
     srv->out_total -= c->out_held;
-    if (!c->admin)
+    if (!c->h->uncounted)
         metrics_connection(srv->metrics, 0);
     event_free(c->timer);
     if (c->delay_ev)
@@ -1522,7 +1509,7 @@ static struct event *conn_event(struct event_base *base, int fd, short what,
     return ev;
 }
 
-int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin,
+int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls,
                 const struct req_handler *h)
 {
     struct bufferevent *bev = NULL;
@@ -1541,7 +1528,6 @@ int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, 
     c->srv = srv;
     c->fd = fd;
     c->tls = tls;
-    c->admin = admin;
     c->h = h ? h : &srv->handler;
     if (sa->sa_family == AF_INET)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, c->peer_ip,
@@ -1582,7 +1568,7 @@ int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, 
 
     conn_link_front(c);
     srv->nconns++;
-    if (!admin)
+    if (!c->h->uncounted)
         metrics_connection(srv->metrics, 1);
     return 0;
 }

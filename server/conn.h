@@ -29,7 +29,9 @@ struct server_extra {
 
 struct server {
     const struct config *cfg;
-    struct req_handler handler; /* answers every request (server/handler.h) */
+    struct req_handler handler; /* answers the table listeners' requests
+                                   (server/handler.h) */
+    struct req_handler admin_handler; /* the admin listener's: admin_handle */
     struct event_base *base;
     int own_base;              /* made by server_new (else the caller's) */
     struct evconnlistener *listener;      /* HTTP, or NULL (cfg->port < 0) */
@@ -77,11 +79,10 @@ struct server {
 
 /* Sets up the llhttp callbacks in srv->settings. */
 void conn_init_settings(struct server *srv);
-/* Takes over an accepted socket (plain or TLS; admin: a connection of the
- * admin listener, answered by admin_handle(); h: the handler of an extra
- * listener, NULL for the server's own). Returns 0 or -1 (the socket is
- * closed on failure). */
-int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls, int admin,
+/* Takes over an accepted socket (plain or TLS), whose requests go to h
+ * (the admin listener's or an extra listener's handler; NULL: the
+ * server's own). Returns 0 or -1 (the socket is closed on failure). */
+int conn_accept(struct server *srv, int fd, const struct sockaddr *sa, int tls,
                 const struct req_handler *h);
 /* After the handler's sync(): ok = send every held reply and go on reading;
  * !ok = drop those connections without sending their replies. */

@@ -47,6 +47,10 @@ struct req_handler {
     /* Makes those writes durable: 0, or a negative status (the held
      * answers are then dropped and their connections closed). */
     int (*sync)(void *arg);
+    /* 1: the connections of a listener with this handler are not counted
+     * in the connection metrics (the admin listener's, server.c). Only
+     * the handler given to server_new() is asked dirty() and sync(). */
+    int uncounted;
 };
 
 #endif

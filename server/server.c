@@ -14,8 +14,8 @@
  * the timers.) Connections whose replies are held stop reading until the
  * sync has run, so a busy client cannot postpone it either.
  *
- * The admin listener (--admin-port) is a third socket; its connections are
- * marked as such and answered by server/admin.c, never by the handler. A
+ * The admin listener (--admin-port) is a third socket with a handler of
+ * its own (server/admin.c), never the table handler. A
  * one-second timer reclaims the token buckets of idle partitions
  * (core/throttle.h) so their memory is returned even without traffic.
  *
@@ -40,6 +40,7 @@
 #include <event2/listener.h>
 
 #include "core/clock.h"
+#include "server/admin.h"
 #include "server/conn.h"
 #include "core/log.h"
 #include "core/throttle.h"
@@ -136,11 +137,12 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     }
     for (size_t i = 0; i < srv->nextra; i++) {
         if (l == srv->extra[i].listener) {
-            conn_accept(srv, fd, sa, srv->extra[i].tls, 0, &srv->extra[i].handler);
+            conn_accept(srv, fd, sa, srv->extra[i].tls, &srv->extra[i].handler);
             return;
         }
     }
-    conn_accept(srv, fd, sa, l == srv->tls_listener, l == srv->admin_listener, NULL);
+    conn_accept(srv, fd, sa, l == srv->tls_listener,
+                l == srv->admin_listener ? &srv->admin_handler : NULL);
 }
 
 /* Reclaims idle throttle buckets. */
@@ -337,6 +339,25 @@ static struct event *must_event(struct event_base *base, evutil_socket_t fd, sho
     return ev;
 }
 
+/* The admin listener's handler: server/admin.c answers, over the admin
+ * attached by server_attach (503 until then). */
+static int admin_request(void *arg, struct request *req, struct response *resp,
+                         void (*done)(void *token), void *token)
+{
+    struct server *srv = arg;
+    return admin_handle(srv->admin, req, resp, done, token);
+}
+
+/* A request the admin listener could not parse or keep: its status and a
+ * JSON message, then the connection closes. */
+static void admin_fail(void *arg, struct request *req, struct response *resp,
+                       enum http_fail why)
+{
+    (void)arg;
+    (void)req;
+    admin_refuse(resp, why);
+}
+
 struct server *server_new(const struct config *cfg, struct event_base *base,
                           const struct req_handler *handler, char *err, size_t errlen)
 {
@@ -344,6 +365,8 @@ struct server *server_new(const struct config *cfg, struct event_base *base,
     if (!srv)
         abort();
     srv->cfg = cfg;
+    srv->admin_handler = (struct req_handler){.arg = srv, .handle = admin_request,
+                                              .fail = admin_fail, .uncounted = 1};
     srv->admin_port = -1;
     buf_init(&srv->head);
     conn_init_settings(srv);

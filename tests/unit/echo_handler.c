@@ -78,6 +78,7 @@ void echo_free(struct echo *e)
 static void add_common(struct echo *e, struct response *resp)
 {
     response_headerf(resp, "x-ms-request-id", "echo-%lu", e->seq);
+    resp->request_id = response_get_header(resp, "x-ms-request-id");
 }
 
 /* Fills resp for req: the steering headers, then the echo. seen and
