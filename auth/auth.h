@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
-#include "core/config.h"
+#include "core/account.h"
 #include "core/http.h"
 
 /* Largest clock skew of a SharedKey/SharedKeyLite date (SPEC 10.5); a

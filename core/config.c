@@ -102,12 +102,17 @@ int config_add_account(struct config *cfg, const char *name, const char *key1_b6
     return 0;
 }
 
+const struct account_cfg *account_find(const struct account_cfg *v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(v[i].name, name) == 0)
+            return &v[i];
+    return NULL;
+}
+
 const struct account_cfg *config_find_account(const struct config *cfg, const char *name)
 {
-    for (size_t i = 0; i < cfg->naccounts; i++)
-        if (strcasecmp(cfg->accounts[i].name, name) == 0)
-            return &cfg->accounts[i];
-    return NULL;
+    return account_find(cfg->accounts, cfg->naccounts, name);
 }
 
 int config_addr_is_loopback(const char *addr)

@@ -10,24 +10,15 @@
 #define TABLED_CONFIG_H
 #include <stddef.h>
 
-#define CONFIG_MAX_ACCOUNTS 64
-#define CONFIG_MAX_KEY_BYTES 128
+#include "core/account.h"
+#include "core/log.h"
+
 #define CONFIG_MAX_FAULT_ITEMS 128
 #define CONFIG_MAX_BACKEND_OPTIONS 16
 #define CONFIG_MAX_ADMIN_HOSTS 16
 #define CONFIG_ADMIN_TOKEN_MIN 16       /* shortest accepted admin token */
 #define CONFIG_MAX_ADVISOR_OPTIONS 16
 
-enum log_level { LOG_ERROR = 0, LOG_WARN = 1, LOG_INFO = 2, LOG_DEBUG = 3 };
-enum durability { DURABILITY_NONE = 0, DURABILITY_BATCH = 1, DURABILITY_SYNC = 2 };
-
-struct account_cfg {
-    char name[64];                          /* lower-case, 3-24 chars */
-    unsigned char key1[CONFIG_MAX_KEY_BYTES];/* base64-decoded primary key */
-    size_t key1_len;
-    unsigned char key2[CONFIG_MAX_KEY_BYTES];/* secondary key (may be empty) */
-    size_t key2_len;
-};
 
 /* One "key = value" of a fault rule, in the order given. */
 struct config_fault_item {

@@ -23,12 +23,13 @@ static const char *const fault_names[METRICS_FAULT_KINDS] = {
     "server_busy", "timeout", "reset", "latency",
 };
 
-struct metrics *metrics_new(const struct config *cfg)
+struct metrics *metrics_new(const struct account_cfg *accounts, size_t n)
 {
     struct metrics *m = calloc(1, sizeof *m);
     if (!m)
         abort();
-    m->cfg = cfg;
+    m->accounts = accounts;
+    m->naccounts = n < CONFIG_MAX_ACCOUNTS ? n : CONFIG_MAX_ACCOUNTS;
     return m;
 }
 
@@ -227,13 +228,13 @@ static void render_requests(const struct metrics *m, struct buf *b)
 
 static void render_accounts(const struct metrics *m, struct buf *b)
 {
-    size_t n = m->cfg->naccounts;
+    size_t n = m->naccounts;
     family(b, "tabled_throttled_total", "counter",
            "Requests refused with 503 ServerBusy by the token buckets, by account and bucket.");
     for (size_t i = 0; i < n; i++) {
         for (int s = 0; s < 2; s++) {
             buf_puts(b, "tabled_throttled_total{account=\"");
-            label_value(b, m->cfg->accounts[i].name);
+            label_value(b, m->accounts[i].name);
             buf_printf(b, "\",scope=\"%s\"} %llu\n", s == 0 ? "partition" : "account",
                        (unsigned long long)m->throttled[i][s]);
         }
@@ -243,7 +244,7 @@ static void render_accounts(const struct metrics *m, struct buf *b)
     for (size_t i = 0; i < n; i++) {
         for (int k = 0; k < METRICS_FAULT_KINDS; k++) {
             buf_puts(b, "tabled_faults_injected_total{account=\"");
-            label_value(b, m->cfg->accounts[i].name);
+            label_value(b, m->accounts[i].name);
             buf_printf(b, "\",kind=\"%s\"} %llu\n", fault_names[k],
                        (unsigned long long)m->faults[i][k]);
         }
@@ -252,7 +253,7 @@ static void render_accounts(const struct metrics *m, struct buf *b)
         family(b, "tabled_entities", "gauge", "Entities stored, by account.");
         for (size_t i = 0; i < n; i++) {
             buf_puts(b, "tabled_entities{account=\"");
-            label_value(b, m->cfg->accounts[i].name);
+            label_value(b, m->accounts[i].name);
             buf_printf(b, "\"} %lld\n", (long long)m->entities[i]);
         }
     }

@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #include "core/buf.h"
-#include "core/config.h"
+#include "core/account.h"
 
 #define METRICS_MAX_OPS 32
 #define METRICS_MAX_STATUS 16  /* distinct statuses kept per operation */
@@ -65,7 +65,8 @@ struct throttle;
 struct fault_set;
 
 struct metrics {
-    const struct config *cfg;      /* account names */
+    const struct account_cfg *accounts;  /* the accounts' names (labels) */
+    size_t naccounts;
     struct metrics_op ops[METRICS_MAX_OPS];
     uint64_t throttled[CONFIG_MAX_ACCOUNTS][2];
     uint64_t faults[CONFIG_MAX_ACCOUNTS][METRICS_FAULT_KINDS];
@@ -86,8 +87,9 @@ struct metrics {
     char store_error[240];         /* why, for /healthz */
 };
 
-/* A zeroed set of metrics for cfg's accounts (cfg must outlive it). */
-struct metrics *metrics_new(const struct config *cfg);
+/* A zeroed set of metrics for accounts[0..n) (at most
+ * CONFIG_MAX_ACCOUNTS; the array must outlive the metrics). */
+struct metrics *metrics_new(const struct account_cfg *accounts, size_t n);
 void metrics_free(struct metrics *m);
 
 /* One answered request: op < METRICS_MAX_OPS, name a static string. */

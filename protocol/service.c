@@ -918,7 +918,9 @@ int service_attach(struct service *svc, struct throttle *t, struct fault_set *f,
     svc->throttle = t;
     svc->faults = f;
     svc->metrics = m;
-    return store_set_metrics(svc->store, m, svc->cfg, err, errlen) != 0 ? -1 : 0;
+    const struct config *cfg = svc->cfg;
+    int rc = store_set_metrics(svc->store, m, cfg->accounts, cfg->naccounts, err, errlen);
+    return rc != 0 ? -1 : 0;
 }
 
 void service_set_wake(struct service *svc, void (*wake)(void *arg), void *arg)

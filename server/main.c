@@ -605,7 +605,7 @@ int main(int argc, char **argv)
         }
     }
     if (cfg.admin_port >= 0) {
-        metrics = metrics_new(&cfg);
+        metrics = metrics_new(cfg.accounts, cfg.naccounts);
         metrics->throttle = throttle;
         metrics->faults_set = faults;
         admin = admin_new(metrics, faults);

@@ -504,7 +504,8 @@ int store_apply(struct store *s, int account, const struct backend_write *w,
 
 /* Counts the entities of every table of every configured account (the
  * starting point of the tabled_entities gauges). */
-static int store_count_entities(struct store *s, const struct config *cfg, char *err,
+static int store_count_entities(struct store *s, const struct account_cfg *accounts,
+                                size_t naccounts, char *err,
                                 size_t errlen)
 {
     const char ts[1] = {KEY_TAG_TABLE}, te[1] = {KEY_TAG_TABLE + 1};
@@ -532,10 +533,10 @@ static int store_count_entities(struct store *s, const struct config *cfg, char 
             continue;
         memcpy(acct, kp + 1, an);
         acct[an] = '\0';
-        const struct account_cfg *a = config_find_account(cfg, acct);
+        const struct account_cfg *a = account_find(accounts, naccounts, acct);
         if (!a)
             continue;
-        uint32_t ai = (uint32_t)(a - cfg->accounts);
+        uint32_t ai = (uint32_t)(a - accounts);
         buf_append(&ids, &id, sizeof id);
         buf_append(&ids, &ai, sizeof ai);
     }
@@ -572,7 +573,8 @@ static int store_count_entities(struct store *s, const struct config *cfg, char 
     return rc < 0 ? rc : BACKEND_OK;
 }
 
-int store_set_metrics(struct store *s, struct metrics *m, const struct config *cfg, char *err,
+int store_set_metrics(struct store *s, struct metrics *m, const struct account_cfg *accounts,
+                      size_t naccounts, char *err,
                       size_t errlen)
 {
     s->metrics = m;
@@ -580,7 +582,7 @@ int store_set_metrics(struct store *s, struct metrics *m, const struct config *c
         return 0;
     memset(m->entities, 0, sizeof m->entities);
     err[0] = '\0';
-    int rc = store_count_entities(s, cfg, err, errlen);
+    int rc = store_count_entities(s, accounts, naccounts, err, errlen);
     if (rc != BACKEND_OK) {
         if (!*err)
             snprintf(err, errlen, "reading the store failed (%d)", rc);

@@ -69,7 +69,7 @@
 
 #include "backends/backend.h"
 #include "core/arena.h"
-#include "core/config.h"
+#include "core/account.h"
 #include "store/entity.h"
 #include "store/kv.h"
 
@@ -84,7 +84,8 @@ struct kv *store_kv(struct store *s);
 /* Metrics to keep (NULL: none). With m, every account's entities are
    counted once now (a scan) and kept current from then on. 0, or a
    backend status with a message. */
-int store_set_metrics(struct store *s, struct metrics *m, const struct config *cfg, char *err,
+int store_set_metrics(struct store *s, struct metrics *m, const struct account_cfg *accounts,
+                      size_t naccounts, char *err,
                       size_t errlen);
 /* Called when the store fails or recovers (the server's background step
    then probes it, and resumes purges). */

@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         config_defaults(&cfg);
         log_set_level(LOG_ERROR);
         arena = arena_new(4096);
-        struct metrics *m = metrics_new(&cfg);
+        struct metrics *m = metrics_new(cfg.accounts, cfg.naccounts);
         faults = fault_set_new(1);
         m->faults_set = faults;
         adm = admin_new(m, faults);

@@ -257,7 +257,7 @@ int main(void)
     config_defaults(&cfg);
     log_set_level(LOG_WARN);
     arena = arena_new(4096);
-    struct metrics *m = metrics_new(&cfg);
+    struct metrics *m = metrics_new(cfg.accounts, cfg.naccounts);
     struct fault_set *fs = fault_set_new(1);
     m->faults_set = fs;
     adm = admin_new(m, fs);

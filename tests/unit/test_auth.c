@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "auth/auth.h"
+#include "core/config.h"
 #include "protocol/optable.h"
 #include "protocol/edm.h"
 #include "protocol/version.h"

@@ -23,7 +23,7 @@ int main(void)
     static struct config cfg;
     config_defaults(&cfg);
     config_add_account(&cfg, "second", "AAAA", NULL, NULL, 0);
-    struct metrics *m = metrics_new(&cfg);
+    struct metrics *m = metrics_new(cfg.accounts, cfg.naccounts);
     metrics_request(m, 6, "GetEntity", 200, 80);
     metrics_request(m, 6, "GetEntity", 200, 300);
     metrics_request(m, 6, "GetEntity", 404, 20000000);

@@ -48,7 +48,7 @@ int start_server(struct config *cfg, struct child *ch)
         char err[512];
         struct echo *echo = echo_new();
         struct req_handler handler = echo_handler(echo);
-        struct metrics *m = metrics_new(cfg);
+        struct metrics *m = metrics_new(cfg->accounts, cfg->naccounts);
         struct server *srv = server_new(cfg, NULL, &handler, err, sizeof err);
         int ports[2] = {-1, -1};
         if (srv) {
