@@ -18,7 +18,7 @@
 #include "store/host.h"
 #include "store/kv.h"
 #include "store/store.h"
-#include "core/advise.h"
+#include "tools/advise.h"
 #include "core/advisor.h"
 #include "server/background.h"
 #include "server/absent.h"

@@ -1,6 +1,7 @@
 /* dump_fetch.c - `tabled export --admin URL`: the export of a running
  * server, read from its admin listener's GET /export (a chunked body, see
- * tools/dump_serve.c) and written to a file as it arrives. A body that
+ * tools/dump_serve.c) through the tools' HTTP client (tools/httpc.h) and
+ * written to a file as it arrives. A body that
  * ends without its last chunk (the server stopped, the store failed) is an
  * error: the file is then incomplete. */
 #include "tools/dump_int.h"
@@ -8,12 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include "core/advise.h"
 #include "core/buf.h"
+#include "tools/httpc.h"
 
 /* How long a connect or a read may wait (a server under load, or a large
  * export's catalogue read in the turn of the request). */
@@ -54,7 +52,7 @@ static void line_feed(struct line_count *lc, const char *p, size_t n)
 /* Appends name=value (percent-encoded) to the query in b. */
 static void put_param(struct buf *b, const char *name, const char *value)
 {
-    buf_putc(b, strchr(b->data, '?') ? '&' : '?');
+    buf_putc(b, b->data && strchr(b->data, '?') ? '&' : '?');
     buf_puts(b, name);
     buf_putc(b, '=');
     for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
@@ -65,115 +63,65 @@ static void put_param(struct buf *b, const char *name, const char *value)
     }
 }
 
-/* Reads the chunked body from in into out. 0, or -1 with a message. */
-static int copy_chunked(FILE *in, FILE *out, struct line_count *lc, char *err, size_t errlen)
+/* The sink of GET /export's body: counted and written as it arrives. */
+struct fetch_sink {
+    FILE *out;
+    struct line_count lc;
+};
+
+static int fetch_take(void *arg, const char *p, size_t n, char *err, size_t errlen)
 {
-    char *line = NULL, data[65536];
-    size_t cap = 0;
-    int rc = -1;
-    for (;;) {
-        if (getline(&line, &cap, in) <= 0) {
-            snprintf(err, errlen, "the export was cut short (the server closed the "
-                     "connection before its end): the file is incomplete");
-            break;
-        }
-        char *e;
-        unsigned long long sz = strtoull(line, &e, 16);
-        if (e == line) {
-            snprintf(err, errlen, "malformed chunked body");
-            break;
-        }
-        if (sz == 0) {
-            rc = 0;
-            break;
-        }
-        while (sz > 0) {
-            size_t want = sz < sizeof data ? (size_t)sz : sizeof data;
-            size_t n = fread(data, 1, want, in);
-            if (n == 0)
-                break;
-            line_feed(lc, data, n);
-            if (fwrite(data, 1, n, out) != n) {
-                snprintf(err, errlen, "write failed: %m");
-                free(line);
-                return -1;
-            }
-            sz -= n;
-        }
-        if (sz > 0 || getline(&line, &cap, in) <= 0 || strcmp(line, "\r\n") != 0) {
-            snprintf(err, errlen, "the export was cut short (the server closed the "
-                     "connection before its end): the file is incomplete");
-            break;
-        }
+    struct fetch_sink *fs = arg;
+    line_feed(&fs->lc, p, n);
+    if (fwrite(p, 1, n, fs->out) != n) {
+        snprintf(err, errlen, "write failed: %m");
+        return -1;
     }
-    free(line);
-    return rc;
+    return 0;
 }
 
 int dump_fetch(struct dump *d, FILE *out, char *err, size_t errlen)
 {
-    char host[256], port[16], prefix[512];
-    if (advise_parse_url(d->admin, host, sizeof host, port, sizeof port, prefix,
-                         sizeof prefix) < 0) {
+    struct httpc_url u;
+    if (httpc_parse_url(d->admin, &u) < 0) {
         snprintf(err, errlen, "--admin expects http://HOST:PORT, got '%.300s'", d->admin);
         return -1;
     }
-    int fd = advise_connect(host, port, FETCH_TIMEOUT_S, err, errlen);
-    if (fd < 0)
-        return -1;
-    struct buf target, req;
+    struct buf target;
     buf_init(&target);
-    buf_init(&req);
-    buf_printf(&target, "%s/export", prefix);
+    buf_puts(&target, "/export");
     if (d->account)
         put_param(&target, "account", d->account);
     if (d->table)
         put_param(&target, "table", d->table);
-    buf_printf(&req, "GET %s HTTP/1.1\r\nHost: %s%s%s:%s\r\n", target.data,
-               strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port);
-    if (d->admin_token && *d->admin_token)
-        buf_printf(&req, "Authorization: Bearer %s\r\n", d->admin_token);
-    buf_puts(&req, "Connection: close\r\n\r\n");
-    ssize_t w = send(fd, req.data, req.len, MSG_NOSIGNAL);
-    buf_free(&req);
+    struct fetch_sink fs = {.out = out};
+    struct httpc_req req = {.method = "GET", .target = target.data, .token = d->admin_token,
+                            .timeout_s = FETCH_TIMEOUT_S, .sink = fetch_take,
+                            .sink_arg = &fs, .max = 512};
+    struct httpc_answer ans;
+    int rc = httpc_do(&u, &req, &ans, err, errlen);
     buf_free(&target);
-    FILE *in = w < 0 ? NULL : fdopen(fd, "r");
-    if (!in) {
-        snprintf(err, errlen, "sending the request failed: %m");
-        close(fd);
+    if (rc != 0) {
+        buf_free(&ans.body);
         return -1;
     }
-    char *line = NULL;
-    size_t cap = 0;
-    int status = 0, chunked = 0, table = 0, rc = -1;
-    if (getline(&line, &cap, in) <= 0 || sscanf(line, "HTTP/1.%*d %d", &status) != 1) {
-        snprintf(err, errlen, "no HTTP answer from %s:%s", host, port);
-        goto out;
+    rc = -1;
+    if (ans.table) {
+        snprintf(err, errlen, "%.300s is the table port, not the admin listener; give "
+                 "--admin the URL of the port set with --admin-port (default "
+                 "http://127.0.0.1:10003)", d->admin);
+    } else if (ans.status != 200) {
+        const char *b = ans.body.data ? ans.body.data : "";
+        snprintf(err, errlen, "GET %s/export answered %d: %.*s", d->admin, ans.status,
+                 (int)strcspn(b, "\r\n"), b);
+    } else if (!ans.complete) {
+        snprintf(err, errlen, "the export was cut short (the server closed the connection "
+                 "before its end): the file is incomplete");
+    } else {
+        rc = 0;
     }
-    while (getline(&line, &cap, in) > 0 && strcmp(line, "\r\n") != 0)
-        if (!strncasecmp(line, "transfer-encoding:", 18) && strcasestr(line, "chunked"))
-            chunked = 1;
-        else if (!strncasecmp(line, "x-ms-request-id:", 16))
-            table = 1;
-    if (status != 200 || !chunked) {
-        char body[512];
-        size_t n = fread(body, 1, sizeof body - 1, in);
-        body[n] = '\0';
-        body[strcspn(body, "\r\n")] = '\0';
-        if (table || advise_is_table_answer(NULL, body))
-            snprintf(err, errlen, "%.300s is the table port, not the admin listener; give "
-                     "--admin the URL of the port set with --admin-port (default "
-                     "http://127.0.0.1:10003)", d->admin);
-        else
-            snprintf(err, errlen, "GET %s/export answered %d: %.400s", d->admin, status, body);
-        goto out;
-    }
-    struct line_count lc = {.n = 0};
-    rc = copy_chunked(in, out, &lc, err, errlen);
-    d->nentities = lc.entities;
-    d->ntables = lc.tables;
-out:
-    free(line);
-    fclose(in);
+    d->nentities = fs.lc.entities;
+    d->ntables = fs.lc.tables;
+    buf_free(&ans.body);
     return rc;
 }

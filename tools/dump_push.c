@@ -26,9 +26,9 @@
 
 #include <yajl/yajl_tree.h>
 
-#include "core/advise.h"
 #include "core/buf.h"
 #include "core/jsonwalk.h"
+#include "tools/httpc.h"
 
 /* Bytes of lines per request (a piece is written in one turn of the
  * server's loop on most stores: small enough not to hold its other
@@ -40,83 +40,6 @@
 #define DUMP_PUSH_RETRY_S 120
 /* Longest answer read. */
 #define DUMP_PUSH_ANSWER_MAX (64u << 10)
-
-/* What the server answered to one piece. */
-struct push_answer {
-    int status;
-    int table;                     /* it is the Table service's answer */
-    char retry_after[16];
-    char body[DUMP_PUSH_ANSWER_MAX];
-};
-
-/* Sends body as POST prefix/import to host:port and reads the answer.
- * 0, or -1 with a message (nothing answered). */
-static int push_request(struct dump *d, const char *host, const char *port, const char *prefix,
-                        const struct buf *body, struct push_answer *ans, char *err,
-                        size_t errlen)
-{
-    int fd = advise_connect(host, port, DUMP_PUSH_TIMEOUT_S, err, errlen);
-    if (fd < 0)
-        return -1;
-    struct buf head;
-    buf_init(&head);
-    buf_printf(&head, "POST %s/import HTTP/1.1\r\nHost: %s%s%s:%s\r\n", prefix,
-               strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port);
-    if (d->admin_token && *d->admin_token)
-        buf_printf(&head, "Authorization: Bearer %s\r\n", d->admin_token);
-    buf_printf(&head, "Content-Type: application/x-ndjson\r\nContent-Length: %zu\r\n"
-               "Connection: close\r\n\r\n", body->len);
-    int bad = 0;
-    const struct buf *parts[2] = {&head, body};
-    for (int i = 0; i < 2 && !bad; i++) {
-        size_t off = 0;
-        while (off < parts[i]->len && !bad) {
-            ssize_t w = send(fd, parts[i]->data + off, parts[i]->len - off, MSG_NOSIGNAL);
-            if (w > 0)
-                off += (size_t)w;
-            else if (w < 0 && errno != EINTR)
-                bad = 1;
-        }
-    }
-    buf_free(&head);
-    /* a server that refuses early (401, 413) may close before the whole
-       body is sent: its answer is still read */
-    FILE *in = fdopen(fd, "r");
-    if (!in) {
-        snprintf(err, errlen, "out of memory");
-        close(fd);
-        return -1;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    long clen = -1;
-    int rc = -1;
-    memset(ans, 0, offsetof(struct push_answer, body));
-    ans->body[0] = '\0';
-    if (getline(&line, &cap, in) <= 0 || sscanf(line, "HTTP/1.%*d %d", &ans->status) != 1) {
-        snprintf(err, errlen, "no HTTP answer from %s:%s%s", host, port,
-                 bad ? " (sending the request failed)" : "");
-        goto out;
-    }
-    while (getline(&line, &cap, in) > 0 && strcmp(line, "\r\n") != 0) {
-        if (!strncasecmp(line, "content-length:", 15))
-            clen = strtol(line + 15, NULL, 10);
-        else if (!strncasecmp(line, "x-ms-request-id:", 16))
-            ans->table = 1;
-        else if (!strncasecmp(line, "retry-after:", 12))
-            snprintf(ans->retry_after, sizeof ans->retry_after, "%.*s",
-                     (int)strcspn(line + 12, "\r\n"), line + 12);
-    }
-    size_t want = clen >= 0 && (size_t)clen < sizeof ans->body ? (size_t)clen
-                                                                 : sizeof ans->body - 1;
-    size_t n = fread(ans->body, 1, want, in);
-    ans->body[n] = '\0';
-    rc = 0;
-out:
-    free(line);
-    fclose(in);
-    return rc;
-}
 
 /* The number at key of the JSON object v, or 0. */
 static unsigned long long json_count(yajl_val v, const char *key)
@@ -161,27 +84,36 @@ static void push_unserved(yajl_val v, char names[8][64], size_t *n)
 
 /* Sends one piece (lines first..last of the file), waiting out 503s.
  * 0, or -1 with a message naming the file's line. */
-static int push_piece(struct dump *d, const char *host, const char *port, const char *prefix,
-                      const struct buf *piece, unsigned long first, unsigned long last,
-                      char unserved[8][64], size_t *nunserved, char *err, size_t errlen)
+static int push_piece(struct dump *d, const struct httpc_url *u, const struct buf *piece,
+                      unsigned long first, unsigned long last, char unserved[8][64],
+                      size_t *nunserved, char *err, size_t errlen)
 {
-    static struct push_answer ans;
+    struct httpc_req req = {.method = "POST", .target = "/import", .token = d->admin_token,
+                            .content_type = "application/x-ndjson", .body = piece->data,
+                            .body_len = piece->len, .timeout_s = DUMP_PUSH_TIMEOUT_S,
+                            .max = DUMP_PUSH_ANSWER_MAX};
+    struct httpc_answer ans;
     time_t give_up = time(NULL) + DUMP_PUSH_RETRY_S;
     for (;;) {
-        if (push_request(d, host, port, prefix, piece, &ans, err, errlen) != 0)
+        if (httpc_do(u, &req, &ans, err, errlen) != 0) {
+            buf_free(&ans.body);
             return -1;
+        }
         if (ans.status != 503 || time(NULL) >= give_up || ans.table)
             break;
+        buf_free(&ans.body);
         int wait = atoi(ans.retry_after);
         sleep(wait >= 1 && wait <= 10 ? (unsigned)wait : 1);
     }
-    if (ans.table || (ans.status != 200 && advise_is_table_answer(NULL, ans.body))) {
+    const char *body = ans.body.data ? ans.body.data : "";
+    if (ans.table) {
         snprintf(err, errlen, "%.300s is the table port, not the admin listener; give --admin "
                  "the URL of the port set with --admin-port (default http://127.0.0.1:10003)",
                  d->admin);
+        buf_free(&ans.body);
         return -1;
     }
-    yajl_val v = push_parse(ans.body);
+    yajl_val v = push_parse(body);
     const char *epath[] = {"error", NULL};
     yajl_val e = v ? yajl_tree_get(v, epath, yajl_t_string) : NULL;
     const char *why = e ? YAJL_GET_STRING(e) : NULL;
@@ -197,7 +129,7 @@ static int push_piece(struct dump *d, const char *host, const char *port, const 
     } else if (ans.status == 401 || ans.status == 403) {
         snprintf(err, errlen, "the admin listener refused the request (%d): %.300s; give its "
                  "token with --admin-token or $TABLED_ADMIN_TOKEN", ans.status,
-                 why ? why : ans.body);
+                 why ? why : body);
     } else if (ans.status == 413) {
         snprintf(err, errlen, "lines %lu-%lu (%zu bytes) are more than the server takes in "
                  "one request; start it with a larger --max-body-bytes", first, last,
@@ -220,18 +152,18 @@ static int push_piece(struct dump *d, const char *host, const char *port, const 
                      why, ans.status);
     } else {
         snprintf(err, errlen, "POST %s/import answered %d: %.300s", d->admin, ans.status,
-                 ans.body);
+                 body);
     }
     if (v)
         yajl_tree_free(v);
+    buf_free(&ans.body);
     return rc;
 }
 
 int dump_push(struct dump *d, FILE *in, char *err, size_t errlen)
 {
-    char host[256], port[16], prefix[512];
-    if (advise_parse_url(d->admin, host, sizeof host, port, sizeof port, prefix,
-                         sizeof prefix) < 0) {
+    struct httpc_url u;
+    if (httpc_parse_url(d->admin, &u) < 0) {
         snprintf(err, errlen, "--admin expects http://HOST:PORT, got '%.300s'", d->admin);
         return -1;
     }
@@ -253,7 +185,7 @@ int dump_push(struct dump *d, FILE *in, char *err, size_t errlen)
             continue;
         }
         if (piece.len > header.len && piece.len + (size_t)len > DUMP_PUSH_PIECE) {
-            rc = push_piece(d, host, port, prefix, &piece, first, lineno - 1, unserved,
+            rc = push_piece(d, &u, &piece, first, lineno - 1, unserved,
                             &nunserved, err, errlen);
             piece.len = 0;
             buf_append(&piece, header.data, header.len);
@@ -274,7 +206,7 @@ int dump_push(struct dump *d, FILE *in, char *err, size_t errlen)
     /* the last piece (also a file of its header alone: the server checks
        the format) */
     if (rc == 0 && (piece.len > header.len || lineno == 1))
-        rc = push_piece(d, host, port, prefix, &piece, first, lineno, unserved, &nunserved,
+        rc = push_piece(d, &u, &piece, first, lineno, unserved, &nunserved,
                         err, errlen);
     if (d->progress)
         fprintf(stderr, "\rimported %llu entities\n", d->nentities);

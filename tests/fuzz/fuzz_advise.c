@@ -1,5 +1,5 @@
 /* fuzz_advise.c - libFuzzer target for `tabled advise`'s reader of the
- * advisor document (core/advise.c: advise_read, then advise_report as the
+ * advisor document (tools/advise.c: advise_read, then advise_report as the
  * tool prints it), inputs up to the whole body limit: never a crash, a
  * recursion per level or a read past the input (copied into an exactly
  * sized heap block, not NUL-terminated). A document the reader takes is
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/advise.h"
+#include "tools/advise.h"
 #include "core/jsonwalk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

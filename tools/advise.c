@@ -1,169 +1,21 @@
-/* advise.c - `tabled advise` (see advise.h): a small HTTP/1.1 client for
- * the admin listener's GET /advisor, and the text report. */
-#include "core/advise.h"
+/* advise.c - `tabled advise` (see advise.h): GET /advisor through the
+ * tools' HTTP client (tools/httpc.h), and the text report. */
+#include "tools/advise.h"
 
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <yajl/yajl_tree.h>
 
 #include "core/buf.h"
 #include "core/jsonwalk.h"
+#include "tools/httpc.h"
 
 #define ADVISE_MAX_BODY (64u << 20)
 #define ADVISE_TIMEOUT_S 15
 #define WRAP 76
-
-/* Splits "http://HOST[:PORT][/PREFIX]" into its parts. -1 when malformed. */
-int advise_parse_url(const char *url, char *host, size_t hcap, char *port, size_t pcap,
-                     char *prefix, size_t xcap)
-{
-    if (strncmp(url, "http://", 7) != 0)
-        return -1;
-    const char *h = url + 7, *end = h + strcspn(h, "/");
-    const char *colon;
-    if (*h == '[') {
-        const char *rb = memchr(h, ']', (size_t)(end - h));
-        if (!rb)
-            return -1;
-        if ((size_t)(rb - h - 1) >= hcap)
-            return -1;
-        snprintf(host, hcap, "%.*s", (int)(rb - h - 1), h + 1);
-        colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
-    } else {
-        colon = memchr(h, ':', (size_t)(end - h));
-        size_t n = (size_t)((colon ? colon : end) - h);
-        if (n == 0 || n >= hcap)
-            return -1;
-        snprintf(host, hcap, "%.*s", (int)n, h);
-    }
-    if (colon) {
-        size_t n = (size_t)(end - colon - 1);
-        if (n == 0 || n >= pcap)
-            return -1;
-        snprintf(port, pcap, "%.*s", (int)n, colon + 1);
-    } else {
-        snprintf(port, pcap, "80");
-    }
-    size_t xl = strlen(end);
-    while (xl > 0 && end[xl - 1] == '/')
-        xl--;
-    if (xl >= xcap)
-        return -1;
-    snprintf(prefix, xcap, "%.*s", (int)xl, end);
-    return 0;
-}
-
-/* Connects to host:port with send and receive timeouts of timeout_s
- * seconds; the socket, or -1 with a message. */
-int advise_connect(const char *host, const char *port, int timeout_s, char *err, size_t errlen)
-{
-    struct addrinfo hints = {0}, *ai = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    int rc = getaddrinfo(host, port, &hints, &ai);
-    if (rc != 0) {
-        snprintf(err, errlen, "%s: %s", host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = -1;
-    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-        if (fd < 0)
-            continue;
-        struct timeval tv = {timeout_s, 0};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-            snprintf(err, errlen, "nothing answers at http://%s%s%s:%s (%m); start the server "
-                     "with --admin-port N and give --admin http://127.0.0.1:N",
-                     strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port);
-            close(fd);
-            fd = -1;
-        }
-    }
-    freeaddrinfo(ai);
-    return fd;
-}
-
-int advise_is_table_answer(const char *head, const char *body)
-{
-    if (head && strcasestr(head, "\r\nx-ms-request-id:"))
-        return 1;
-    return body && (strstr(body, "\"odata.error\"") || strstr(body, "<m:error") ||
-                    strstr(body, "<Error>"));
-}
-
-/* GET prefix + path from host:port into body; returns the HTTP status, or
- * -1 with a message. *table is set when the answer is the Table service's
- * (advise_is_table_answer). */
-static int http_get(const char *host, const char *port, const char *prefix, const char *path,
-                    const char *token, struct buf *body, int *table, char *err,
-                    size_t errlen)
-{
-    int fd = advise_connect(host, port, ADVISE_TIMEOUT_S, err, errlen);
-    if (fd < 0)
-        return -1;
-    struct buf b;
-    buf_init(&b);
-    buf_printf(&b, "GET %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\nAccept: application/json\r\n",
-               prefix, path, strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-               port);
-    if (token && *token)
-        buf_printf(&b, "Authorization: Bearer %s\r\n", token);
-    buf_puts(&b, "Connection: close\r\n\r\n");
-    ssize_t w = send(fd, b.data, b.len, MSG_NOSIGNAL);
-    buf_reset(&b);
-    if (w < 0) {
-        snprintf(err, errlen, "sending the request failed: %m");
-        close(fd);
-        buf_free(&b);
-        return -1;
-    }
-    char chunk[16384];
-    ssize_t n;
-    while ((n = recv(fd, chunk, sizeof chunk, 0)) > 0 && b.len < ADVISE_MAX_BODY)
-        buf_append(&b, chunk, (size_t)n);
-    close(fd);
-    int status = 0;
-    char *hend = strstr(b.data ? b.data : "", "\r\n\r\n");
-    if (n < 0 || !hend || sscanf(b.data, "HTTP/1.%*d %d", &status) != 1) {
-        snprintf(err, errlen, "no HTTP answer from %s:%s", host, port);
-        buf_free(&b);
-        return -1;
-    }
-    *hend = '\0';
-    *table = advise_is_table_answer(b.data, hend + 4);
-    const char *p = hend + 4;
-    size_t left = b.len - (size_t)(p - b.data);
-    if (strcasestr(b.data, "\r\ntransfer-encoding: chunked")) {
-        /* decode chunks: size line, data, CRLF */
-        const char *end = b.data + b.len;
-        while (p < end) {
-            unsigned long sz = strtoul(p, NULL, 16);
-            const char *crlf = strstr(p, "\r\n");
-            if (!crlf || sz == 0)
-                break;
-            p = crlf + 2;
-            if (sz > (size_t)(end - p))
-                sz = (size_t)(end - p);
-            buf_append(body, p, sz);
-            p += sz;
-            if (end - p < 2)
-                break;
-            p += 2;
-        }
-    } else {
-        buf_append(body, p, left);
-    }
-    buf_free(&b);
-    return status;
-}
 
 /* Member name of object v, or NULL. */
 static yajl_val get(yajl_val v, const char *name)
@@ -360,29 +212,31 @@ int advise_main(int argc, char **argv)
         if (a[n] != '=')
             i++;
     }
-    char host[256], port[16], prefix[512], err[512];
-    if (advise_parse_url(url, host, sizeof host, port, sizeof port, prefix, sizeof prefix) < 0) {
+    struct httpc_url u;
+    char err[512];
+    if (httpc_parse_url(url, &u) < 0) {
         fprintf(stderr, "tabled advise: --admin expects http://HOST:PORT, got '%s'\n", url);
         return 2;
     }
-    struct buf body;
-    buf_init(&body);
-    int table = 0;
-    int status = http_get(host, port, prefix, "/advisor", token, &body, &table, err,
-                          sizeof err);
-    if (status >= 0 && table) {
+    struct httpc_req req = {.method = "GET", .target = "/advisor", .token = token,
+                            .accept = "application/json", .timeout_s = ADVISE_TIMEOUT_S,
+                            .max = ADVISE_MAX_BODY};
+    struct httpc_answer ans;
+    int rc = httpc_do(&u, &req, &ans, err, sizeof err);
+    struct buf body = ans.body;
+    if (rc == 0 && ans.table) {
         fprintf(stderr, "tabled advise: %s is the table port, not the admin listener; give "
                         "--admin the URL of the port set with --admin-port (default "
                         "http://127.0.0.1:10003)\n", url);
         buf_free(&body);
         return 2;
     }
-    if (status != 200) {
-        if (status < 0)
+    if (rc != 0 || ans.status != 200) {
+        if (rc != 0)
             fprintf(stderr, "tabled advise: %s\n", err);
         else
-            fprintf(stderr, "tabled advise: GET %s/advisor answered %d: %.300s\n", url, status,
-                    body.data ? body.data : "");
+            fprintf(stderr, "tabled advise: GET %s/advisor answered %d: %.300s\n", url,
+                    ans.status, body.data ? body.data : "");
         buf_free(&body);
         return 2;
     }

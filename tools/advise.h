@@ -14,20 +14,6 @@
 #include <yajl/yajl_tree.h>
 
 int advise_main(int argc, char **argv);
-/* Splits an admin URL "http://HOST[:PORT][/PREFIX]" into its parts (also
- * used by `tabled export --admin`). -1 when malformed or too long. */
-int advise_parse_url(const char *url, char *host, size_t hcap, char *port, size_t pcap,
-                     char *prefix, size_t xcap);
-/* Connects to host:port with send and receive timeouts of timeout_s
- * seconds (also used by `tabled export --admin`); the socket, or -1 with a
- * message in err. */
-int advise_connect(const char *host, const char *port, int timeout_s, char *err, size_t errlen);
-
-/* 1 when an HTTP answer (head: its status line and headers, body: its
- * body, both NUL-terminated, either may be NULL) is the Table service's
- * (an x-ms-request-id header, or a storage error body) rather than the
- * admin listener's: the URL given is the table port. */
-int advise_is_table_answer(const char *head, const char *body);
 /* Reads an advisor document (GET /advisor's body, body[0..n), no NUL
  * needed) as `tabled advise` does: strict JSON (UTF-8 checked), nesting
  * bounded by JSONWALK_MAX_DEPTH before any tree is built, an object with a
