@@ -44,7 +44,7 @@
 #define AUTH_DEFAULT_TENANT "common"
 
 /* What auth_check() and auth_authorize() answer. Each refusal stands for
- * one storage error code (named beside it), which protocol/errors.c's
+ * one storage error code (named beside it), which codec/errors.c's
  * terr_from_auth() gives it; auth never names protocol's codes. */
 enum auth_status {
     AUTH_OK = 0,

@@ -64,7 +64,7 @@ struct request {
 
 /* Why the wing answers a request itself, without the handler's handle():
  * the request could not be parsed or kept. The handler's fail() turns the
- * reason into its own error answer (protocol/errors.c: a Table error). */
+ * reason into its own error answer (codec/errors.c: a Table error). */
 enum http_fail {
     HTTP_FAIL_HEADERS_TOO_LARGE = 1, /* request head (or trailers) over max_header_bytes */
     HTTP_FAIL_BAD_REQUEST,           /* malformed HTTP: request line, header name, framing */

@@ -1,7 +1,7 @@
 /* timefmt.h - date and time text every layer reads and writes: ISO 8601
  * (Edm.DateTime, SAS st/se, ACL times) and RFC 1123 (Date, x-ms-date,
  * Last-Modified), over one time base, .NET ticks. auth/ checks request
- * dates and SAS windows with it; protocol/edm.c's DateTime is built on it.
+ * dates and SAS windows with it; codec/edm.c's DateTime is built on it.
  *
  * Allocation-free and locale-independent. Status: 0 ok, TIMEFMT_EINVAL
  * (malformed), TIMEFMT_ERANGE (well formed but out of range). */

@@ -7,7 +7,7 @@
 #include "core/advisor.h"
 #include "core/clock.h"
 #include "protocol/ctx.h"
-#include "protocol/filter.h"
+#include "filter/filter.h"
 #include "protocol/service.h"
 
 /* The advisor's key for table name[0..n) and partition pk of request c. */

@@ -5,7 +5,7 @@
 
 #include "core/buf.h"
 #include "core/log.h"
-#include "protocol/errors.h"
+#include "codec/errors.h"
 
 /* Longest path and string to sign quoted in a line. */
 #define AUTHLOG_PATH_MAX 256

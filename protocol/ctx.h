@@ -16,11 +16,11 @@
 #include "core/http.h"
 #include "core/rand.h"
 #include "store/entity.h"
-#include "protocol/entity_json.h"
-#include "protocol/errors.h"
+#include "codec/entity_json.h"
+#include "codec/errors.h"
 #include "protocol/optable.h"
 #include "store/tables.h"
-#include "protocol/url.h"
+#include "codec/url.h"
 
 struct service {
     const struct config *cfg;
@@ -106,7 +106,7 @@ struct req_ctx {
     int negotiated;            /* odata_negotiate ran */
     int atom_body;             /* a $batch part whose body is an Atom entry */
     int atom;                  /* AtomPub XML negotiated (versions before
-                                * 2015-12-11, protocol/atom.h) */
+                                * 2015-12-11, codec/atom.h) */
     const char *prefer;        /* "return-content" / "return-no-content" / NULL */
     int prefer_echo;           /* send Preference-Applied (insert operations) */
     struct auth_op aop;        /* what auth_check authorized */

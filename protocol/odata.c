@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "protocol/atom.h"
+#include "codec/atom.h"
 #include "protocol/ctx.h"
 
 /* ASCII lower case of ch. */

@@ -11,7 +11,7 @@
 #include "core/advisor.h"
 #include "core/fault.h"
 #include "core/http.h"
-#include "protocol/errors.h"
+#include "codec/errors.h"
 #include "store/store.h"
 
 /* Operations after routing (SPEC 1.4). OP_NONE: not routed (yet). */

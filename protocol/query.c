@@ -1,7 +1,7 @@
 /* query.c - $filter / $select / $top parsing (see query.h). */
 #include "protocol/query.h"
 
-#include "protocol/filter.h"
+#include "filter/filter.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -4,10 +4,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "protocol/atom.h"
+#include "codec/atom.h"
 #include "protocol/authlog.h"
 #include "protocol/ctx.h"
-#include "protocol/edm.h"
+#include "codec/edm.h"
 
 static const char *const content_types[] = {
     "application/json;odata=nometadata;streaming=true;charset=utf-8",

@@ -18,13 +18,13 @@
 #include "core/metrics.h"
 #include "core/rand.h"
 #include "core/throttle.h"
-#include "protocol/acl.h"
+#include "codec/acl.h"
 #include "protocol/authlog.h"
 #include "protocol/ctx.h"
-#include "protocol/edm.h"
-#include "protocol/filter.h"
+#include "codec/edm.h"
+#include "filter/filter.h"
 #include "store/keys.h"
-#include "protocol/multipart.h"
+#include "codec/multipart.h"
 #include "protocol/optable.h"
 #include "store/purge.h"
 #include "store/reclaim.h"
@@ -639,7 +639,7 @@ static enum terr prepare(struct req_ctx *c)
         if (ct && req->body_len && !(f & OPF_ENVELOPE) &&
             (strcasestr(ct, "atom") || strcasestr(ct, "/xml"))) {
             /* An Atom body: read as the JSON it stands for where the
-             * version serves Atom (protocol/atom.h), else 415. */
+             * version serves Atom (codec/atom.h), else 415. */
             if (!odata_atom_allowed(c))
                 return TERR_AtomFormatNotSupported;
             if ((f & OPF_BODY_ENTITY) && (e = odata_atom_body(c, c->req)))
@@ -770,7 +770,7 @@ static void service_job_run(void *arg)
     j->run(j->svc, j->req, j->resp);
 }
 
-/* Runs an import request of the admin listener (protocol/ops_import.c)
+/* Runs an import request of the admin listener (protocol/ops/ops_import.c)
  * with a context of its own: no account, route or authentication (the
  * admin listener checked its token), the service's encoding buffers. */
 static void service_run_import(struct service *svc, struct request *req, struct response *resp)

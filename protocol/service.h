@@ -33,9 +33,9 @@ int service_handle(struct service *svc, struct request *req, struct response *re
                    void (*done)(void *token), void *token);
 
 /* POST /import of the admin listener (server/admin.h): writes the lines
- * of a tabled export file in req's body (protocol/dump_line.h: the header
+ * of a tabled export file in req's body (codec/dump_line.h: the header
  * line first, then any lines of the file) into the store, as
- * protocol/ops_import.c describes; the answer is JSON. Returns and calls
+ * protocol/ops/ops_import.c describes; the answer is JSON. Returns and calls
  * done as service_handle does. The caller has admitted the request (the
  * admin token); nothing of the Table service's authentication applies. */
 int service_import(struct service *svc, struct request *req, struct response *resp,

@@ -26,7 +26,7 @@
  *   POST /import              lines of an export file (its header line
  *                             first) written into the store, once
  *                             admin_set_import() gave a consumer
- *                             (protocol/ops_import.c; JSON answer)
+ *                             (protocol/ops/ops_import.c; JSON answer)
  * A rule object uses the keys of core/fault.h ("busy", "timeout",
  * "timeout_delay_ms", "latency_ms", "table", ...); numbers, strings and
  * booleans are accepted, and the counters GET shows ("matched",

@@ -329,7 +329,7 @@ static int svc_handle(void *svc, struct request *req, struct response *resp,
 }
 
 /* The admin listener's POST /import (server/admin.h), run by the service
- * (protocol/ops_import.c). */
+ * (protocol/ops/ops_import.c). */
 static int svc_import(void *svc, struct request *req, struct response *resp,
                       void (*done)(void *token), void *token)
 {

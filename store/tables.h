@@ -4,7 +4,7 @@
  *
  * A table row lives at keys_table(account, lower(name)); its value is
  *     u8 version (=1), be64 table id, varint name length, name (original
- *     casing), varint ACL length, ACL bytes (opaque here; format in protocol/acl.h).
+ *     casing), varint ACL length, ACL bytes (opaque here; format in codec/acl.h).
  * Table ids grow and are never reused, so a table's entities (keyed by id)
  * can never leak into a later table of the same name.
  *

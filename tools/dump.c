@@ -11,7 +11,7 @@
 #include "tools/dump.h"
 #include "tools/dump_int.h"
 #include "tools/dump_export.h"
-#include "protocol/dump_line.h"
+#include "codec/dump_line.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -30,10 +30,10 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/version.h"
-#include "protocol/ops_props.h"
-#include "protocol/edm.h"
+#include "codec/props.h"
+#include "codec/edm.h"
 #include "store/entity.h"
-#include "protocol/entity_json.h"
+#include "codec/entity_json.h"
 #include "store/host.h"
 #include "store/keys.h"
 #include "store/tables.h"
@@ -202,7 +202,7 @@ int dump_batch_put(struct dump *d, struct dump_batch *bt, const void *k, size_t 
 }
 
 /* Rounds of a create on a shared store that lost the id counter to a
- * front end's create (as protocol/ops_tables.c). */
+ * front end's create (as protocol/ops/ops_tables.c). */
 #define DUMP_CREATE_ROUNDS 64
 
 /* A table missing from the catalogue loaded at start, on a store shared

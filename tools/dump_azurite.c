@@ -20,12 +20,12 @@
 #include <yajl/yajl_tree.h>
 
 #include "tools/dump_int.h"
-#include "protocol/dump_line.h"
+#include "codec/dump_line.h"
 #include "core/jsonwalk.h"
-#include "protocol/acl.h"
-#include "protocol/edm.h"
+#include "codec/acl.h"
+#include "codec/edm.h"
 #include "store/entity.h"
-#include "protocol/entity_json.h"
+#include "codec/entity_json.h"
 #include "store/keys.h"
 
 /* Reads a whole file into a NUL-terminated malloc()ed buffer. */

@@ -13,9 +13,9 @@
 
 #include "core/arena.h"
 #include "core/version.h"
-#include "protocol/edm.h"
+#include "codec/edm.h"
 #include "store/entity.h"
-#include "protocol/entity_json.h"
+#include "codec/entity_json.h"
 #include "store/keys.h"
 #include "store/snap.h"
 #include "store/tables.h"

@@ -1,6 +1,6 @@
 /* dump_push.c - `tabled import --admin URL FILE`: a checked export file
  * sent to a running server's admin listener (POST /import, answered by
- * protocol/ops_import.c), so that a server on any backend (an in-memory
+ * protocol/ops/ops_import.c), so that a server on any backend (an in-memory
  * one in a CI job too) can be seeded without being stopped.
  *
  * The file goes in pieces of whole lines, about DUMP_PUSH_PIECE bytes

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <yajl/yajl_tree.h>
 
-#include "protocol/atom.h"
-#include "protocol/entity_json.h"
+#include "codec/atom.h"
+#include "codec/entity_json.h"
 
 /* Same value, same type (doubles compared as bits). */
 static int same_value(const struct edm_value *a, const struct edm_value *b)

@@ -1,5 +1,5 @@
 /* fuzz_entitybody.c - libFuzzer target for entity bodies as Insert, Update,
- * Merge and $batch parts hand them to protocol/entity_json.c, inputs up to
+ * Merge and $batch parts hand them to codec/entity_json.c, inputs up to
  * the whole body limit, copied into an exactly sized heap block (a batch
  * part is a slice, not NUL-terminated). Both parse modes must answer
  * without crashing or recursing per level; an entity accepted as an insert
@@ -11,7 +11,7 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "protocol/entity_json.h"
+#include "codec/entity_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "protocol/edm.h"
-#include "protocol/filter.h"
+#include "codec/edm.h"
+#include "filter/filter.h"
 #include "store/keys.h"
 
 #define NENT 6

@@ -1,5 +1,5 @@
 /* fuzz_importline.c - libFuzzer target for tabled import's line reader
- * (protocol/dump_line.c: dump_line_read, which the import's checking pass and
+ * (codec/dump_line.c: dump_line_read, which the import's checking pass and
  * its writing pass both use), inputs up to 4 MiB: never a crash, a
  * recursion per level or a read past the input (copied into an exactly
  * sized heap block, not NUL-terminated). What it takes is what the import
@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "protocol/acl.h"
-#include "protocol/edm.h"
-#include "protocol/dump_line.h"
+#include "codec/acl.h"
+#include "codec/edm.h"
+#include "codec/dump_line.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/multipart.h"
+#include "codec/multipart.h"
 
 /* Aborts (a finding) when a parse result breaks the header's promises. */
 static void check_batch(const struct multipart_batch *b, const char *body, size_t len)

@@ -1,5 +1,5 @@
 /* fuzz_tablebody.c - libFuzzer target for Create Table bodies
- * (protocol/table_json.c), inputs up to the whole body limit: the parse
+ * (codec/table_json.c), inputs up to the whole body limit: the parse
  * must never crash, recurse per level or read past the input (copied into
  * an exactly sized heap block, not NUL-terminated); a found name lies in
  * the arena with its length. Where the input is JSON that the depth limit
@@ -13,7 +13,7 @@
 
 #include "core/arena.h"
 #include "core/jsonwalk.h"
-#include "protocol/table_json.h"
+#include "codec/table_json.h"
 
 /* The first top-level TableName string of a yajl tree, or NULL. */
 static const char *tree_name(yajl_val root)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Layering check (issue 15): the folders are layers, and nothing reaches up.
+"""Layering check: the folders are layers, and nothing reaches up.
 
 1. #include "..." lines of every source and header, by folder:
      core/      core/ only (and the top-level config.h): the floor
@@ -7,8 +7,13 @@
      store/     core/, backends/backend.h, backends/checks.h (the installed
                 interface headers), store/
      auth/      core/, auth/
-     protocol/  core/, auth/, store/, backends/backend.h, protocol/
-     tools/     anything but server/
+     codec/     core/, store/, auth/, backends/backend.h, codec/ (the wire
+                formats: no request context)
+     filter/    core/, store/, codec/, filter/ (the $filter engine)
+     protocol/  core/, auth/, store/, backends/backend.h, codec/, filter/,
+                protocol/ (the pipeline, and protocol/ops/)
+     tools/     core/, backends/, store/, codec/, tools/ (files and the
+                admin listener's HTTP: never the request pipeline)
      server/    anything but protocol/ and tools/; server/main.c, the
                 composition root that builds the service, anything
    (config.h, written by configure, may be included anywhere.) A folder
@@ -18,6 +23,7 @@
    between folders fails, printed with one symbol per step; so does a call
    a folder's include rule above forbids (server/main.o excepted; a call
    into backends/ counts as using backends/backend.h).
+3. No folder holds more than a quarter of the lines of the layers.
 Each offending line is printed. Object files whose source is gone (a stale
 build after a file moved) are skipped. Prints TAP.
 """
@@ -28,7 +34,7 @@ import sys
 
 SRC = os.environ.get("TOP_SRCDIR", ".")
 BUILD = os.environ.get("TOP_BUILDDIR", ".")
-MODULES = ["core", "backends", "store", "auth", "protocol", "tools", "server"]
+MODULES = ["core", "backends", "store", "auth", "codec", "filter", "protocol", "tools", "server"]
 COMPOSITION_ROOT = "server/main"
 
 n = 0
@@ -60,9 +66,12 @@ def allowed(frm_module, frm_path, target):
         "store": lambda: top in ("core", "store") or target in ("backends/backend.h",
                                                                 "backends/checks.h"),
         "auth": lambda: top in ("core", "auth"),
-        "protocol": lambda: top in ("core", "auth", "store", "protocol")
+        "codec": lambda: top in ("core", "store", "auth", "codec")
         or target.startswith("backends/backend.h"),
-        "tools": lambda: top != "server",
+        "filter": lambda: top in ("core", "store", "codec", "filter"),
+        "protocol": lambda: top in ("core", "auth", "store", "codec", "filter", "protocol")
+        or target.startswith("backends/backend.h"),
+        "tools": lambda: top in ("core", "backends", "store", "codec", "tools"),
         "server": lambda: top not in ("protocol", "tools"),
     }
     return rules[frm_module]()
@@ -202,7 +211,22 @@ def check_calls():
     check(not cycle, "no call cycle between modules", details)
 
 
+def check_sizes():
+    """No folder holds more than a quarter of the product's lines (.c and
+    .h of the layers; a folder that large hides its design)."""
+    lines = {}
+    for m, rel in sources():
+        with open(os.path.join(SRC, rel), encoding="utf-8", errors="replace") as f:
+            lines[m] = lines.get(m, 0) + sum(1 for _ in f)
+    total = sum(lines.values())
+    big = ["%s/ %d of %d lines" % (m, c, total) for m, c in sorted(lines.items())
+           if c * 4 > total]
+    print("# lines: " + ", ".join("%s %d" % (m, c) for m, c in sorted(lines.items())))
+    check(not big, "no folder holds more than a quarter of the lines", big)
+
+
 check_includes()
 check_calls()
+check_sizes()
 print("1..%d" % n)
 sys.exit(1 if failed else 0)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-#include "protocol/jsonflat.h"
+#include "codec/jsonflat.h"
 
 /* The callbacks as a text log: one line per event. */
 struct trace {

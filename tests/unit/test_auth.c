@@ -10,7 +10,7 @@
 #include "auth/auth.h"
 #include "core/config.h"
 #include "protocol/optable.h"
-#include "protocol/edm.h"
+#include "codec/edm.h"
 #include "protocol/version.h"
 #include "tests/unit/tap.h"
 

@@ -1,10 +1,10 @@
-/* test_cors.c - CORS list validation and rule matching (protocol/cors.c). */
+/* test_cors.c - CORS list validation and rule matching (codec/cors.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "protocol/cors.h"
+#include "codec/cors.h"
 #include "tests/unit/tap.h"
 
 static struct arena *A;

@@ -1,6 +1,6 @@
-/* test_edm.c - unit tests for protocol/edm.c: DateTime, RFC 1123, Guid,
+/* test_edm.c - unit tests for codec/edm.c: DateTime, RFC 1123, Guid,
  * base64, Int32/Int64, Double parse/format, UTF-8/UTF-16 helpers. */
-#include "protocol/edm.h"
+#include "codec/edm.h"
 
 #include <float.h>
 #include <locale.h>

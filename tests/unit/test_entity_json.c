@@ -1,5 +1,5 @@
 /* test_entity_json.c - OData JSON entity parsing, validation, writing and
- * ETags (protocol/entity_json.c). */
+ * ETags (codec/entity_json.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +7,9 @@
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "protocol/edm.h"
+#include "codec/edm.h"
 #include "store/entity.h"
-#include "protocol/entity_json.h"
+#include "codec/entity_json.h"
 #include "tests/unit/tap.h"
 
 static struct arena *A;

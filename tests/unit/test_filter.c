@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "core/arena.h"
-#include "protocol/edm.h"
-#include "protocol/filter.h"
-#include "protocol/filter_ast.h"
+#include "codec/edm.h"
+#include "filter/filter.h"
+#include "filter/filter_ast.h"
 #include "store/keys.h"
 #include "tests/unit/tap.h"
 

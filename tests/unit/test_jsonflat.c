@@ -9,7 +9,7 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-#include "protocol/jsonflat.h"
+#include "codec/jsonflat.h"
 #include "tests/unit/jsontrace.h"
 #include "tests/unit/tap.h"
 

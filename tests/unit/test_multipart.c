@@ -1,8 +1,8 @@
 /* test_multipart.c - the $batch codec: parser tolerances (SPEC 8.3), the
  * examples of SPEC 8.2/8.7, malformed envelopes, limits, truncation, and
  * byte-exact responses (SPEC 8.6/8.7). */
-#include "protocol/ctlscan.h"
-#include "protocol/multipart.h"
+#include "codec/ctlscan.h"
+#include "codec/multipart.h"
 
 #include <stdlib.h>
 #include <string.h>

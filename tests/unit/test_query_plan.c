@@ -27,7 +27,7 @@
 #include "store/keys.h"
 #include "protocol/service.h"
 #include "store/tables.h"
-#include "protocol/token.h"
+#include "codec/token.h"
 #include "tests/unit/tap.h"
 
 #define ROWS 1000          /* entities per partition */

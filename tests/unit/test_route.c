@@ -10,7 +10,7 @@
 #include "protocol/ctx.h"
 #include "protocol/optable.h"
 #include "protocol/route.h"
-#include "protocol/token.h"
+#include "codec/token.h"
 #include "tests/unit/tap.h"
 
 static struct config cfg;
@@ -333,7 +333,7 @@ static void test_match(void)
 }
 
 /* Every auth refusal becomes its storage error code, once, in protocol
- * (protocol/errors.c's terr_from_auth); AUTH_OK is no error. */
+ * (codec/errors.c's terr_from_auth); AUTH_OK is no error. */
 static void test_auth_map(void)
 {
     static const struct {

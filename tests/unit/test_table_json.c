@@ -1,11 +1,11 @@
-/* test_table_json.c - protocol/table_json.c: Create Table's TableName
+/* test_table_json.c - codec/table_json.c: Create Table's TableName
  * (first top-level member decides, other members ignored, the name kept
  * with its length so "\u0000" stays in it, 1 MiB of nesting refused). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/arena.h"
-#include "protocol/table_json.h"
+#include "codec/table_json.h"
 #include "tests/unit/tap.h"
 
 static struct arena *a;

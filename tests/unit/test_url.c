@@ -1,10 +1,10 @@
 /* test_url.c - percent-decoding, pchar encoding, entity paths and query
- * strings (protocol/url.c). */
+ * strings (codec/url.c). */
 #include <string.h>
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "protocol/url.h"
+#include "codec/url.h"
 #include "tests/unit/tap.h"
 
 static struct arena *A;

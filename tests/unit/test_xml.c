@@ -1,11 +1,11 @@
-/* test_xml.c - the strict XML reader and the escaping writer (protocol/xml.c). */
+/* test_xml.c - the strict XML reader and the escaping writer (codec/xml.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/arena.h"
 #include "core/buf.h"
-#include "protocol/xml.h"
+#include "codec/xml.h"
 #include "tests/unit/tap.h"
 
 static struct arena *A;

@@ -1,0 +1,491 @@
+/* ops_entities.c - Get, Insert, Update, Merge, upserts and Delete of one
+ * entity (SPEC 3.6-3.10, 7). Writes go through entity_prepare (every check
+ * and the resulting entity, nothing written), entity_commit (one Timestamp
+ * and one atomic apply for all prepared writes) and entity_respond, which
+ * $batch shares. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "codec/atom.h"
+#include "protocol/authlog.h"
+#include "protocol/ctx.h"
+#include "store/keys.h"
+#include "protocol/query.h"
+
+/* Times a write is prepared again after a racing write changed its entity
+ * between the read and the write (BACKEND_CONFLICT): each round re-reads
+ * and re-judges, so the answer is the one the new state gives. */
+#define ENTITY_WRITE_ROUNDS 8
+
+/* Parses If-Match / If-None-Match for a write (SPEC 7.3): present, "*",
+ * never (an empty value or a weak ETag this server never issues) or the
+ * ETag's Timestamp. */
+static enum terr parse_precond(struct req_ctx *c, struct store_precond *p)
+{
+    memset(p, 0, sizeof *p);
+    if (request_header(c->req, "If-None-Match"))
+        return TERR_InvalidInput;
+    size_t n = request_header_count(c->req, "If-Match");
+    if (n == 0)
+        return TERR_NONE;
+    if (n > 1)
+        return TERR_InvalidInput;
+    const char *v = request_header(c->req, "If-Match");
+    p->present = 1;
+    if (!*v) {
+        p->never = 1;
+        return TERR_NONE;
+    }
+    if (strcmp(v, "*") == 0) {
+        p->any = 1;
+        return TERR_NONE;
+    }
+    /* Any well-formed weak ETag is a condition (412 when it does not name
+     * the current version); anything else is not an ETag (400). A lower-
+     * case w/ is the same weak marker. */
+    size_t len = strlen(v);
+    if (!entity_etag_wellformed(v, len))
+        return TERR_InvalidInput;
+    char *w = arena_strndup(c->a, v, len);
+    w[0] = 'W';
+    if (entity_etag_parse(w, len, &p->ticks) != 0)
+        p->never = 1;
+    return TERR_NONE;
+}
+
+/* Validates the URL keys of c (SPEC 7.4). A forbidden character makes the
+ * URL unparsable for the service: InvalidInput "Bad Request - Error in
+ * query syntax." (SPEC 4.5), not the OutOfRangeInput of a body key. */
+static enum terr check_url_keys(struct req_ctx *c)
+{
+    enum terr e = entity_check_key(c->pk, c->pk_len);
+    if (!e && (e = entity_check_key(c->rk, c->rk_len)) == TERR_KeyValueTooLarge)
+        e = TERR_RowKeyValueTooLarge;
+    return e == TERR_OutOfRangeInput ? TERR_InvalidInputQuerySyntax : e;
+}
+
+/* Backend key of (t, pk, rk), in the arena. */
+static void entity_key(struct req_ctx *c, const struct table_info *t, const char *pk,
+                       size_t pk_len, const char *rk, size_t rk_len, const char **key,
+                       size_t *key_len)
+{
+    struct buf *b = c->kbuf;
+    buf_reset(b);
+    keys_entity(b, t->id, pk, pk_len, rk, rk_len);
+    *key = arena_strndup(c->a, b->data, b->len);
+    *key_len = b->len;
+}
+
+/* Adds the ETag header for ticks. The text of the last one is kept in the
+ * service: a batch's entities all share one Timestamp. */
+static void etag_header(struct req_ctx *c, int64_t ticks)
+{
+    struct service *svc = c->svc;
+    if (!svc->etag[0] || svc->etag_ticks != ticks) {
+        entity_etag(ticks, svc->etag);
+        svc->etag_ticks = ticks;
+        svc->etag_len = strlen(svc->etag);
+    }
+    response_header_ref(c->resp, "ETag", arena_strndup(c->a, svc->etag, svc->etag_len),
+                        svc->etag_len);
+}
+
+/* BASE/TABLE(PartitionKey='..',RowKey='..') in the arena; *len its length.
+ * Built in c->kbuf, which is free again once the key was copied. */
+static const char *entity_url(struct req_ctx *c, const struct table_info *t,
+                              const struct entity *e, size_t *len)
+{
+    struct buf *b = c->kbuf;
+    buf_reset(b);
+    buf_puts(b, c->base);
+    buf_putc(b, '/');
+    url_entity_path(b, t->name, e->pk, e->pk_len, e->rk, e->rk_len);
+    *len = b->len;
+    return arena_strndup(c->a, b->data, b->len);
+}
+
+/* Writes e as a single-entry body (Get Entity, Insert 201). */
+static void write_single(struct req_ctx *c, const struct table_info *t, const struct entity *e,
+                         const struct query_opts *q)
+{
+    if (c->atom) {
+        struct atom_ctx ac = {.base = c->base, .account = c->account->name, .table = t->name,
+                              .select = q ? q->select : NULL, .nselect = q ? q->nselect : 0};
+        atom_ctx_now(c->a, &ac);
+        reply_atom_content_type(c);
+        atom_write_entity(&c->resp->body, e, &ac, 1);
+        return;
+    }
+    /* odata.metadata, written at minimal and full metadata only. */
+    const char *md = NULL;
+    if (c->level != ODATA_NOMETADATA)
+        md = reply_metadata_url(
+            c, q && q->select_text
+                   ? arena_sprintf(c->a, "%s/@Element&$select=%s", t->name, q->select_text)
+                   : arena_sprintf(c->a, "%s/@Element", t->name));
+    struct entity_json_ctx jc = {
+        .level = c->level,
+        .base = c->base,
+        .account = c->account->name,
+        .table = t->name,
+        .metadata = md,
+        .select = q ? q->select : NULL,
+        .nselect = q ? q->nselect : 0,
+    };
+    reply_json_content_type(c);
+    entity_json_write(&c->resp->body, e, &jc);
+}
+
+/* A shared store's point read when this front end knows the table's id
+   from an earlier request: the table's row and the entity under the
+   guessed id read in one store call (one round trip on PostgreSQL), the
+   entity kept only if the row confirms the id. Returns the table lookup's
+   error (TERR_NONE with *t set), *found 1 with *e decoded, 0 absent,
+   GET_UNREAD when the guess was wrong (read the entity again under
+   (*t)->id), or a backend status. */
+enum { GET_UNREAD = 2 };
+static enum terr get_with_guess(struct req_ctx *c, uint64_t guess, const struct table_info **t,
+                                struct entity *e, int *found)
+{
+    struct table_info g = {.id = guess};
+    const char *key;
+    size_t kl;
+    entity_key(c, &g, c->pk, c->pk_len, c->rk, c->rk_len, &key, &kl);
+    void *val = NULL;
+    size_t vl = 0;
+    int got = 0;
+    int rc = service_table_with(c, t, key, kl, &val, &vl, &got);
+    if (rc != BACKEND_OK)
+        return rc == BACKEND_NOTFOUND ? TERR_TableNotFound : terr_from_backend(rc);
+    *found = GET_UNREAD;
+    if ((*t)->id != guess)
+        return TERR_NONE;
+    *found = got;
+    if (got && entity_decode(c->a, val, vl, e) != 0) {
+        log_error("corrupt entity value in the store");
+        *found = BACKEND_CORRUPT;
+    }
+    return TERR_NONE;
+}
+
+void op_get_entity(struct req_ctx *c)
+{
+    const struct table_info *t;
+    struct query_opts q = {0};
+    struct entity e = {0};
+    int found = GET_UNREAD;
+    uint64_t guess;
+    /* URL syntax first (SPEC 7.7 step 2), then the table. */
+    enum terr err = check_url_keys(c);
+    if (!err)
+        err = c->svc->shared && tables_guess(c->svc->tables, c->account->name, c->table,
+                                             c->table_len, &guess)
+                  ? get_with_guess(c, guess, &t, &e, &found)
+                  : ctx_table(c, &t);
+    if (!err)
+        err = query_opts_parse(c, QUERY_POINT, &q);
+    if (err) {
+        reply_error(c, err);
+        return;
+    }
+    if (found == GET_UNREAD) {
+        const char *key;
+        size_t kl;
+        entity_key(c, t, c->pk, c->pk_len, c->rk, c->rk_len, &key, &kl);
+        found = store_entity_get(c->svc->store, c->a, key, kl, &e);
+    }
+    if (found <= 0) {
+        reply_error(c, found < 0 ? terr_from_backend(found) : TERR_ResourceNotFound);
+        return;
+    }
+    e.pk = c->pk;
+    e.pk_len = c->pk_len;
+    e.rk = c->rk;
+    e.rk_len = c->rk_len;
+    c->resp->status = 200;
+    etag_header(c, e.timestamp);
+    write_single(c, t, &e, &q);
+}
+
+/* Keys named by the request: the body's for an insert, else the URL's. */
+static void prepare_keys(struct req_ctx *c, struct entity_write *w, const struct entity *body)
+{
+    if (c->op == OP_INSERT_ENTITY) {
+        w->e = *body;
+    } else {
+        /* The URL keys were checked before anything else. */
+        if (body)
+            w->e = *body;
+        /* The URL names the entity; body keys are ignored (SPEC 7.4). */
+        w->e.pk = c->pk;
+        w->e.pk_len = c->pk_len;
+        w->e.rk = c->rk;
+        w->e.rk_len = c->rk_len;
+    }
+}
+
+/* What op does to its entity, in the store's terms (its row's). */
+static enum store_intent entity_intent(enum op op)
+{
+    return optable_get(op)->intent;
+}
+
+/* The Table error of a store verdict (TERR_NONE: go on). */
+static enum terr entity_verdict(enum store_verdict v)
+{
+    switch (v) {
+    case STORE_EXISTS:
+        return TERR_EntityAlreadyExists;
+    case STORE_NOT_FOUND:
+        return TERR_ResourceNotFound;
+    case STORE_MISMATCH:
+        return TERR_UpdateConditionNotSatisfied;
+    case STORE_GO:
+        break;
+    }
+    return TERR_NONE;
+}
+
+enum terr entity_conflict_on(struct req_ctx *c, const struct entity_write *w, int found,
+                             const struct entity *cur)
+{
+    struct backend_cond cond;
+    return entity_verdict(store_judge(entity_intent(c->op), &w->pc, found,
+                                      found ? cur->timestamp : 0, store_shared(c->svc->store),
+                                      &cond));
+}
+
+enum terr entity_conflict(struct req_ctx *c, const struct entity_write *w)
+{
+    struct entity cur = {0};
+    int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
+    if (found < 0)
+        return terr_from_backend(found);
+    return entity_conflict_on(c, w, found, &cur);
+}
+
+enum terr entity_prepare_early(struct req_ctx *c, struct entity_write *w)
+{
+    memset(w, 0, sizeof *w);
+    w->op = c->op;
+    w->del = c->op == OP_DELETE_ENTITY;
+    /* URL keys are URL syntax: checked before the table and the body, so a
+     * key with a forbidden character in both answers as the URL's (SPEC
+     * 4.5, 7.7 step 2). */
+    enum terr err = c->op != OP_INSERT_ENTITY ? check_url_keys(c) : TERR_NONE;
+    if (err)
+        return err;
+    if (!(w->t = batch_table(c)) && (err = ctx_table(c, &w->t)))
+        return err;
+    struct entity body;
+    if (!w->del) {
+        struct entity_range range;
+        err = entity_json_parse_range(c->a, c->req->body ? c->req->body : "", c->req->body_len,
+                                      c->op == OP_INSERT_ENTITY ? ENTITY_PARSE_INSERT
+                                                                : ENTITY_PARSE_UPDATE,
+                                      &body, &range);
+        if (err == TERR_OutOfRangeInput && range.name) {
+            /* the service names the key or property and its value */
+            size_t len;
+            const char *msg = terr_range_message(c->a, range.name, range.name_len, range.value,
+                                                 range.value_len, &len);
+            reply_set_error_msg(c, err, msg, len);
+        }
+        if (err)
+            return err;
+    }
+    prepare_keys(c, w, w->del ? NULL : &body);
+    if (c->batch && (err = batch_check_entity(c, w)))
+        return err;
+    if (c->in_batch || c->op == OP_INSERT_ENTITY) {
+        /* A SAS key range can be checked only now (SPEC 8.5, 10.8). */
+        c->aop.pk = w->e.pk;
+        c->aop.pk_len = w->e.pk_len;
+        c->aop.rk = w->e.rk;
+        c->aop.rk_len = w->e.rk_len;
+        if ((err = authlog_authorize(c, &c->aop))) {
+            c->auth_failed = 1;
+            return err;
+        }
+    }
+    struct store_precond pc = {0};
+    if (c->op != OP_INSERT_ENTITY && (err = parse_precond(c, &pc)))
+        return err;
+    if (w->del && !pc.present) {
+        /* Inside a batch a DELETE without If-Match means "*" (SPEC 3.10). */
+        if (!c->in_batch)
+            return TERR_MissingRequiredHeader;
+        pc.present = pc.any = 1;
+    }
+
+    entity_key(c, w->t, w->e.pk, w->e.pk_len, w->e.rk, w->e.rk_len, &w->key, &w->key_len);
+    w->pc = pc;
+    /* An insert, or an update or delete under an If-Match that can match,
+     * writes without reading: the backend checks the expectation with the
+     * write (absent; present; the ETag's version), and only a write it
+     * refuses is read, to tell 409, 404 and 412 apart (entity_conflict).
+     * A batch of inserts is then one store call. Merges read what they
+     * merge into; upserts read whether they create (the advisor's). On a
+     * shared store "*" reads too: the new Timestamp must exceed the
+     * version it replaces (store.h), which only the ETag names. */
+    int shared = store_shared(c->svc->store);
+    if (c->op == OP_INSERT_ENTITY ||
+        ((c->op == OP_UPDATE_ENTITY || c->op == OP_DELETE_ENTITY) && pc.present && !pc.never &&
+         !(pc.any && shared))) {
+        w->blind = 1;
+        w->created = c->op == OP_INSERT_ENTITY;
+        w->cur_ticks = pc.present && !pc.any ? pc.ticks : 0;
+        store_judge_blind(entity_intent(c->op), &pc, &w->cond);
+        return TERR_NONE;
+    }
+    w->need_read = 1;
+    return TERR_NONE;
+}
+
+enum terr entity_judge(struct req_ctx *c, struct entity_write *w, int found, struct entity *cur)
+{
+    w->created = !found && !w->del;
+    w->cur_ticks = found ? cur->timestamp : 0;
+    enum terr verdict =
+        entity_verdict(store_judge(entity_intent(c->op), &w->pc, found, cur->timestamp,
+                                   store_shared(c->svc->store), &w->cond));
+    if (verdict || !found)
+        return verdict;
+    if ((c->op == OP_MERGE_ENTITY || c->op == OP_INSERT_OR_MERGE)) {
+        cur->pk = w->e.pk;
+        cur->pk_len = w->e.pk_len;
+        cur->rk = w->e.rk;
+        cur->rk_len = w->e.rk_len;
+        entity_merge(c->a, cur, &w->e);
+        enum terr err = entity_check_limits(cur);
+        if (err)
+            return err;
+        w->e = *cur;
+    }
+    return TERR_NONE;
+}
+
+enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
+{
+    enum terr err = entity_prepare_early(c, w);
+    if (err || !w->need_read)
+        return err;
+    struct entity cur = {0};
+    int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
+    if (found < 0)
+        return terr_from_backend(found);
+    return entity_judge(c, w, found, &cur);
+}
+
+int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *failed)
+{
+    struct service *svc = c->svc;
+    /* Every entity written together shares one Timestamp (SPEC 4.10),
+     * above the version of each entity it replaces; a deleted entity
+     * leaves no version to stay above (a re-created one starts from the
+     * clock, store.h). */
+    int64_t after = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!w[i].del && w[i].cur_ticks > after)
+            after = w[i].cur_ticks;
+    int64_t ts = store_next_timestamp(svc->store, after);
+    int checks = store_checks_needed(svc->store), any = 0;
+    struct backend_write *bw = arena_alloc(c->a, n * sizeof *bw);
+    struct backend_cond *cond = arena_alloc(c->a, n * sizeof *cond);
+    /* The values are encoded back to back into the request's c->vbuf;
+     * they are pointed at only once it has stopped growing. */
+    size_t *off = arena_alloc(c->a, n * sizeof *off);
+    struct buf *vb = c->vbuf;
+    buf_reset(vb);
+    for (size_t i = 0; i < n; i++) {
+        w[i].e.timestamp = ts;
+        off[i] = vb->len;
+        if (!w[i].del)
+            entity_encode(&w[i].e, vb);
+        w[i].val_len = vb->len - off[i];
+        /* a judgement made on a read needs checking only where the store
+           can change between the read and the write (store.h) */
+        cond[i] = w[i].blind || checks ? w[i].cond : (struct backend_cond){BACKEND_EXPECT_ANY, 0};
+        any |= cond[i].expect != BACKEND_EXPECT_ANY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].del) {
+            bw[i] = (struct backend_write){BACKEND_DELETE, w[i].key, w[i].key_len, NULL, 0};
+            continue;
+        }
+        w[i].val = vb->data + off[i];
+        bw[i] = (struct backend_write){BACKEND_PUT, w[i].key, w[i].key_len, w[i].val,
+                                       w[i].val_len};
+    }
+    int rc = service_apply(c, 1, bw, any ? cond : NULL, n, failed);
+    if (rc != 0)
+        return rc;
+    /* Applied: the versions it replaced (after) are confirmed now, read
+       from the store or checked by the backend as If-Match named them, so
+       the clock may go past them; a refused commit leaves it as it was. */
+    store_timestamp_applied(svc->store, ts);
+    if (svc->advisor)
+        service_advise_writes(c, w, n);
+    return 0;
+}
+
+void entity_respond(struct req_ctx *c, const struct entity_write *w)
+{
+    struct response *r = c->resp;
+    if (w->del) {
+        r->status = 204;
+        return;
+    }
+    if (w->op != OP_INSERT_ENTITY) {
+        r->status = 204;
+        etag_header(c, w->e.timestamp);
+        return;
+    }
+    size_t url_len;
+    const char *url = entity_url(c, w->t, &w->e, &url_len);
+    /* c->prefer is one of odata_prefer's literals */
+    if (c->prefer && strcmp(c->prefer, "return-no-content") == 0) {
+        r->status = 204;
+        etag_header(c, w->e.timestamp);
+        response_header_ref(r, "Location", url, url_len);
+        response_header_ref(r, "DataServiceId", url, url_len);
+        response_header_ref(r, "Preference-Applied", c->prefer, strlen(c->prefer));
+        return;
+    }
+    r->status = 201;
+    etag_header(c, w->e.timestamp);
+    response_header_ref(r, "Location", url, url_len);
+    if (c->prefer)
+        response_header_ref(r, "Preference-Applied", c->prefer, strlen(c->prefer));
+    write_single(c, w->t, &w->e, NULL);
+}
+
+void op_write(struct req_ctx *c)
+{
+    struct entity_write w;
+    for (int round = 0;; round++) {
+        enum terr err = entity_prepare(c, &w);
+        if (err) {
+            if (c->auth_failed)
+                reply_auth_error(c, err);
+            else
+                reply_error(c, err);
+            return;
+        }
+        int rc = entity_commit(c, &w, 1, NULL);
+        if (rc == 0)
+            break;
+        /* refused: the entity is not as the write expected (a blind write
+           learns why now; a judged one raced another write) */
+        if (rc == BACKEND_CONFLICT && (err = entity_conflict(c, &w))) {
+            reply_error(c, err);
+            return;
+        }
+        if (rc != BACKEND_CONFLICT || round + 1 >= ENTITY_WRITE_ROUNDS) {
+            reply_error(c, terr_from_backend(rc));
+            return;
+        }
+    }
+    entity_respond(c, &w);
+}

@@ -1,0 +1,237 @@
+/* ops_props.c - Get/Set Table Service Properties and Get Table Service
+ * Stats (SPEC 3.14-3.16, 11.1, 11.2).
+ *
+ * An account's properties are stored at keys_props(account) as the very
+ * document Get returns (canonical XML, so storing and loading reuse the
+ * reader and the writer). Every request with an Origin and every GET/HEAD
+ * needs the account's CORS rules (SPEC 11.4), so decoded properties are
+ * cached here, one slot per account; Set writes the backend, then drops
+ * the slot so the next use reloads it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "protocol/ops/ops_props.h"
+#include "protocol/ctx.h"
+#include "codec/edm.h"
+#include "store/keys.h"
+#include "codec/props.h"
+#include "codec/xml.h"
+
+#define PROPS_MAX_BODY (64u << 10)
+/* One cached account. */
+struct props_slot {
+    char account[64];
+    int loaded;
+    uint64_t loaded_us;         /* when (monotonic): shared stores reload */
+    struct props p;
+    char *pool;                 /* malloc'd: the CORS strings of p */
+};
+
+/* The cache belongs to one service; a different service resets it. */
+static struct {
+    const struct service *svc;
+    struct props_slot slot[CONFIG_MAX_ACCOUNTS];
+} cache;
+
+/* Copies the CORS strings of p into one malloc'd pool owned by the slot. */
+static void slot_keep(struct props_slot *s, const struct props *p)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < p->cors.n; i++) {
+        const struct cors_rule *r = &p->cors.r[i];
+        total += strlen(r->origins) + strlen(r->methods) + strlen(r->allowed_headers) +
+                 strlen(r->exposed_headers) + 4;
+    }
+    s->p = *p;
+    s->pool = total ? malloc(total) : NULL;
+    if (total && !s->pool)
+        abort();
+    char *q = s->pool;
+    for (size_t i = 0; i < p->cors.n; i++) {
+        const char **f[4] = {&s->p.cors.r[i].origins, &s->p.cors.r[i].methods,
+                             &s->p.cors.r[i].allowed_headers, &s->p.cors.r[i].exposed_headers};
+        for (int k = 0; k < 4; k++) {
+            size_t l = strlen(*f[k]) + 1;
+            memcpy(q, *f[k], l);
+            *f[k] = q;
+            q += l;
+        }
+    }
+    s->loaded = 1;
+}
+
+static void slot_drop(struct props_slot *s)
+{
+    free(s->pool);
+    memset(s, 0, sizeof *s);
+}
+
+/* Reads the stored properties of account from the backend into *p
+ * (defaults when none are stored or the stored ones are unreadable). */
+static void props_read(struct service *svc, struct arena *a, const char *account, struct props *p)
+{
+    memset(p, 0, sizeof *p);
+    struct buf key;
+    buf_init(&key);
+    keys_props(&key, account);
+    const void *borrowed = NULL;
+    size_t vl = 0;
+    char err[256] = "";
+    int rc = kv_get(svc->kv, key.data, key.len, &borrowed, &vl, err, sizeof err);
+    buf_free(&key);
+    if (rc == BACKEND_NOTFOUND)
+        return;
+    if (rc != BACKEND_OK) {
+        log_error("reading service properties of %s: %s", account, err);
+        return;
+    }
+    char *val = arena_alloc(a, vl ? vl : 1);   /* parsed strings point into it */
+    memcpy(val, borrowed, vl);
+    unsigned present;
+    struct props tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if (props_parse(a, val, vl, &tmp, &present) != TERR_NONE || present != P_ALL)
+        log_error("stored service properties of %s are unreadable; using defaults", account);
+    else
+        *p = tmp;
+}
+
+/* How long a front end on a shared store trusts its cached properties:
+ * another front end may have set them (DESIGN: service properties are
+ * read on every CORS request, so not a read per request). */
+#define PROPS_SHARED_TTL_US 1000000u
+
+/* The cached properties of account, loading them when needed (on a
+ * shared store again once they are PROPS_SHARED_TTL_US old). */
+static const struct props *props_get(struct service *svc, const char *account)
+{
+    if (cache.svc != svc) {
+        for (size_t i = 0; i < CONFIG_MAX_ACCOUNTS; i++)
+            slot_drop(&cache.slot[i]);
+        cache.svc = svc;
+    }
+    struct props_slot *free_slot = NULL;
+    for (size_t i = 0; i < CONFIG_MAX_ACCOUNTS; i++) {
+        struct props_slot *s = &cache.slot[i];
+        if (s->loaded && strcmp(s->account, account) == 0) {
+            if (!svc->shared || clock_mono_us() - s->loaded_us < PROPS_SHARED_TTL_US)
+                return &s->p;
+            slot_drop(s);
+        }
+        if (!s->loaded && !free_slot)
+            free_slot = s;
+    }
+    if (!free_slot) { /* more accounts than configured: should not happen */
+        free_slot = &cache.slot[0];
+        slot_drop(free_slot);
+    }
+    struct arena *a = arena_new(8192);
+    struct props p;
+    props_read(svc, a, account, &p);
+    /* another request may have filled the slot while this one waited */
+    if (free_slot->loaded)
+        slot_drop(free_slot);
+    snprintf(free_slot->account, sizeof free_slot->account, "%s", account);
+    slot_keep(free_slot, &p);
+    free_slot->loaded_us = clock_mono_us();
+    arena_free(a);
+    return &free_slot->p;
+}
+
+/* Forgets the cached properties of account. */
+static void props_forget(const char *account)
+{
+    for (size_t i = 0; i < CONFIG_MAX_ACCOUNTS; i++)
+        if (cache.slot[i].loaded && strcmp(cache.slot[i].account, account) == 0)
+            slot_drop(&cache.slot[i]);
+}
+
+int props_put_stored(struct req_ctx *c, const char *account, const char *doc, size_t len)
+{
+    struct buf k;
+    buf_init(&k);
+    keys_props(&k, account);
+    struct backend_write w = {BACKEND_PUT, k.data, k.len, doc, len};
+    int rc = service_apply(c, 0, &w, NULL, 1, NULL);
+    props_forget(account);
+    buf_free(&k);
+    return rc;
+}
+
+const struct cors_rules *props_cors_rules(struct service *svc, const char *account)
+{
+    return &props_get(svc, account)->cors;
+}
+
+void op_get_service_properties(struct req_ctx *c)
+{
+    const struct props *p = props_get(c->svc, c->account->name);
+    c->resp->status = 200;
+    response_header(c->resp, "Content-Type", "application/xml");
+    props_write(p, &c->resp->body);
+}
+
+void op_set_service_properties(struct req_ctx *c)
+{
+    struct service *svc = c->svc;
+    const struct request *req = c->req;
+    if (req->body_len > PROPS_MAX_BODY) {
+        reply_error(c, TERR_RequestBodyTooLarge);
+        return;
+    }
+    struct props in, merged;
+    unsigned present;
+    memset(&in, 0, sizeof in);
+    enum terr e = props_parse(c->a, req->body ? req->body : "", req->body_len, &in, &present);
+    if (e) {
+        reply_error(c, e);
+        c->resp->reason = terr_info(e)->message;
+        return;
+    }
+    merged = *props_get(svc, c->account->name);
+    if (present & P_LOGGING)
+        merged.log = in.log;
+    if (present & P_HOUR)
+        merged.hour = in.hour;
+    if (present & P_MINUTE)
+        merged.minute = in.minute;
+    if (present & P_CORS)
+        merged.cors = in.cors;
+    buf_reset(c->kbuf);
+    buf_reset(c->vbuf);
+    keys_props(c->kbuf, c->account->name);
+    props_write(&merged, c->vbuf);
+    struct backend_write w = {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data,
+                              c->vbuf->len};
+    int rc = service_apply(c, 0, &w, NULL, 1, NULL);
+    props_forget(c->account->name);
+    if (rc != 0) {
+        reply_error(c, terr_from_backend(rc));
+        return;
+    }
+    c->resp->status = 202;
+}
+
+void op_get_service_stats(struct req_ctx *c)
+{
+    if (!c->secondary) {
+        reply_error(c, TERR_InvalidQueryParameterValue);
+        return;
+    }
+    char date[40];
+    edm_rfc1123_format((int64_t)((edm_now_ticks() - EDM_UNIX_EPOCH_TICKS) / EDM_TICKS_PER_SECOND),
+                       date);
+    struct buf *b = &c->resp->body;
+    c->resp->status = 200;
+    response_header(c->resp, "Content-Type", "application/xml");
+    buf_puts(b, XML_DECL);
+    xml_open(b, "StorageServiceStats");
+    xml_open(b, "GeoReplication");
+    xml_put_elem(b, "Status", "live");
+    xml_put_elem(b, "LastSyncTime", date);
+    xml_close(b, "GeoReplication");
+    xml_close(b, "StorageServiceStats");
+}
