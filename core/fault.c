@@ -469,3 +469,10 @@ int fault_decide(struct fault_set *fs, const struct fault_request *q, struct fau
     out->rule = best->name;
     return out->kind != FAULT_NONE || out->delay_ms > 0;
 }
+
+void fault_render_metrics(void *arg, struct buf *b)
+{
+    buf_puts(b, "# HELP tabled_fault_rules Fault injection rules in force.\n"
+                "# TYPE tabled_fault_rules gauge\n");
+    buf_printf(b, "tabled_fault_rules %zu\n", fault_count(arg));
+}

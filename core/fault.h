@@ -110,6 +110,9 @@ int fault_put(struct fault_set *fs, const struct fault_rule *r);
 int fault_delete(struct fault_set *fs, const char *name);
 void fault_clear(struct fault_set *fs);
 size_t fault_count(const struct fault_set *fs);
+/* Appends the fault rules' gauge (rules in force) in Prometheus text
+ * format; arg is a struct fault_set (for metrics_add_series). */
+void fault_render_metrics(void *arg, struct buf *out);
 const struct fault_rule *fault_get(const struct fault_set *fs, size_t i);
 /* Appends {"rules":[...]} */
 void fault_set_json(const struct fault_set *fs, struct buf *out);

@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/fault.h"
-#include "core/throttle.h"
 
 /* Upper bounds of the histogram buckets, in microseconds, and as printed. */
 static const uint64_t bound_us[METRICS_BUCKETS] = {
@@ -74,6 +72,13 @@ void metrics_request(struct metrics *m, unsigned op, const char *name, int statu
     if (i < METRICS_MAX_STATUS)
         o->status[i].n++;
     metrics_hist_observe(&o->latency, micros);
+}
+
+void metrics_add_series(struct metrics *m, void (*render)(void *arg, struct buf *out),
+                        void *arg)
+{
+    if (m && m->nmore < METRICS_MAX_MORE)
+        m->more[m->nmore++] = (typeof(m->more[0])){render, arg};
 }
 
 void metrics_throttled(struct metrics *m, unsigned account, enum metrics_scope scope)
@@ -273,18 +278,6 @@ void metrics_render(const struct metrics *m, struct buf *b)
     buf_printf(b, "tabled_open_connections %lld\n", (long long)m->open_conns);
     family(b, "tabled_connections_total", "counter", "Client connections accepted.");
     buf_printf(b, "tabled_connections_total %llu\n", (unsigned long long)m->conns_total);
-    if (m->throttle) {
-        family(b, "tabled_throttle_partition_buckets", "gauge",
-               "Partitions holding a token bucket that is not full.");
-        buf_printf(b, "tabled_throttle_partition_buckets %zu\n", throttle_partitions(m->throttle));
-        family(b, "tabled_throttle_table_bytes", "gauge",
-               "Memory of the partition bucket table.");
-        buf_printf(b, "tabled_throttle_table_bytes %zu\n", throttle_table_bytes(m->throttle));
-    }
-    if (m->faults_set) {
-        family(b, "tabled_fault_rules", "gauge", "Fault injection rules in force.");
-        buf_printf(b, "tabled_fault_rules %zu\n", fault_count(m->faults_set));
-    }
     family(b, "tabled_purge_tables", "gauge",
            "Deleted tables whose entities are still being removed.");
     buf_printf(b, "tabled_purge_tables %lld\n", (long long)m->purge_tables);
@@ -294,6 +287,6 @@ void metrics_render(const struct metrics *m, struct buf *b)
     family(b, "tabled_store_writable", "gauge",
            "0 while writes to the store fail (disk full, I/O error) and are retried.");
     buf_printf(b, "tabled_store_writable %d\n", !m->store_failed);
-    if (m->render_more)
-        m->render_more(m->render_more_arg, b);
+    for (size_t i = 0; i < m->nmore; i++)
+        m->more[i].render(m->more[i].arg, b);
 }

@@ -61,8 +61,9 @@ struct metrics_op {
     struct metrics_hist latency;
 };
 
-struct throttle;
-struct fault_set;
+
+/* Modules that append series of their own. */
+#define METRICS_MAX_MORE 4
 
 struct metrics {
     const struct account_cfg *accounts;  /* the accounts' names (labels) */
@@ -75,11 +76,13 @@ struct metrics {
     struct metrics_hist apply, sync;
     int64_t open_conns;
     uint64_t conns_total;
-    const struct throttle *throttle;   /* optional, for its gauges */
-    const struct fault_set *faults_set;/* optional */
-    /* optional: appends more series (the partition advisor's) */
-    void (*render_more)(void *arg, struct buf *out);
-    void *render_more_arg;
+    /* more series, from modules above this one (throttle and fault rules'
+       gauges, the partition advisor's): metrics_add_series */
+    struct {
+        void (*render)(void *arg, struct buf *out);
+        void *arg;
+    } more[METRICS_MAX_MORE];
+    size_t nmore;
     int64_t purge_tables;          /* deleted tables being purged */
     uint64_t purged_entities;
     int store_failed;              /* 1: writes fail (disk full, I/O error);
@@ -91,6 +94,11 @@ struct metrics {
  * CONFIG_MAX_ACCOUNTS; the array must outlive the metrics). */
 struct metrics *metrics_new(const struct account_cfg *accounts, size_t n);
 void metrics_free(struct metrics *m);
+/* Appends render(arg, out)'s series to every rendering (its "# HELP" and
+ * "# TYPE" lines included), after the metrics' own; at most
+ * METRICS_MAX_MORE. */
+void metrics_add_series(struct metrics *m, void (*render)(void *arg, struct buf *out),
+                        void *arg);
 
 /* One answered request: op < METRICS_MAX_OPS, name a static string. */
 void metrics_request(struct metrics *m, unsigned op, const char *name, int status,

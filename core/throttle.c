@@ -11,6 +11,8 @@
  * are no tombstones and a lookup stops at the first empty slot. */
 #include "core/throttle.h"
 
+#include "core/buf.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -457,4 +459,15 @@ size_t throttle_partitions(const struct throttle *t)
 size_t throttle_table_bytes(const struct throttle *t)
 {
     return t->cap * sizeof(struct slot);
+}
+
+void throttle_render_metrics(void *arg, struct buf *b)
+{
+    const struct throttle *t = arg;
+    buf_puts(b, "# HELP tabled_throttle_partition_buckets Partitions holding a token bucket "
+                "that is not full.\n# TYPE tabled_throttle_partition_buckets gauge\n");
+    buf_printf(b, "tabled_throttle_partition_buckets %zu\n", throttle_partitions(t));
+    buf_puts(b, "# HELP tabled_throttle_table_bytes Memory of the partition bucket table.\n"
+                "# TYPE tabled_throttle_table_bytes gauge\n");
+    buf_printf(b, "tabled_throttle_table_bytes %zu\n", throttle_table_bytes(t));
 }

@@ -90,6 +90,11 @@ double throttle_account_tokens(struct throttle *t, unsigned account, uint64_t no
 
 /* Partition buckets currently held, and the bytes of their table. */
 size_t throttle_partitions(const struct throttle *t);
+/* Appends the throttle's gauges in Prometheus text format (buckets in use,
+ * the bucket table's memory); arg is a struct throttle (for
+ * metrics_add_series). */
+struct buf;
+void throttle_render_metrics(void *arg, struct buf *out);
 size_t throttle_table_bytes(const struct throttle *t);
 
 #endif

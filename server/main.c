@@ -606,16 +606,17 @@ int main(int argc, char **argv)
     }
     if (cfg.admin_port >= 0) {
         metrics = metrics_new(cfg.accounts, cfg.naccounts);
-        metrics->throttle = throttle;
-        metrics->faults_set = faults;
+        if (throttle)
+            metrics_add_series(metrics, throttle_render_metrics, throttle);
+        if (faults)
+            metrics_add_series(metrics, fault_render_metrics, faults);
         admin = admin_new(metrics, faults);
         admin_set_access(admin, &cfg);
         /* the partition advisor: always on with the admin listener */
         advisor = advisor_new(&alim, clock_mono_us());
         for (size_t i = 0; i < cfg.naccounts; i++)
             advisor_name_account(advisor, (unsigned)i, cfg.accounts[i].name);
-        metrics->render_more = advisor_render_metrics;
-        metrics->render_more_arg = advisor;
+        metrics_add_series(metrics, advisor_render_metrics, advisor);
         admin_set_advisor(admin, advisor);
     }
     rc = kv_open(ops, &bopt, &kv, err, sizeof err);

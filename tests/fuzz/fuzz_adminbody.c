@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         arena = arena_new(4096);
         struct metrics *m = metrics_new(cfg.accounts, cfg.naccounts);
         faults = fault_set_new(1);
-        m->faults_set = faults;
+        metrics_add_series(m, fault_render_metrics, faults);
         adm = admin_new(m, faults);
     }
     if (size == 0)

@@ -259,7 +259,7 @@ int main(void)
     arena = arena_new(4096);
     struct metrics *m = metrics_new(cfg.accounts, cfg.naccounts);
     struct fault_set *fs = fault_set_new(1);
-    m->faults_set = fs;
+    metrics_add_series(m, fault_render_metrics, fs);
     adm = admin_new(m, fs);
     response_init(&resp, arena);
 

@@ -84,7 +84,7 @@ int main(void)
     struct throttle_limits lim = {1, 1, 1, 1};
     unsigned char seed[16] = {0};
     struct throttle *th = throttle_new(&lim, 2, seed);
-    m->throttle = th;
+    metrics_add_series(m, throttle_render_metrics, th);
     buf_reset(&b);
     metrics_render(m, &b);
     t = b.data;
