@@ -98,12 +98,12 @@ struct config {
     size_t nadmin_allowed_hosts;
 
     /* partition advisor thresholds: --advisor NAME=VALUE (repeatable),
-     * checked by main.c through core/advisor.c (advisor_limit_set) */
+     * checked by main.c through advisor/advisor.c (advisor_limit_set) */
     char advisor_options[CONFIG_MAX_ADVISOR_OPTIONS][64];
     size_t nadvisor_options;
 
     /* fault injection: [fault NAME] sections and --fault flags, applied by
-     * main.c through core/fault.c (which checks them) */
+     * main.c through guard/fault.c (which checks them) */
     unsigned long long fault_seed;  /* 0 = random */
     struct config_fault_item faults[CONFIG_MAX_FAULT_ITEMS];
     size_t nfaults;

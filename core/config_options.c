@@ -18,7 +18,7 @@
 
 #include "core/errfmt.h"
 
-/* Records one setting of fault rule `rule` (checked by core/fault.c when
+/* Records one setting of fault rule `rule` (checked by guard/fault.c when
  * main.c builds the rules). */
 int config_add_fault_item(struct config *cfg, const char *rule, const char *key,
                           const char *value, int line, char *err, size_t errlen)

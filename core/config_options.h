@@ -10,7 +10,7 @@
 extern const struct opt config_options[];
 extern const size_t config_noptions;
 
-/* Records one setting of fault rule `rule` (checked by core/fault.c when
+/* Records one setting of fault rule `rule` (checked by guard/fault.c when
  * main.c builds the rules); line is the config file line, 0 for a flag. */
 int config_add_fault_item(struct config *cfg, const char *rule, const char *key,
                           const char *value, int line, char *err, size_t errlen);

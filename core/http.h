@@ -107,7 +107,7 @@ struct response {
     struct buf body;
     int close;                /* close the connection after writing */
     int no_body;              /* HEAD: send headers (with Content-Length) only */
-    /* Fault injection (core/fault.h): the wing sends the answer delay_ms late
+    /* Fault injection (guard/fault.h): the wing sends the answer delay_ms late
      * without blocking the loop (later requests of the connection wait
      * behind it), or with reset set sends nothing and resets the
      * connection (RST). */

@@ -16,7 +16,7 @@
  *   tabled_open_connections, tabled_connections_total  gauge, counter
  *   tabled_throttle_partition_buckets, ..._bytes       gauges (when throttling)
  *   tabled_fault_rules                                 gauge
- *   tabled_advisor_*  (render_more: core/advisor.h)     gauges
+ *   tabled_advisor_*  (render_more: advisor/advisor.h)     gauges
  *   tabled_purge_tables, tabled_purged_entities_total  gauge, counter (deleted
  *                                                      tables whose entities
  *                                                      are still being removed)

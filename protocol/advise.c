@@ -1,10 +1,10 @@
 /* advise.c - what the Table service tells the partition advisor
- * (core/advisor.h) about each answered entity operation: the table, the
+ * (advisor/advisor.h) about each answered entity operation: the table, the
  * partition, and for queries the shape the filter planner found. Called
  * only when svc->advisor is set (the admin listener is on). */
 #include <string.h>
 
-#include "core/advisor.h"
+#include "advisor/advisor.h"
 #include "core/clock.h"
 #include "protocol/ctx.h"
 #include "filter/filter.h"

@@ -8,8 +8,8 @@
 #ifndef TABLED_OPTABLE_H
 #define TABLED_OPTABLE_H
 #include "auth/auth.h"
-#include "core/advisor.h"
-#include "core/fault.h"
+#include "advisor/advisor.h"
+#include "guard/fault.h"
 #include "core/http.h"
 #include "codec/errors.h"
 #include "store/store.h"

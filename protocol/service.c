@@ -11,13 +11,13 @@
 
 #include "core/clock.h"
 #include "core/coro.h"
-#include "core/fault.h"
+#include "guard/fault.h"
 #include "core/heap.h"
 #include "core/jsonpeek.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/rand.h"
-#include "core/throttle.h"
+#include "guard/throttle.h"
 #include "codec/acl.h"
 #include "protocol/authlog.h"
 #include "protocol/ctx.h"
@@ -390,8 +390,8 @@ static enum terr authenticate(struct req_ctx *c)
     return terr_from_auth(s);
 }
 
-/* ---- throttling and fault injection (SPEC 13.2, core/throttle.h,
- * core/fault.h) ----
+/* ---- throttling and fault injection (SPEC 13.2, guard/throttle.h,
+ * guard/fault.h) ----
  *
  * Every operation is admitted right after authentication and content
  * negotiation, before any work: one token of its partition bucket (entity

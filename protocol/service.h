@@ -75,7 +75,7 @@ struct metrics;
 int service_attach(struct service *svc, struct throttle *t, struct fault_set *f,
                    struct metrics *m, char *err, size_t errlen);
 
-/* Turns on the partition advisor (core/advisor.h; not owned, NULL = off):
+/* Turns on the partition advisor (advisor/advisor.h; not owned, NULL = off):
  * every answered entity operation is then recorded there. */
 struct advisor;
 void service_attach_advisor(struct service *svc, struct advisor *adv);

@@ -10,7 +10,7 @@
 #include "server/admin_access.h"
 #include "server/advisor_http.h"
 #include "core/coding.h"
-#include "core/fault.h"
+#include "guard/fault.h"
 #include "core/jsonwalk.h"
 #include "core/log.h"
 #include "core/metrics.h"

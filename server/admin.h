@@ -27,7 +27,7 @@
  *                             first) written into the store, once
  *                             admin_set_import() gave a consumer
  *                             (protocol/ops/ops_import.c; JSON answer)
- * A rule object uses the keys of core/fault.h ("busy", "timeout",
+ * A rule object uses the keys of guard/fault.h ("busy", "timeout",
  * "timeout_delay_ms", "latency_ms", "table", ...); numbers, strings and
  * booleans are accepted, and the counters GET shows ("matched",
  * "injected") are ignored, so a GET answer can be PUT back. Errors answer

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "core/advisor.h"
+#include "advisor/advisor.h"
 #include "core/clock.h"
 
 /* advisor_dashboard_html[]: the page, generated from server/dashboard.html. */

@@ -37,7 +37,7 @@
  * had come at once (group commit, injected delay, keep-alive) and parses
  * on.
  *
- * Injected faults (core/fault.h): an answer with delay_ms goes into
+ * Injected faults (guard/fault.h): an answer with delay_ms goes into
  * c->pending like a held one, and the connection stops parsing and reading
  * until a per-connection timer releases it, so the loop never waits; an
  * answer with reset is dropped and the socket closed with SO_LINGER 0,

@@ -14,7 +14,7 @@
 
 #include <openssl/crypto.h>
 
-#include "core/advisor.h"
+#include "advisor/advisor.h"
 #include "core/config_options.h"
 #include "core/log.h"
 #include "server/admin.h"

@@ -17,7 +17,7 @@
  * The admin listener (--admin-port) is a third socket with a handler of
  * its own (server/admin.c), never the table handler. A
  * one-second timer reclaims the token buckets of idle partitions
- * (core/throttle.h) so their memory is returned even without traffic.
+ * (guard/throttle.h) so their memory is returned even without traffic.
  *
  * Extra listeners (server_listen_extra) are sockets whose connections are
  * answered by a handler of their own (azurite's Blob and Queue ports);
@@ -43,7 +43,7 @@
 #include "server/admin.h"
 #include "server/conn.h"
 #include "core/log.h"
-#include "core/throttle.h"
+#include "guard/throttle.h"
 #include "server/tls.h"
 
 #define SERVER_BACKLOG 1024

@@ -11,7 +11,7 @@
 #include "server/admin.h"
 #include "core/arena.h"
 #include "core/config.h"
-#include "core/fault.h"
+#include "guard/fault.h"
 #include "core/log.h"
 #include "core/metrics.h"
 

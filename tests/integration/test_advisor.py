@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Integration test: the partition advisor (core/advisor.h) end to end.
+"""Integration test: the partition advisor (advisor/advisor.h) end to end.
 
 Synthetic workloads driven through the Python SDK (azure-data-tables) each
 produce one pattern of the service's scalability guidance, and GET /advisor

@@ -7,10 +7,13 @@
      store/     core/, backends/backend.h, backends/checks.h (the installed
                 interface headers), store/
      auth/      core/, auth/
+     guard/     core/, guard/ (throttling and fault rules: a peer of auth/)
+     advisor/   core/, advisor/ (the partition advisor)
      codec/     core/, store/, auth/, backends/backend.h, codec/ (the wire
                 formats: no request context)
      filter/    core/, store/, codec/, filter/ (the $filter engine)
-     protocol/  core/, auth/, store/, backends/backend.h, codec/, filter/,
+     protocol/  core/, auth/, guard/, advisor/, store/, backends/backend.h,
+                codec/, filter/,
                 protocol/ (the pipeline, and protocol/ops/)
      tools/     core/, backends/, store/, codec/, tools/ (files and the
                 admin listener's HTTP: never the request pipeline)
@@ -34,7 +37,8 @@ import sys
 
 SRC = os.environ.get("TOP_SRCDIR", ".")
 BUILD = os.environ.get("TOP_BUILDDIR", ".")
-MODULES = ["core", "backends", "store", "auth", "codec", "filter", "protocol", "tools", "server"]
+MODULES = ["core", "guard", "advisor", "backends", "store", "auth", "codec", "filter", "protocol",
+           "tools", "server"]
 COMPOSITION_ROOT = "server/main"
 
 n = 0
@@ -66,10 +70,13 @@ def allowed(frm_module, frm_path, target):
         "store": lambda: top in ("core", "store") or target in ("backends/backend.h",
                                                                 "backends/checks.h"),
         "auth": lambda: top in ("core", "auth"),
+        "guard": lambda: top in ("core", "guard"),
+        "advisor": lambda: top in ("core", "advisor"),
         "codec": lambda: top in ("core", "store", "auth", "codec")
         or target.startswith("backends/backend.h"),
         "filter": lambda: top in ("core", "store", "codec", "filter"),
-        "protocol": lambda: top in ("core", "auth", "store", "codec", "filter", "protocol")
+        "protocol": lambda: top in ("core", "auth", "guard", "advisor", "store", "codec", "filter",
+                                    "protocol")
         or target.startswith("backends/backend.h"),
         "tools": lambda: top in ("core", "backends", "store", "codec", "tools"),
         "server": lambda: top not in ("protocol", "tools"),

@@ -206,7 +206,7 @@ for tag, body in man_entries(man5):
 check(not bad, "tabled.conf(5) states the same defaults as --help", bad)
 
 # the advisor's thresholds: tabled(1) names each with the default of its row
-# (`tabled --advisor help`, core/advisor_limits.c), and no other
+# (`tabled --advisor help`, advisor/advisor_limits.c), and no other
 rows = subprocess.run([TABLED, "--advisor", "help"], capture_output=True, text=True,
                       timeout=60).stdout
 row_defaults = dict(re.findall(r"^  ([a-z-]+) .*\(default ([^;]+);", rows, re.M))

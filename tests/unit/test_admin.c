@@ -9,7 +9,7 @@
 #include "server/admin.h"
 #include "core/arena.h"
 #include "core/config.h"
-#include "core/fault.h"
+#include "guard/fault.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "tests/unit/tap.h"

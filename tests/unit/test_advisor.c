@@ -1,4 +1,4 @@
-/* test_advisor.c - the partition advisor (core/advisor.h) driven directly
+/* test_advisor.c - the partition advisor (advisor/advisor.h) driven directly
  * with synthetic workloads and a synthetic clock: each pattern gives its
  * finding naming the right table and partition, a well-spread workload
  * gives none, thresholds apply, the JSON is well formed, and memory stays
@@ -9,7 +9,7 @@
 
 #include <yajl/yajl_tree.h>
 
-#include "core/advisor.h"
+#include "advisor/advisor.h"
 #include "tap.h"
 
 /* Stated cap of the advisor's memory (README "Partition advisor"). */

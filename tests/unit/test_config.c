@@ -564,7 +564,7 @@ static void test_strict_versions(void)
 }
 
 /* --advisor NAME=VALUE: repeatable, kept in order for main.c (which checks
- * the names and values through core/advisor.c), also from the file. */
+ * the names and values through advisor/advisor.c), also from the file. */
 static void test_advisor_options(void)
 {
     struct config cfg;

@@ -1,11 +1,11 @@
-/* test_fault.c - fault injection rules of core/fault.c: the key = value
+/* test_fault.c - fault injection rules of guard/fault.c: the key = value
  * vocabulary, matching and specificity, operation classes, deterministic
  * every/count, probabilities with a fixed seed, latency and timeouts, the
  * JSON form. */
 #include <stdio.h>
 #include <string.h>
 
-#include "core/fault.h"
+#include "guard/fault.h"
 #include "tests/unit/tap.h"
 
 static char err[256];

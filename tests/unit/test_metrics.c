@@ -5,7 +5,7 @@
 
 #include "core/config.h"
 #include "core/metrics.h"
-#include "core/throttle.h"
+#include "guard/throttle.h"
 #include "tests/unit/tap.h"
 
 /* 1 when line (a whole line, without its newline) occurs in text. */

@@ -1,11 +1,11 @@
-/* test_throttle.c - the token buckets of core/throttle.c with an injected
+/* test_throttle.c - the token buckets of guard/throttle.c with an injected
  * clock (microseconds passed by hand): refill, burst, deficits, costs above
  * the burst, the account bucket, key identity, and reclamation of idle
  * partitions. Nothing here sleeps. */
 #include <stdio.h>
 #include <string.h>
 
-#include "core/throttle.h"
+#include "guard/throttle.h"
 #include "tests/unit/tap.h"
 
 static const unsigned char seed[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};

@@ -2,7 +2,7 @@
  * (core/options.h): name, field, default, range and meaning in one row
  * each, read by the defaults, by `--advisor NAME=VALUE`, by GET
  * /advisor's "thresholds" and by `tabled --advisor help`. */
-#include "core/advisor_int.h"
+#include "advisor/advisor_int.h"
 
 #include <stddef.h>
 #include <stdio.h>

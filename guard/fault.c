@@ -1,5 +1,5 @@
 /* fault.c - fault injection rules (see fault.h). */
-#include "core/fault.h"
+#include "guard/fault.h"
 
 #include <ctype.h>
 #include <errno.h>

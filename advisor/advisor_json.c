@@ -1,7 +1,7 @@
 /* advisor_json.c - GET /advisor's JSON document and the advisor's
  * Prometheus series (see advisor.h; the schema is in README "Partition
  * advisor"). */
-#include "core/advisor_int.h"
+#include "advisor/advisor_int.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -77,7 +77,7 @@ enum advisor_kind {
 };
 
 /* Thresholds; their names, defaults and ranges are the rows of
- * core/advisor_limits.c. */
+ * advisor/advisor_limits.c. */
 struct advisor_limits {
     double interval_s;          /* sample interval, default 5 */
     double target;              /* entities/s per partition, default 2000 */

@@ -9,7 +9,7 @@
  * {h0, h1, tokens, stamp}; (h0, h1) == (0, 0) marks an empty slot (h1 always
  * has its low bit set). Deletion shifts the following run back, so there
  * are no tombstones and a lookup stops at the first empty slot. */
-#include "core/throttle.h"
+#include "guard/throttle.h"
 
 #include "core/buf.h"
 

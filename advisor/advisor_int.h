@@ -3,7 +3,7 @@
  * (GET /advisor and the metrics). Not for other modules. */
 #ifndef TABLED_ADVISOR_INT_H
 #define TABLED_ADVISOR_INT_H
-#include "core/advisor.h"
+#include "advisor/advisor.h"
 
 #define ADVISOR_BUCKETS (2 * ADVISOR_SKETCH)  /* hash chains of the sketch */
 #define ADVISOR_HLL 1024                       /* HyperLogLog registers */

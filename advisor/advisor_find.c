@@ -2,7 +2,7 @@
  * service's scalability guidance checked against the counts of advisor.c,
  * with its evidence, the reason in the service's terms and the fix the
  * guidance suggests (see advisor.h). */
-#include "core/advisor_int.h"
+#include "advisor/advisor_int.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* advisor.c - the partition advisor's collection: tables, the partition
  * sketch, key order, intervals (see advisor.h). */
-#include "core/advisor_int.h"
+#include "advisor/advisor_int.h"
 
 #include <ctype.h>
 #include <errno.h>
