@@ -244,7 +244,17 @@ struct auth_ctx {
     /* 1 when v (NUL-terminated) is a service version the server knows
      * (SPEC 12.1); NULL: any well-formed YYYY-MM-DD is accepted. */
     int (*version_known)(const char *v);
+    /* What this context has verified or computed before (account SAS
+     * grants, HMAC key states), kept by the one who made the context
+     * (auth_cache_new); NULL: nothing is kept, every request is verified
+     * from scratch. Not shared between threads. */
+    struct auth_cache *cache;
 };
+
+/* An empty cache for an auth_ctx (aborts when out of memory). */
+struct auth_cache *auth_cache_new(void);
+/* Frees it (NULL is fine). */
+void auth_cache_free(struct auth_cache *c);
 
 /* Authenticates req for `account` (the primary account name, after the
  * router stripped any "-secondary" suffix) and authorizes op. Fills *out
@@ -296,7 +306,8 @@ const char *auth_authorize_explain(struct arena *a, const struct auth_result *re
 void auth_sharedkey_string_to_sign(struct buf *b, const struct request *req, const char *account,
                                    const char *path, size_t path_len, int lite);
 /* Base64(HMAC-SHA256(key, msg)) into out (>= 45 bytes, NUL-terminated). */
-void auth_hmac_b64(const unsigned char *key, size_t key_len, const char *msg, size_t msg_len,
+void auth_hmac_b64(struct auth_cache *cache, const unsigned char *key, size_t key_len,
+                   const char *msg, size_t msg_len,
                    char out[45]);
 
 #endif

@@ -207,7 +207,8 @@ static const char *rfc1123(struct arena *a, int64_t ticks)
 }
 
 /* Signature check with both keys; sets the detail on mismatch. */
-static enum auth_status check_sig(const struct account_cfg *acct, const struct request *req,
+static enum auth_status check_sig(const struct auth_ctx *ctx, const struct account_cfg *acct,
+                                  const struct request *req,
                                   const struct buf *sts, const struct sas *s,
                                   struct auth_result *out)
 {
@@ -217,7 +218,7 @@ static enum auth_status check_sig(const struct account_cfg *acct, const struct r
         char mac[45];
         if (key_lens[k] == 0)
             continue;
-        auth_hmac_b64(keys[k], key_lens[k], sts->data, sts->len, mac);
+        auth_hmac_b64(ctx->cache, keys[k], key_lens[k], sts->data, sts->len, mac);
         if (auth_mac_equal(mac, s->sig, s->sig_len))
             return AUTH_OK;
     }
@@ -315,7 +316,7 @@ static enum auth_status verify_account(const struct auth_ctx *ctx, const struct 
     struct buf sts;
     buf_init(&sts);
     account_sts(&sts, account, s);
-    enum auth_status rc = check_sig(acct, req, &sts, s, out);
+    enum auth_status rc = check_sig(ctx, acct, req, &sts, s, out);
     buf_free(&sts);
     if (rc != AUTH_OK)
         return rc;
@@ -377,7 +378,7 @@ static enum auth_status verify_table(const struct auth_ctx *ctx, const struct re
     struct buf sts;
     buf_init(&sts);
     table_sts(&sts, account, table, s);
-    enum auth_status rc = check_sig(acct, req, &sts, s, out);
+    enum auth_status rc = check_sig(ctx, acct, req, &sts, s, out);
     buf_free(&sts);
     if (rc != AUTH_OK)
         return rc;

@@ -9,30 +9,16 @@
  * auth_sas_grant(), the same code the uncached path runs. An entry is used
  * only when the account name, both keys and version_known are the same as
  * when it was verified, so a changed key never verifies an old signature.
- * Single-threaded, like the loop that calls it; fixed size, direct-mapped
- * by a hash of the query. */
+ * The entries live in the auth_ctx's cache (struct auth_cache, kept by the
+ * service); single-threaded, like the loop that calls it; fixed size,
+ * direct-mapped by a hash of the query. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth/auth_int.h"
 #include "core/texthash.h"
 
-#define SAS_CACHE_SLOTS 64
 #define SAS_CACHE_MAX_QUERY 2048
-
-struct sas_entry {
-    char *query; /* malloc'd raw query text, NULL when the slot is empty */
-    size_t query_len;
-    uint64_t hash;
-    char account[sizeof ((struct account_cfg *)0)->name];
-    unsigned char key1[CONFIG_MAX_KEY_BYTES], key2[CONFIG_MAX_KEY_BYTES];
-    size_t key1_len, key2_len;
-    int (*version_known)(const char *v);
-    struct sas_grant grant; /* its strings point into strs */
-    char strs[3][64];
-};
-
-static struct sas_entry sas_cache[SAS_CACHE_SLOTS];
 
 /* Whether e was verified for this account, its current keys and ctx's
  * version list. */
@@ -50,8 +36,10 @@ const struct sas_grant *auth_sas_cache_find(const struct auth_ctx *ctx, const ch
 {
     if (query_len == 0 || query_len > SAS_CACHE_MAX_QUERY)
         return NULL;
+    if (!ctx->cache)
+        return NULL;
     uint64_t h = texthash(query, query_len);
-    const struct sas_entry *e = &sas_cache[h % SAS_CACHE_SLOTS];
+    const struct sas_entry *e = &ctx->cache->sas[h % SAS_CACHE_SLOTS];
     if (!e->query || e->hash != h || e->query_len != query_len ||
         memcmp(e->query, query, query_len) != 0)
         return NULL;
@@ -80,11 +68,11 @@ void auth_sas_cache_put(const struct auth_ctx *ctx, const char *account,
                         const struct account_cfg *acct, const char *query, size_t query_len,
                         const struct sas_grant *g)
 {
-    if (query_len == 0 || query_len > SAS_CACHE_MAX_QUERY ||
-        strlen(account) >= sizeof sas_cache[0].account)
+    if (!ctx->cache || query_len == 0 || query_len > SAS_CACHE_MAX_QUERY ||
+        strlen(account) >= sizeof ctx->cache->sas[0].account)
         return;
     uint64_t h = texthash(query, query_len);
-    struct sas_entry *e = &sas_cache[h % SAS_CACHE_SLOTS];
+    struct sas_entry *e = &ctx->cache->sas[h % SAS_CACHE_SLOTS];
     char *copy = malloc(query_len);
     if (!copy)
         return;

@@ -189,7 +189,7 @@ enum auth_status auth_sharedkey_verify(const struct auth_ctx *ctx, const struct 
                 char mac[45];
                 if (key_lens[ki] == 0)
                     continue;
-                auth_hmac_b64(keys[ki], key_lens[ki], sts.data, sts.len, mac);
+                auth_hmac_b64(ctx->cache, keys[ki], key_lens[ki], sts.data, sts.len, mac);
                 matched = auth_mac_equal(mac, sig, sig_len);
             }
         }

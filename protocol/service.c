@@ -114,6 +114,7 @@ struct service *service_new(const struct config *cfg, struct store *store, char 
     svc->auth.version_known = cfg->strict_versions ? version_sas_strict : version_sas_lenient;
     svc->auth.policy_lookup = acl_policy_lookup;
     svc->auth.policy_arg = svc;
+    svc->auth.cache = auth_cache_new();
     return svc;
 }
 
@@ -132,6 +133,7 @@ void service_free(struct service *svc)
 {
     if (!svc)
         return;
+    auth_cache_free(svc->auth.cache);
     if (svc->bg_running)
         coro_free(svc->bg_co);
     /* requests still waiting on storage at shutdown are dropped */

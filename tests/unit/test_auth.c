@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "auth/auth.h"
+#include "auth/auth_int.h"
 #include "core/config.h"
 #include "protocol/optable.h"
 #include "codec/edm.h"
@@ -541,6 +542,7 @@ static void setup(void)
     memset(&ctx, 0, sizeof ctx);
     ctx.accounts = accounts;
     ctx.naccounts = 2;
+    ctx.cache = auth_cache_new();
     ctx.now_ticks = fake_now;
     ctx.policy_lookup = fake_policy;
 }
@@ -1462,12 +1464,21 @@ static void test_sas_time_ip_protocol(void)
  * and a changed key never verifies an old signature. */
 static void test_sas_cache(void)
 {
+    struct auth_cache *kept = ctx.cache;
+    ctx.cache = NULL;
+    TEST_EQ_INT(sas("acct_ex1", AUTH_OP_QUERY_TABLES, NULL), AUTH_OK,
+                "without a cache every SAS is verified from scratch");
+    ctx.cache = kept;
     for (int round = 0; round < 3; round++) {
         TEST_EQ_INT(sas("acct_ex1", AUTH_OP_QUERY_TABLES, NULL), AUTH_OK, "replayed account SAS");
         TEST_CHECK(res.scheme == AUTH_SCHEME_ACCOUNT_SAS && res.perms != 0 &&
                        res.sas_version && strcmp(res.sas_version, "2019-02-02") == 0,
                    "replayed account SAS grants the same");
     }
+    int entries = 0;
+    for (size_t i = 0; i < SAS_CACHE_SLOTS; i++)
+        entries += ctx.cache->sas[i].query != NULL;
+    TEST_CHECK(entries >= 1, "the verified SAS is kept in the context's cache");
     const char *sig_detail = "Signature did not match. String to sign used was devstoreaccount1\n";
     accounts[0].key1[0] ^= 1;
     TEST_EQ_INT(sas("acct_ex1", AUTH_OP_QUERY_TABLES, NULL), AUTH_FAILED,
@@ -1765,5 +1776,6 @@ int main(void)
     test_sas_garbage();
     test_op_table();
     arena_free(arena);
+    auth_cache_free(ctx.cache);
     return test_done();
 }
