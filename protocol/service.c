@@ -25,6 +25,7 @@
 #include "filter/filter.h"
 #include "store/keys.h"
 #include "codec/multipart.h"
+#include "protocol/ops/ops_props.h"
 #include "protocol/optable.h"
 #include "store/purge.h"
 #include "store/reclaim.h"
@@ -134,6 +135,7 @@ void service_free(struct service *svc)
     if (!svc)
         return;
     auth_cache_free(svc->auth.cache);
+    props_cache_free(svc->props);
     if (svc->bg_running)
         coro_free(svc->bg_co);
     /* requests still waiting on storage at shutdown are dropped */

@@ -5,8 +5,8 @@
  * document Get returns (canonical XML, so storing and loading reuse the
  * reader and the writer). Every request with an Origin and every GET/HEAD
  * needs the account's CORS rules (SPEC 11.4), so decoded properties are
- * cached here, one slot per account; Set writes the backend, then drops
- * the slot so the next use reloads it. */
+ * cached in the service (svc->props), one slot per account; Set writes the
+ * backend, then drops the slot so the next use reloads it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +30,10 @@ struct props_slot {
     char *pool;                 /* malloc'd: the CORS strings of p */
 };
 
-/* The cache belongs to one service; a different service resets it. */
-static struct {
-    const struct service *svc;
+/* A service's cache (svc->props), made at its first use. */
+struct props_cache {
     struct props_slot slot[CONFIG_MAX_ACCOUNTS];
-} cache;
+};
 
 /* Copies the CORS strings of p into one malloc'd pool owned by the slot. */
 static void slot_keep(struct props_slot *s, const struct props *p)
@@ -108,14 +107,12 @@ static void props_read(struct service *svc, struct arena *a, const char *account
  * shared store again once they are PROPS_SHARED_TTL_US old). */
 static const struct props *props_get(struct service *svc, const char *account)
 {
-    if (cache.svc != svc) {
-        for (size_t i = 0; i < CONFIG_MAX_ACCOUNTS; i++)
-            slot_drop(&cache.slot[i]);
-        cache.svc = svc;
-    }
+    if (!svc->props && !(svc->props = calloc(1, sizeof *svc->props)))
+        abort();
+    struct props_cache *cache = svc->props;
     struct props_slot *free_slot = NULL;
     for (size_t i = 0; i < CONFIG_MAX_ACCOUNTS; i++) {
-        struct props_slot *s = &cache.slot[i];
+        struct props_slot *s = &cache->slot[i];
         if (s->loaded && strcmp(s->account, account) == 0) {
             if (!svc->shared || clock_mono_us() - s->loaded_us < PROPS_SHARED_TTL_US)
                 return &s->p;
@@ -125,7 +122,7 @@ static const struct props *props_get(struct service *svc, const char *account)
             free_slot = s;
     }
     if (!free_slot) { /* more accounts than configured: should not happen */
-        free_slot = &cache.slot[0];
+        free_slot = &cache->slot[0];
         slot_drop(free_slot);
     }
     struct arena *a = arena_new(8192);
@@ -142,11 +139,20 @@ static const struct props *props_get(struct service *svc, const char *account)
 }
 
 /* Forgets the cached properties of account. */
-static void props_forget(const char *account)
+static void props_forget(struct service *svc, const char *account)
 {
+    for (size_t i = 0; svc->props && i < CONFIG_MAX_ACCOUNTS; i++)
+        if (svc->props->slot[i].loaded && strcmp(svc->props->slot[i].account, account) == 0)
+            slot_drop(&svc->props->slot[i]);
+}
+
+void props_cache_free(struct props_cache *cache)
+{
+    if (!cache)
+        return;
     for (size_t i = 0; i < CONFIG_MAX_ACCOUNTS; i++)
-        if (cache.slot[i].loaded && strcmp(cache.slot[i].account, account) == 0)
-            slot_drop(&cache.slot[i]);
+        slot_drop(&cache->slot[i]);
+    free(cache);
 }
 
 int props_put_stored(struct req_ctx *c, const char *account, const char *doc, size_t len)
@@ -156,7 +162,7 @@ int props_put_stored(struct req_ctx *c, const char *account, const char *doc, si
     keys_props(&k, account);
     struct backend_write w = {BACKEND_PUT, k.data, k.len, doc, len};
     int rc = service_apply(c, 0, &w, NULL, 1, NULL);
-    props_forget(account);
+    props_forget(c->svc, account);
     buf_free(&k);
     return rc;
 }
@@ -207,7 +213,7 @@ void op_set_service_properties(struct req_ctx *c)
     struct backend_write w = {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data,
                               c->vbuf->len};
     int rc = service_apply(c, 0, &w, NULL, 1, NULL);
-    props_forget(c->account->name);
+    props_forget(svc, c->account->name);
     if (rc != 0) {
         reply_error(c, terr_from_backend(rc));
         return;

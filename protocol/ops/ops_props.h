@@ -19,4 +19,9 @@ const struct cors_rules *props_cors_rules(struct service *svc, const char *accou
 struct req_ctx;
 int props_put_stored(struct req_ctx *c, const char *account, const char *doc, size_t len);
 
+/* ops_props.c: frees a service's cache of decoded properties (NULL is
+ * fine; service_free). */
+struct props_cache;
+void props_cache_free(struct props_cache *cache);
+
 #endif
