@@ -103,13 +103,36 @@ struct query_memo {
     size_t strings_len;
 };
 
-static struct query_memo query_memo[QUERY_MEMO_SLOTS];
+/* The memo (url.h): a few recent query strings and their parse. */
+struct url_memo {
+    struct query_memo slot[QUERY_MEMO_SLOTS];
+};
+
+struct url_memo *url_memo_new(void)
+{
+    struct url_memo *m = calloc(1, sizeof *m);
+    if (!m)
+        abort();
+    return m;
+}
+
+void url_memo_free(struct url_memo *memo)
+{
+    if (!memo)
+        return;
+    for (size_t i = 0; i < QUERY_MEMO_SLOTS; i++) {
+        free(memo->slot[i].text);
+        free(memo->slot[i].params);
+        free(memo->slot[i].strings);
+    }
+    free(memo);
+}
 
 /* The memo's answer for q copied into the arena; 0, or -1 on a miss. */
-static int memo_get(struct arena *a, const char *q, size_t n, uint64_t h,
-                    struct query_param **out, size_t *count)
+static int memo_get(const struct url_memo *memo, struct arena *a, const char *q, size_t n,
+                    uint64_t h, struct query_param **out, size_t *count)
 {
-    const struct query_memo *m = &query_memo[h % QUERY_MEMO_SLOTS];
+    const struct query_memo *m = &memo->slot[h % QUERY_MEMO_SLOTS];
     if (!m->text || m->hash != h || m->len != n || memcmp(m->text, q, n) != 0)
         return -1;
     struct query_param *p = arena_alloc(a, (m->count ? m->count : 1) * sizeof *p);
@@ -127,10 +150,10 @@ static int memo_get(struct arena *a, const char *q, size_t n, uint64_t h,
 
 /* Keeps the parse of q (its names up to their first NUL, as every reader
  * sees them; values whole). Quietly keeps nothing when memory is short. */
-static void memo_put(const char *q, size_t n, uint64_t h, const struct query_param *p,
-                     size_t count)
+static void memo_put(struct url_memo *memo, const char *q, size_t n, uint64_t h,
+                     const struct query_param *p, size_t count)
 {
-    struct query_memo *m = &query_memo[h % QUERY_MEMO_SLOTS];
+    struct query_memo *m = &memo->slot[h % QUERY_MEMO_SLOTS];
     size_t len = 0;
     for (size_t i = 0; i < count; i++)
         len += strlen(p[i].name) + 1 + p[i].value_len + 1;
@@ -164,12 +187,12 @@ static void memo_put(const char *q, size_t n, uint64_t h, const struct query_par
 /* Splits q on '&' (empty pieces skipped), each piece on its first '=' (no
  * '=' means an empty value); names and values are decoded with '+' as a
  * space. The array and strings are arena memory. */
-int url_parse_query(struct arena *a, const char *q, size_t n, struct query_param **out,
-                    size_t *count)
+int url_parse_query(struct url_memo *um, struct arena *a, const char *q, size_t n,
+                    struct query_param **out, size_t *count)
 {
-    int memo = n > 0 && n <= QUERY_MEMO_MAX;
+    int memo = um && n > 0 && n <= QUERY_MEMO_MAX;
     uint64_t h = memo ? texthash(q, n) : 0;
-    if (memo && memo_get(a, q, n, h, out, count) == 0)
+    if (memo && memo_get(um, a, q, n, h, out, count) == 0)
         return 0;
     size_t max = 1;
     for (size_t i = 0; i < n; i++)
@@ -200,7 +223,7 @@ int url_parse_query(struct arena *a, const char *q, size_t n, struct query_param
     *out = params;
     *count = k;
     if (memo)
-        memo_put(q, n, h, params, k);
+        memo_put(um, q, n, h, params, k);
     return 0;
 }
 

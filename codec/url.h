@@ -25,10 +25,16 @@ struct query_param {
     size_t value_len;
 };
 
-/* Splits and decodes a raw query string. Returns 0, or -1 when an escape
- * or the UTF-8 is malformed. */
-int url_parse_query(struct arena *a, const char *q, size_t n, struct query_param **out,
-                    size_t *count);
+/* A memo of recent query strings and their parse (an SDK sends the same
+ * query text again and again): its owner's (the service's), not the
+ * process's. url_memo_new aborts when out of memory; free takes NULL. */
+struct url_memo;
+struct url_memo *url_memo_new(void);
+void url_memo_free(struct url_memo *memo);
+/* Splits and decodes a raw query string, through memo when not NULL.
+ * Returns 0, or -1 when an escape or the UTF-8 is malformed. */
+int url_parse_query(struct url_memo *memo, struct arena *a, const char *q, size_t n,
+                    struct query_param **out, size_t *count);
 /* First parameter named name (exact match), or NULL. */
 const struct query_param *url_query_get(const struct query_param *p, size_t n, const char *name);
 

@@ -65,6 +65,7 @@ struct service {
        wait ends (0: none) */
     uint64_t requests, give_back_seen, give_back_at_us;
     int importing;             /* a POST /import runs (ops_import.c: one at a time) */
+    struct url_memo *url_memo; /* recent query strings' parse (codec/url.h) */
     struct props_cache *props; /* ops_props.c's decoded service properties
                                   per account (made at first use) */
 };

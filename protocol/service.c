@@ -116,6 +116,7 @@ struct service *service_new(const struct config *cfg, struct store *store, char 
     svc->auth.policy_lookup = acl_policy_lookup;
     svc->auth.policy_arg = svc;
     svc->auth.cache = auth_cache_new();
+    svc->url_memo = url_memo_new();
     return svc;
 }
 
@@ -136,6 +137,7 @@ void service_free(struct service *svc)
         return;
     auth_cache_free(svc->auth.cache);
     props_cache_free(svc->props);
+    url_memo_free(svc->url_memo);
     if (svc->bg_running)
         coro_free(svc->bg_co);
     /* requests still waiting on storage at shutdown are dropped */
@@ -602,7 +604,7 @@ static enum terr prepare(struct req_ctx *c)
     const struct request *req = c->req;
     if (req->body_len > PROTOCOL_MAX_BODY && c->req->method != HTTP_M_OTHER)
         return TERR_RequestBodyTooLargeLimit;
-    if (url_parse_query(c->a, req->query, req->query_len, &c->qp, &c->nqp) != 0)
+    if (url_parse_query(c->svc->url_memo, c->a, req->query, req->query_len, &c->qp, &c->nqp) != 0)
         return TERR_InvalidInput;
     enum terr e = pick_version(c);
     if (e)

@@ -183,7 +183,7 @@ static enum terr prepare_part(struct req_ctx *c, const struct multipart_op *op,
     sub->auth = c->auth;
     memcpy(sub->request_id, c->request_id, sizeof sub->request_id);
     sub->qp = NULL;
-    if (url_parse_query(c->a, sreq->query, sreq->query_len, &sub->qp, &sub->nqp) != 0)
+    if (url_parse_query(c->svc->url_memo, c->a, sreq->query, sreq->query_len, &sub->qp, &sub->nqp) != 0)
         return TERR_InvalidInput;
 
     const char *rest;
