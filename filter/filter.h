@@ -41,7 +41,7 @@ enum filter_mismatch {
     FILTER_MISMATCH_CLOUDSTUB = 1, /* eq/gt/ge false, ne/lt/le true */
 };
 
-/* Process-wide switches (SPEC 15.6). A filter copies them when compiled. */
+/* Switches of one compile (SPEC 15.6), kept in the filter. */
 struct filter_options {
     enum filter_mismatch mismatch;
     int max_comparisons; /* > 0: more comparisons -> InvalidInput (SPEC 6.7) */
@@ -50,9 +50,6 @@ struct filter_options {
                             compiles, but matches nothing (default) */
 };
 
-/* Sets / reads the switches; all zero by default. */
-void filter_set_options(const struct filter_options *o);
-void filter_get_options(struct filter_options *o);
 
 struct filter;
 
@@ -62,7 +59,8 @@ struct filter_stats {
     uint64_t matched;  /* ... that returned 1 */
 };
 
-/* Compiles text[0..len) for target into *out (arena memory). Returns 0, or
+/* Compiles text[0..len) for target under the switches opt (NULL: all
+ * zero, the service's defaults) into *out (arena memory). Returns 0, or
  * -1 with *err and *message set:
  *   TERR_InvalidInput  syntax error; *message = "Syntax error at position N
  *                      in '<text>'." (N: 0-based UTF-16 index of the
@@ -88,7 +86,8 @@ struct filter_stats {
  * folds them. A bare custom property is true for an entity whose value of
  * it is Boolean true. */
 int filter_compile(struct arena *a, const char *text, size_t len, enum filter_target target,
-                   struct filter **out, enum terr *err, const char **message);
+                   const struct filter_options *opt, struct filter **out, enum terr *err,
+                   const char **message);
 
 /* Counts every later filter_match / filter_match_table call into *st
  * (NULL stops counting). */

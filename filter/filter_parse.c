@@ -18,18 +18,6 @@
 #include "codec/edm.h"
 #include "filter/filter_ast.h"
 
-static struct filter_options g_options;
-
-void filter_set_options(const struct filter_options *o)
-{
-    g_options = *o;
-}
-
-void filter_get_options(struct filter_options *o)
-{
-    *o = g_options;
-}
-
 enum operand_kind { OPD_PROP, OPD_LIT, OPD_NULL, OPD_OTHER };
 
 struct operand {
@@ -450,7 +438,8 @@ static const char *syntax_message(struct arena *a, const char *text, size_t len,
 }
 
 int filter_compile(struct arena *a, const char *text, size_t len, enum filter_target target,
-                   struct filter **out, enum terr *err, const char **message)
+                   const struct filter_options *opt, struct filter **out, enum terr *err,
+                   const char **message)
 {
     *out = NULL;
     *err = TERR_NONE;
@@ -461,7 +450,8 @@ int filter_compile(struct arena *a, const char *text, size_t len, enum filter_ta
     }
     struct filter *f = arena_calloc(a, sizeof *f);
     f->target = target;
-    f->opt = g_options;
+    if (opt)
+        f->opt = *opt;
 
     size_t valid = utf8_valid_len(text, len);
     if (valid != len) {

@@ -120,8 +120,8 @@ enum terr query_opts_parse(struct req_ctx *c, enum query_kind kind, struct query
         p->value_len > 0) {
         /* Compiled once here; evaluated per row without re-parsing. */
         if (filter_compile(c->a, p->value, p->value_len,
-                           kind == QUERY_TABLES ? FILTER_TABLES : FILTER_ENTITIES, &q->filter, &e,
-                           &q->message) != 0)
+                           kind == QUERY_TABLES ? FILTER_TABLES : FILTER_ENTITIES, NULL,
+                           &q->filter, &e, &q->message) != 0)
             return e;
     }
     return TERR_NONE;

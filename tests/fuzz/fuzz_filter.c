@@ -165,11 +165,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     enum filter_target target = (data[0] & 1) ? FILTER_TABLES : FILTER_ENTITIES;
     struct filter_options o = {(data[0] & 2) ? FILTER_MISMATCH_CLOUDSTUB : FILTER_MISMATCH_FALSE,
                                0, 0};
-    filter_set_options(&o);
     struct filter *f;
     enum terr err;
     const char *msg;
-    if (filter_compile(arena, (const char *)data + 1, size - 1, target, &f, &err, &msg) == 0) {
+    if (filter_compile(arena, (const char *)data + 1, size - 1, target, &o, &f, &err, &msg) == 0) {
         compiled++;
         if (target == FILTER_TABLES)
             check_tables(f);

@@ -11,6 +11,10 @@
 #include "store/keys.h"
 #include "tests/unit/tap.h"
 
+
+/* The switches the compiles below use (filter_compile's opt), changed by
+ * the tests of each switch and set back after. */
+static struct filter_options topt;
 static struct arena *A;
 static char what[512];
 
@@ -26,7 +30,7 @@ static struct filter *compile_t(const char *text, enum filter_target t)
     struct filter *f;
     enum terr err;
     const char *msg;
-    if (filter_compile(A, text, strlen(text), t, &f, &err, &msg) != 0)
+    if (filter_compile(A, text, strlen(text), t, &topt, &f, &err, &msg) != 0)
         return NULL;
     return f;
 }
@@ -43,7 +47,7 @@ static enum terr compile_err_t(const char *text, enum filter_target t, const cha
     struct filter *f;
     enum terr err;
     const char *m;
-    int rc = filter_compile(A, text, strlen(text), t, &f, &err, &m);
+    int rc = filter_compile(A, text, strlen(text), t, &topt, &f, &err, &m);
     if (msg)
         *msg = m;
     if (rc == 0)
@@ -450,9 +454,9 @@ static void test_errors(void)
         struct filter *f;
         enum terr e;
         const char *m;
-        TEST_EQ_INT(filter_compile(A, big, n, FILTER_ENTITIES, &f, &e, &m), -1, "too long text");
+        TEST_EQ_INT(filter_compile(A, big, n, FILTER_ENTITIES, &topt, &f, &e, &m), -1, "too long text");
         TEST_EQ_INT(e, TERR_InvalidInput, "too long text -> InvalidInput");
-        TEST_EQ_INT(filter_compile(A, big, n - 1, FILTER_ENTITIES, &f, &e, &m), 0,
+        TEST_EQ_INT(filter_compile(A, big, n - 1, FILTER_ENTITIES, &topt, &f, &e, &m), 0,
                     "FILTER_MAX_TEXT bytes accepted");
         free(big);
     }
@@ -470,12 +474,12 @@ static void test_errors(void)
     }
     {
         struct filter_options o = {FILTER_MISMATCH_FALSE, 2, 0};
-        filter_set_options(&o);
+        topt = o;
         TEST_CHECK(compile("A eq 1 and B eq 2") != NULL, "max_comparisons 2: two accepted");
         TEST_EQ_INT(compile_err("A eq 1 and B eq 2 and C", NULL), TERR_InvalidInput,
                     "max_comparisons 2: three rejected");
         o.max_comparisons = 0;
-        filter_set_options(&o);
+        topt = o;
         TEST_CHECK(compile("A eq 1 and B eq 2 and C") != NULL, "no comparison limit by default");
     }
     /* Malformed UTF-8 anywhere: InvalidInput, generic message. */
@@ -498,11 +502,11 @@ static void test_errors(void)
         struct filter *f;
         enum terr e;
         const char *m;
-        TEST_EQ_INT(filter_compile(A, "A eq 1\0", 7, FILTER_ENTITIES, &f, &e, &m), -1, "NUL byte");
+        TEST_EQ_INT(filter_compile(A, "A eq 1\0", 7, FILTER_ENTITIES, &topt, &f, &e, &m), -1, "NUL byte");
         TEST_EQ_INT(e, TERR_InvalidInput, "NUL byte -> InvalidInput");
         TEST_CHECK(m && memcmp(m, "Syntax error at position 6 in 'A eq 1", 37) == 0,
                    "NUL byte message");
-        TEST_EQ_INT(filter_compile(A, "S eq 'a\0b'", 10, FILTER_ENTITIES, &f, &e, &m), 0,
+        TEST_EQ_INT(filter_compile(A, "S eq 'a\0b'", 10, FILTER_ENTITIES, &topt, &f, &e, &m), 0,
                     "NUL inside a string literal");
     }
 }
@@ -763,7 +767,7 @@ static void test_mismatch(void)
     };
     for (int mode = 0; mode < 2; mode++) {
         struct filter_options o = {mode ? FILTER_MISMATCH_CLOUDSTUB : FILTER_MISMATCH_FALSE, 0, 0};
-        filter_set_options(&o);
+        topt = o;
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
             for (int op = 0; op < 6; op++) {
                 char text[128];
@@ -784,16 +788,15 @@ static void test_mismatch(void)
         TEST_EQ_INT(match("S", &x), 0, "bare String property is false");
     }
     struct filter_options o = {FILTER_MISMATCH_FALSE, 0, 0};
-    filter_set_options(&o);
+    topt = o;
     /* The switch is captured at compile time. */
     o.mismatch = FILTER_MISMATCH_CLOUDSTUB;
-    filter_set_options(&o);
+    topt = o;
     struct filter *f = compile("S ne 3");
     o.mismatch = FILTER_MISMATCH_FALSE;
-    filter_set_options(&o);
+    topt = o;
     TEST_EQ_INT(ematch(f, &x.e), 1, "mismatch rule fixed when compiled");
-    filter_get_options(&o);
-    TEST_EQ_INT(o.mismatch, FILTER_MISMATCH_FALSE, "filter_get_options");
+    TEST_EQ_INT(topt.mismatch, FILTER_MISMATCH_FALSE, "the switches are back to the defaults");
 }
 
 static void test_missing(void)
@@ -982,11 +985,11 @@ static void test_tables(void)
     filter_plan(f, A, &p);
     TEST_EQ_INT(p.n, 0, "tables: other property -> empty plan");
     struct filter_options o = {FILTER_MISMATCH_FALSE, 0, 1};
-    filter_set_options(&o);
+    topt = o;
     TEST_EQ_INT(compile_err_t("Name eq 'x'", FILTER_TABLES, NULL), TERR_InternalError,
                 "tables strict: InternalError");
     o.tables_strict = 0;
-    filter_set_options(&o);
+    topt = o;
     /* In an entity filter TableName is an ordinary property. */
     struct ent x;
     ent_init(&x, "a", "1");
@@ -1073,11 +1076,11 @@ static void test_constants(void)
     TEST_EQ_STR(msg, "A query expression may not contain null values.", "bare null message");
     /* Constants are no comparisons for the comparison limit. */
     struct filter_options o = {FILTER_MISMATCH_FALSE, 1, 0};
-    filter_set_options(&o);
+    topt = o;
     TEST_EQ_INT(compile_err("true and PartitionKey eq 'a' and not false", NULL), TERR_NONE,
                 "constants do not count towards max_comparisons");
     o.max_comparisons = 0;
-    filter_set_options(&o);
+    topt = o;
     /* Query Tables. */
     struct filter *f = compile_t("true", FILTER_TABLES);
     TEST_CHECK(f && filter_match_table(f, "orders", 6) == 1, "tables: true matches");
@@ -1250,11 +1253,11 @@ static void test_plan(void)
     check_plan("not (false or PartitionKey eq 'a')", full);
     /* Under the CloudStub mismatch rule ne/lt/le on a mismatch match all. */
     struct filter_options o = {FILTER_MISMATCH_CLOUDSTUB, 0, 0};
-    filter_set_options(&o);
+    topt = o;
     check_plan("PartitionKey ne 1", full);
     check_plan("PartitionKey eq 1", "none");
     o.mismatch = FILTER_MISMATCH_FALSE;
-    filter_set_options(&o);
+    topt = o;
 
     /* Point detection and membership. */
     struct filter_plan p = plan("PartitionKey eq 'a' and RowKey eq '1'");
@@ -1442,7 +1445,7 @@ static void test_plan_nul(void)
         enum terr e;
         const char *m;
         struct filter_plan p = {NULL, 999};
-        if (filter_compile(A, cases[i].text, cases[i].len, FILTER_ENTITIES, &f, &e, &m) == 0)
+        if (filter_compile(A, cases[i].text, cases[i].len, FILTER_ENTITIES, &topt, &f, &e, &m) == 0)
             filter_plan(f, A, &p);
         TEST_EQ_STR(plan_text(&p), cases[i].plan, label("NUL in key literal: %s", cases[i].text));
         if (p.n == 999)
