@@ -19,6 +19,7 @@
 #include "codec/entity_json.h"
 #include "codec/errors.h"
 #include "protocol/optable.h"
+#include "protocol/version.h"
 #include "store/tables.h"
 #include "codec/url.h"
 
@@ -66,6 +67,7 @@ struct service {
     uint64_t requests, give_back_seen, give_back_at_us;
     int importing;             /* a POST /import runs (ops_import.c: one at a time) */
     struct url_memo *url_memo; /* recent query strings' parse (codec/url.h) */
+    struct version_memo version_memo;  /* the last x-ms-version's answers */
     struct props_cache *props; /* ops_props.c's decoded service properties
                                   per account (made at first use) */
 };

@@ -260,7 +260,7 @@ static void ctx_init(struct req_ctx *c, struct service *svc, struct request *req
     c->version = version_newest();
     c->level = ODATA_MINIMAL;
     const char *v = request_header(req, "x-ms-version");
-    const char *k = version_behaviour(v, svc->cfg->strict_versions);
+    const char *k = version_behaviour(&svc->version_memo, v, svc->cfg->strict_versions);
     if (k) {
         c->version = k;
         c->version_echo = v;
@@ -331,7 +331,7 @@ static int unsupported_option(const struct req_ctx *c)
  * version the service would not take (SPEC 12.1, version_behaviour). */
 static enum terr use_version(struct req_ctx *c, const char *v)
 {
-    const char *k = version_behaviour(v, c->svc->cfg->strict_versions);
+    const char *k = version_behaviour(&c->svc->version_memo, v, c->svc->cfg->strict_versions);
     if (!k)
         return TERR_InvalidHeaderValue;
     c->version = k;
@@ -357,7 +357,8 @@ static enum terr pick_version(struct req_ctx *c)
         if (api)
             return use_version(c, api->value);
         const struct query_param *sv = url_query_get(c->qp, c->nqp, "sv");
-        if (sv && version_behaviour(sv->value, c->svc->cfg->strict_versions))
+        if (sv && version_behaviour(&c->svc->version_memo, sv->value,
+                                      c->svc->cfg->strict_versions))
             return use_version(c, sv->value);
         c->version = version_newest();
         c->version_echo = NULL;

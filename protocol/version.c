@@ -59,36 +59,28 @@ static const char *version_lookup(const char *v, int strict)
     return strict ? NULL : versions[i - 1];
 }
 
-/* The answers for one version text, worked out once: a service sees the
- * same few versions over and over, and asks up to three times a request. */
-struct version_memo {
-    char v[16];
-    const char *answer[2]; /* lenient, strict */
-};
-
 /* See version.h. */
-const char *version_behaviour(const char *v, int strict)
+const char *version_behaviour(struct version_memo *memo, const char *v, int strict)
 {
-    static struct version_memo memo;
-    if (v && memo.v[0] && strcmp(v, memo.v) == 0)
-        return memo.answer[strict != 0];
+    if (memo && v && memo->v[0] && strcmp(v, memo->v) == 0)
+        return memo->answer[strict != 0];
     const char *lenient = version_lookup(v, 0);
-    if (v && lenient && strlen(v) < sizeof memo.v) {
-        strcpy(memo.v, v);
-        memo.answer[0] = lenient;
-        memo.answer[1] = version_lookup(v, 1);
+    if (memo && v && lenient && strlen(v) < sizeof memo->v) {
+        strcpy(memo->v, v);
+        memo->answer[0] = lenient;
+        memo->answer[1] = version_lookup(v, 1);
     }
     return strict ? version_lookup(v, 1) : lenient;
 }
 
 int version_sas_strict(const char *v)
 {
-    return version_behaviour(v, 1) != NULL;
+    return version_behaviour(NULL, v, 1) != NULL;
 }
 
 int version_sas_lenient(const char *v)
 {
-    return version_behaviour(v, 0) != NULL;
+    return version_behaviour(NULL, v, 0) != NULL;
 }
 
 const char *version_newest(void)

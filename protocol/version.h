@@ -1,5 +1,5 @@
 /* version.h - the service versions tabled knows, and which of them a
- * request's version string gets (SPEC 12.1, issue 14 point 10).
+ * request's version string gets (SPEC 12.1).
  *
  * The cloud refuses an x-ms-version it does not know; every new SDK
  * release would then break an emulator until it ships a new list. So by
@@ -11,10 +11,19 @@
 #ifndef TABLED_PROTOCOL_VERSION_H
 #define TABLED_PROTOCOL_VERSION_H
 
+/* The answers for one version text, worked out once: a service sees the
+ * same few versions over and over, and asks up to three times a request.
+ * Its owner's (the service's); zero it before use. */
+struct version_memo {
+    char v[16];
+    const char *answer[2]; /* lenient, strict */
+};
+
 /* The known version whose behaviour a request sending v gets (a static
  * string), or NULL when v is refused: NULL, not YYYY-MM-DD naming a
- * calendar day, older than 2009-04-14, or (strict) not a known version. */
-const char *version_behaviour(const char *v, int strict);
+ * calendar day, older than 2009-04-14, or (strict) not a known version.
+ * memo (may be NULL) keeps the answers for the last version text. */
+const char *version_behaviour(struct version_memo *memo, const char *v, int strict);
 
 /* The newest known version (the one used when a request names none). */
 const char *version_newest(void);

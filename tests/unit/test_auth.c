@@ -1315,12 +1315,12 @@ static void test_version_rules(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char what[120];
-        const char *got = version_behaviour(cases[i].v, 0);
+        const char *got = version_behaviour(NULL, cases[i].v, 0);
         snprintf(what, sizeof what, "version '%s' acts as %s", cases[i].v,
                  cases[i].lenient ? cases[i].lenient : "(refused)");
         TEST_CHECK(cases[i].lenient ? got && strcmp(got, cases[i].lenient) == 0 : got == NULL,
                    what);
-        got = version_behaviour(cases[i].v, 1);
+        got = version_behaviour(NULL, cases[i].v, 1);
         snprintf(what, sizeof what, "strict: version '%s' %s", cases[i].v,
                  cases[i].strict ? "accepted" : "refused");
         TEST_CHECK(cases[i].strict ? got && strcmp(got, cases[i].strict) == 0 : got == NULL,
@@ -1330,7 +1330,7 @@ static void test_version_rules(void)
         TEST_EQ_INT(version_sas_strict(cases[i].v), cases[i].strict != NULL,
                     "version_sas_strict agrees");
     }
-    TEST_CHECK(version_behaviour(NULL, 0) == NULL, "no version: NULL");
+    TEST_CHECK(version_behaviour(NULL, NULL, 0) == NULL, "no version: NULL");
     TEST_EQ_STR(version_newest(), "2026-06-06", "newest known version");
     /* SAS verification wired as the service does it */
     ctx.version_known = version_sas_strict;
