@@ -1,4 +1,4 @@
-/* backend.h - the storage backend interface, version 2.
+/* backend.h - the storage backend interface, version 3.
  *
  * A backend is an ordered key/value store with atomic multi-key writes. It
  * stores opaque byte strings; it knows nothing of HTTP, JSON, tables or
@@ -17,17 +17,29 @@
  * backends/bsync.h); everything the server sees still happens on the
  * loop thread.
  *
- * Versions. Fields of struct backend_ops, struct backend_options and the
- * other structs passed by pointer are only ever appended; each says the
- * version it appeared in. A backend sets .version to the version it was
- * written for; the server accepts every version from 1 up to
+ * Versions. A version freezes when it is declared: the layout of every
+ * struct it covers never changes again, and every field appended after
+ * that belongs to the next version (which bumps TABLED_BACKEND_VERSION).
+ * Fields of struct backend_ops, struct backend_options and the other
+ * structs passed by pointer are only ever appended; each says the version
+ * it appeared in. A backend sets .version to the version it was written
+ * for; the server accepts every version from 1 up to
  * TABLED_BACKEND_VERSION_MAX and reads no field newer than the vtable's
- * version (a version-1 plug-in built years ago keeps working: its struct
- * may end before the first version-2 field). A field of
- * a newer version may also be NULL: the server then uses the older method.
- * A plug-in that wants to stay at an older version builds with
- * -DTABLED_BACKEND_VERSION=N (the struct layout is the same; only the
- * default of .version changes).
+ * version, so a plug-in built against an older header keeps working: its
+ * struct may end before the first field of the next version
+ * (tests/unit/test_abi.c pins every field's offset per version, and loads
+ * a vtable of exactly version 2's size). A field of a newer version may
+ * also be NULL: the server then uses the older method. A plug-in that
+ * wants to stay at an older version builds with -DTABLED_BACKEND_VERSION=N
+ * (the struct layout is the same; only the default of .version changes).
+ *   version 1  open, close, get, iter_open, iter_seek, iter_next,
+ *              iter_close, apply, sync
+ *   version 2  caps, get_v2, iter_next_v2, apply_v2 (deferred completion
+ *              through struct backend_call, conditional writes through
+ *              struct backend_cond, struct backend_options.host)
+ *   version 3  max_key_len, get_multi_v2 (struct backend_mget), sync_v2,
+ *              compact_v2 (appended to version 2 after it was declared:
+ *              they are read only from a vtable of version 3)
  *
  * Built-in backends are registered in backends/registry.c. A plug-in is a
  * shared object exporting
@@ -80,9 +92,9 @@
 /* The newest interface version this header describes (and the default of
    .version for a backend built against it). */
 #ifndef TABLED_BACKEND_VERSION
-#define TABLED_BACKEND_VERSION 2
+#define TABLED_BACKEND_VERSION 3
 #endif
-#define TABLED_BACKEND_VERSION_MAX 2
+#define TABLED_BACKEND_VERSION_MAX 3
 #define TABLED_BACKEND_SYMBOL "tabled_backend_init"
 
 enum backend_status {
@@ -200,7 +212,7 @@ struct backend_call {
     char err[256];
 };
 
-/* Version 2: one key of get_multi_v2 and its answer (passed as an array,
+/* Version 3: one key of get_multi_v2 and its answer (passed as an array,
    one per key; the layout never changes). */
 struct backend_mget {
     const void *key;            /* in: 1..max_key_len bytes (kv checks) */
@@ -396,6 +408,8 @@ struct backend_ops {
     int (*apply_v2)(struct backend_store *st, const struct backend_write *w,
                     const struct backend_cond *cond, size_t n, struct backend_call *call);
 
+    /* ---- version 3 ---- */
+
     /* The longest key this backend stores, in bytes; 0: the interface's
        64 KiB. A backend whose engine limits keys says so here; the server
        refuses longer keys with BACKEND_INVALID before the backend sees
@@ -403,7 +417,7 @@ struct backend_ops {
        three-byte characters), so a lower limit refuses legal entities: an
        engine that limits index entries (PostgreSQL's btree: 2,704 bytes)
        is better served by splitting keys, as backends/postgres.c does.
-       (version 2) */
+       (version 3) */
     size_t max_key_len;
 
     /* Several point lookups in one call, for a backend that answers them
@@ -415,7 +429,7 @@ struct backend_ops {
        undefined), or BACKEND_PENDING. The caller keeps keys alive and
        unchanged until the call completes. NULL: the server asks get_v2
        (or get) once per key instead; memory, leveldb and flatfile leave
-       it NULL (a local get is as cheap). (version 2) */
+       it NULL (a local get is as cheap). (version 3) */
     int (*get_multi_v2)(struct backend_store *st, struct backend_mget *keys, size_t n,
                         struct backend_call *call);
 
@@ -434,7 +448,7 @@ struct backend_ops {
        done: this store does not sync off the loop (opened without a host,
        or configured so; or not in BACKEND_DURABLE_BATCH mode): the server
        then calls sync() from the loop instead, as when sync_v2 is NULL.
-       (version 2) */
+       (version 3) */
     int (*sync_v2)(struct backend_store *st, struct backend_call *call);
 
     /* A hint: no live key is left in [lo, hi) (the caller deleted every
@@ -457,7 +471,7 @@ struct backend_ops {
        server trims it (core/heap.h), which it does after the call
        completes. NULL: the backend reclaims deleted data by
        itself (memory frees it at once, flatfile compacts its log) or
-       leaves it to its engine (postgres: autovacuum). (version 2) */
+       leaves it to its engine (postgres: autovacuum). (version 3) */
     int (*compact_v2)(struct backend_store *st, const void *lo, size_t lo_len,
                       const void *hi, size_t hi_len, struct backend_call *call);
 };

@@ -1535,7 +1535,7 @@ static int ff_sync_v2(struct backend_store *st, struct backend_call *call)
 }
 
 const struct backend_ops backend_flatfile_ops = {
-    .version = 2,
+    .version = 3,
     .name = "flatfile",
     .open = ff_open,
     .close = ff_close,

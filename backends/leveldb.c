@@ -1144,7 +1144,7 @@ static int ldb_compact_v2(struct backend_store *st, const void *lo, size_t lo_le
 }
 
 const struct backend_ops backend_leveldb_ops = {
-    .version = 2,
+    .version = 3,
     .name = "leveldb",
     .open = ldb_open,
     .close = ldb_close,

@@ -527,7 +527,7 @@ static int mem_sync(struct backend_store *st, char *err, size_t errlen)
 }
 
 const struct backend_ops backend_memory_ops = {
-    .version = 2,
+    .version = 3,
     .name = "memory",
     .open = mem_open,
     .close = mem_close,

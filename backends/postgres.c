@@ -520,7 +520,7 @@ static void pg_close(struct backend_store *st)
 }
 
 const struct backend_ops backend_postgres_ops = {
-    .version = 2,
+    .version = 3,
     .name = "postgres",
     .open = pg_open,
     .close = pg_close,

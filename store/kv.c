@@ -14,6 +14,8 @@ struct kv {
     const struct backend_ops *ops;
     struct backend_store *st;
     int v2;                    /* the vtable is version 2 or newer */
+    int v3;                    /* ... 3 or newer (max_key_len, get_multi_v2,
+                                  sync_v2, compact_v2: never read before) */
     size_t max_key;            /* the backend's key limit (max_key_len) */
     void *v1_val;              /* a version-1 get()'s copy, freed at the next */
     void *kept;                /* key and value of the last call waited for on
@@ -131,7 +133,8 @@ int kv_open(const struct backend_ops *ops, const struct backend_options *opt, st
     }
     kv->ops = ops;
     kv->v2 = ops->version >= 2;
-    kv->max_key = kv->v2 && ops->max_key_len && ops->max_key_len < BACKEND_KEY_MAX
+    kv->v3 = ops->version >= 3;
+    kv->max_key = kv->v3 && ops->max_key_len && ops->max_key_len < BACKEND_KEY_MAX
                       ? ops->max_key_len
                       : BACKEND_KEY_MAX;
     struct backend_options o = *opt;
@@ -235,7 +238,7 @@ int kv_get_multi(struct kv *kv, struct backend_mget *keys, size_t n,
     /* A deferred answer's values last only until done() returns: a
        coroutine reads them inside it, but the main stack's waiter (start-up,
        the tools) only after, so there each key is a get (kv_keep copies). */
-    if (!kv->v2 || !kv->ops->get_multi_v2 || (!coro_current() && kv_defers(kv))) {
+    if (!kv->v3 || !kv->ops->get_multi_v2 || (!coro_current() && kv_defers(kv))) {
         /* one get per key: each value is handed on before the next get
            (which invalidates it) */
         for (size_t i = 0; i < n; i++) {
@@ -468,7 +471,7 @@ int kv_sync(struct kv *kv, char *err, size_t errlen)
 
 int kv_syncs_off_loop(const struct kv *kv)
 {
-    return kv->v2 && kv->ops->sync_v2 != NULL;
+    return kv->v3 && kv->ops->sync_v2 != NULL;
 }
 
 int kv_sync_start(struct kv *kv, struct backend_call *call)
@@ -478,7 +481,7 @@ int kv_sync_start(struct kv *kv, struct backend_call *call)
 
 int kv_compacts(const struct kv *kv)
 {
-    return kv->v2 && kv->ops->compact_v2 != NULL;
+    return kv->v3 && kv->ops->compact_v2 != NULL;
 }
 
 /* Checks the bounds as kv does for a cursor, then passes the hint on. */

@@ -192,7 +192,7 @@ int bta_get(const struct backend_ops *ops, struct backend_store *st, const void 
 int bta_get_multi(const struct backend_ops *ops, struct backend_store *st,
                   struct backend_mget *keys, size_t n, char *err, size_t errlen)
 {
-    if (!BTA_HAS(ops, get_multi_v2)) {
+    if (!BTA_HAS3(ops, get_multi_v2)) {
         snprintf(err, errlen, "(adapter) no get_multi_v2");
         return BACKEND_INVALID;
     }
@@ -276,7 +276,7 @@ int bta_apply(const struct backend_ops *ops, struct backend_store *st,
 
 int bta_sync(const struct backend_ops *ops, struct backend_store *st, char *err, size_t errlen)
 {
-    if (!BTA_HAS(ops, sync_v2))
+    if (!BTA_HAS3(ops, sync_v2))
         return ops->sync(st, err, errlen);
     struct bta_wait wt;
     memset(&wt, 0, sizeof wt);

@@ -26,6 +26,8 @@ struct event_base *bta_base(void);
 /* 1 when the vtable's version has field f (a version-1 vtable may end
    before the version-2 fields: never read them there). */
 #define BTA_HAS(ops, f) ((ops)->version >= 2 && (ops)->f != NULL)
+/* The same for a version-3 field (get_multi_v2, sync_v2, compact_v2). */
+#define BTA_HAS3(ops, f) ((ops)->version >= 3 && (ops)->f != NULL)
 
 /* get: BACKEND_OK with *val and *val_len lent until the next bta_get (a copy
    when the call was deferred), BACKEND_NOTFOUND, or a failure (detail in
@@ -33,7 +35,7 @@ struct event_base *bta_base(void);
 int bta_get(const struct backend_ops *ops, struct backend_store *st, const void *key,
             size_t key_len, const void **val, size_t *val_len, char *err, size_t errlen);
 
-/* get_multi_v2 (only when BTA_HAS(ops, get_multi_v2)): BACKEND_OK with
+/* get_multi_v2 (only when BTA_HAS3(ops, get_multi_v2)): BACKEND_OK with
    each key's status and value filled, the values lent until the next
    bta_get_multi (copies when the call was deferred), or a failure. */
 int bta_get_multi(const struct backend_ops *ops, struct backend_store *st,

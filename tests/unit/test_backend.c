@@ -377,9 +377,9 @@ static void test_registry(void)
         printf("# %s\n", err);
         test_registry_versions(top);
     }
-    BT_CHECK(backend_memory_ops.version == 2 && backend_leveldb_ops.version == 2 &&
-                 backend_flatfile_ops.version == 2,
-             "registry: the built-in backends are version 2");
+    BT_CHECK(backend_memory_ops.version == 3 && backend_leveldb_ops.version == 3 &&
+                 backend_flatfile_ops.version == 3,
+             "registry: the built-in backends are version 3");
     test_v1_gating();
 }
 
@@ -618,8 +618,8 @@ static void test_large(void)
     if (!st)
         return;
     size_t mib = 1024 * 1024, max_val = 8 * mib, max_key = 64 * 1024;
-    /* a version-2 backend may declare a smaller key limit (max_key_len) */
-    if (ops->version >= 2 && ops->max_key_len && ops->max_key_len < max_key)
+    /* a version-3 backend may declare a smaller key limit (max_key_len) */
+    if (ops->version >= 3 && ops->max_key_len && ops->max_key_len < max_key)
         max_key = ops->max_key_len;
     int long_order = max_key >= 6200;
     unsigned char *v = malloc(max_val);
@@ -1387,11 +1387,11 @@ int main(int argc, char **argv)
     static const char *const compact[] = {"compact-min-bytes=256K", "compact-garbage-pct=40",
                                           "compact-step-bytes=16K", NULL};
     static const char *const small_ldb[] = {"write-buffer-size=256K", "cache-size=0", NULL};
-    run_backend("memory", "memory", 2, 0, NULL, NULL);
-    run_backend("leveldb", "leveldb", 2, 1, NULL, NULL);
-    run_backend("leveldb-small-memtable", "leveldb", 2, 1, small_ldb, NULL);
-    run_backend("flatfile", "flatfile", 2, 1, NULL, NULL);
-    run_backend("flatfile-compacting", "flatfile", 2, 1, compact, NULL);
+    run_backend("memory", "memory", 3, 0, NULL, NULL);
+    run_backend("leveldb", "leveldb", 3, 1, NULL, NULL);
+    run_backend("leveldb-small-memtable", "leveldb", 3, 1, small_ldb, NULL);
+    run_backend("flatfile", "flatfile", 3, 1, NULL, NULL);
+    run_backend("flatfile-compacting", "flatfile", 3, 1, compact, NULL);
     /* The plug-ins make check builds: the example (a version-1 plug-in),
        and the deferred test plug-in (every call completes from the event
        loop, at the next turn: deferred-ms=0 keeps the big sections quick)

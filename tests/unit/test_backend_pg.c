@@ -315,10 +315,10 @@ static void test_open(void)
     o.params = bad;
     TEST_EQ_INT(backend_postgres_ops.open(&o, &st, err, sizeof err), BACKEND_INVALID,
                 "pool-size=0 is refused");
-    TEST_CHECK(backend_postgres_ops.version == 2 && backend_postgres_ops.caps ==
+    TEST_CHECK(backend_postgres_ops.version == 3 && backend_postgres_ops.caps ==
                (BACKEND_CAP_DEFERS | BACKEND_CAP_SHARED) && !backend_postgres_ops.get &&
                !backend_postgres_ops.apply && !backend_postgres_ops.iter_next,
-               "vtable: version 2, defers and shared, no v1 methods");
+               "vtable: version 3, defers and shared, no v1 methods");
 }
 
 /* A database whose schema version is newer is refused. */
