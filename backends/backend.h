@@ -41,7 +41,8 @@
  *              compact_v2 (appended to version 2 after it was declared:
  *              they are read only from a vtable of version 3)
  *
- * Built-in backends are registered in backends/registry.c. A plug-in is a
+ * Built-in backends are registered in backends/registry.c (registry.h,
+ * private to tabled's build). A plug-in is a
  * shared object exporting
  *
  *     const struct backend_ops *tabled_backend_init(void);
@@ -115,7 +116,7 @@ enum backend_status {
                                connection broke after the writes were sent) */
 };
 
-/* Durability of apply(), chosen at open time (see DESIGN.md). */
+/* Durability of apply(), chosen at open time (the server's --durability). */
 enum backend_durability {
     BACKEND_DURABLE_NONE = 0,   /* apply() need not reach stable storage */
     BACKEND_DURABLE_BATCH = 1,  /* apply() may buffer; sync() makes every
@@ -481,16 +482,5 @@ struct backend_ops {
 #define BACKEND_CAP_SHARED 2u   /* several processes may open one store
                                    (expectations are then the only
                                    cross-process guarantee) */
-
-/* Finds a built-in backend by name, or loads a plug-in when name contains a
-   '/' (a path to a .so). Returns NULL with a message in err on failure. */
-const struct backend_ops *backend_lookup(const char *name, char *err, size_t errlen);
-
-/* Built-in vtables. */
-extern const struct backend_ops backend_memory_ops;
-extern const struct backend_ops backend_leveldb_ops;
-extern const struct backend_ops backend_flatfile_ops;
-/* Only in a build with libpq (HAVE_LIBPQ). */
-extern const struct backend_ops backend_postgres_ops;
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "backends/bopts.h"
 #include "core/errfmt.h"
 

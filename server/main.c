@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "backends/bopts.h"
 #include "core/coro.h"
 #include "server/admin.h"

@@ -1,4 +1,5 @@
 /* snap.c - a cursor over the store as of one instant (see snap.h). */
+#include "backends/registry.h"
 #include "store/snap.h"
 
 #include <errno.h>

@@ -25,6 +25,7 @@
 #include <event2/event.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/arena.h"
 #include "core/buf.h"
 #include "core/clock.h"

@@ -46,6 +46,11 @@ struct backend_iter {
     struct backend_store *st;
 };
 
+/* The built-in backends this plug-in wraps (compiled into it with their
+ * sources; tabled's own copies stay hidden behind the plug-in's symbol
+ * visibility). */
+extern const struct backend_ops backend_memory_ops;
+
 static const struct backend_ops *const inner_ops = &backend_memory_ops;
 
 /* The value of "name=value" in params, or NULL. */

@@ -94,6 +94,13 @@ struct backend_iter {
     size_t cap, used;
 };
 
+/* The built-in backends this plug-in wraps (compiled into it with their
+ * sources; tabled's own copies stay hidden behind the plug-in's symbol
+ * visibility). */
+extern const struct backend_ops backend_memory_ops;
+extern const struct backend_ops backend_leveldb_ops;
+extern const struct backend_ops backend_flatfile_ops;
+
 /* The inner backends; this file is compiled with their sources. */
 static const struct {
     const char *name;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "store/kv.h"
 
 #define BENCH_KEY_MAX 64

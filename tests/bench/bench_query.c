@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/config.h"
 #include "core/http.h"
 #include "core/log.h"

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 
 static uint64_t be64_at(const unsigned char *p)
 {

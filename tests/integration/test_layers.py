@@ -5,7 +5,8 @@
      core/      core/ only (and the top-level config.h): the floor
      backends/  core/, backends/
      store/     core/, backends/backend.h, backends/checks.h (the installed
-                interface headers), store/
+                interface headers), backends/registry.h (the built-in
+                memory backend for snapshots), store/
      auth/      core/, auth/
      guard/     core/, guard/ (throttling and fault rules: a peer of auth/)
      advisor/   core/, advisor/ (the partition advisor)
@@ -68,7 +69,8 @@ def allowed(frm_module, frm_path, target):
         "core": lambda: top == "core",
         "backends": lambda: top in ("core", "backends"),
         "store": lambda: top in ("core", "store") or target in ("backends/backend.h",
-                                                                "backends/checks.h"),
+                                                                "backends/checks.h",
+                                                                "backends/registry.h"),
         "auth": lambda: top in ("core", "auth"),
         "guard": lambda: top in ("core", "guard"),
         "advisor": lambda: top in ("core", "advisor"),

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "store/kv.h"
 #include "tests/unit/tap.h"
 

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/registry.h"
 #include "tests/unit/tap.h"
 #include "tests/unit/backend_suite.h"
 

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backends/registry.h"
 #include "tests/unit/backend_suite.h"
 
 /* ---- one data directory, one process ---- */

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/registry.h"
 #include "backends/postgres.h"
 #include "tests/unit/tap.h"
 

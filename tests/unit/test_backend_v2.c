@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backends/registry.h"
 #include "tests/unit/backend_suite.h"
 
 /* ---- the loader ---- */

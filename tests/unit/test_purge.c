@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/buf.h"
 #include "store/keys.h"
 #include "store/kv.h"

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/config.h"
 #include "core/http.h"
 #include "core/log.h"

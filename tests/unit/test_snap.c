@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "core/buf.h"
 #include "store/kv.h"
 #include "store/snap.h"
