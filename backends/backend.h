@@ -61,7 +61,15 @@
  * returns BACKEND_PENDING and later, from the event loop (a host timer or
  * fd callback, never from inside the method itself), fills the result
  * fields and calls call->done(call) exactly once. Until then the caller
- * keeps the call, the key and the write array alive and unchanged. Several
+ * keeps the call, the key and the write array alive and unchanged.
+ * done() may re-enter the backend: it may call any method of the store,
+ * start new calls and close cursors or the store itself (the server
+ * resumes the waiting request inside it); after done() returns the
+ * backend touches neither the call nor, when it was closed, the store.
+ * There is no cancellation: an outstanding call ends through done(), or
+ * is dropped by iter_close / close. Out of memory: inside its own
+ * buffers a backend may abort as the server does; across this interface
+ * it answers BACKEND_NOMEM. Several
  * calls on one store may be outstanding at once (one per cursor at most);
  * a backend completes applies in the order it makes their effects visible,
  * and a get or cursor step reflects every apply that completed before the
@@ -294,8 +302,11 @@ struct backend_ops {
                 char *err, size_t errlen);
 
     /* Makes every applied write durable (as sync() does), releases all
-       resources. Never fails from the caller's point of view. No call on
-       the store may be outstanding. (version 1) */
+       resources. Never fails from the caller's point of view. Calls may
+       still be outstanding (a deferring backend's; the conformance suite
+       closes a store so): they are dropped, and their done() is never
+       called once close has returned. close may be called from inside a
+       done() callback. (version 1) */
     void (*close)(struct backend_store *st);
 
     /* Point lookup. On BACKEND_OK *val points to a malloc()ed copy of the
@@ -350,7 +361,8 @@ struct backend_ops {
     int (*iter_next)(struct backend_iter *it, const void **key, size_t *key_len,
                      const void **val, size_t *val_len);
 
-    /* Frees the cursor; no step of it may be outstanding. (version 1) */
+    /* Frees the cursor. A step of it may still be outstanding: it is
+       dropped, and its done() is never called. (version 1) */
     void (*iter_close)(struct backend_iter *it);
 
     /* Applies n puts and deletes atomically: after a crash either all of

@@ -52,8 +52,10 @@ int kv_defers(const struct kv *kv);
    another process could change (store/tables.h, store/store.h). */
 int kv_shared(const struct kv *kv);
 /* How to wait on the main stack: wait_once(arg) runs one event-loop turn.
-   NULL: no waiting there (a deferred call off a coroutine is then a bug,
-   reported and answered BACKEND_IOERR). */
+   NULL: no waiting there. A store whose calls complete later must then be
+   called from coroutines only: a deferred call off a coroutine without a
+   waiter is a bug, logged and the process aborted (the call would
+   complete into a frame that is gone). */
 void kv_set_waiter(struct kv *kv, void (*wait_once)(void *arg), void *arg);
 
 /* Point lookup: BACKEND_OK with a borrowed *val, BACKEND_NOTFOUND, or a
