@@ -916,3 +916,12 @@ def _relay_main(argv):
 
 if __name__ == "__main__":
     sys.exit(_relay_main(sys.argv[1:]))
+
+
+def admin_port(srv):
+    """The admin listener's port from srv's "Admin endpoint:" line."""
+    for line in list(srv.stdout_lines):
+        m = re.search(r"Admin endpoint:\s+http://[^ ]+:(\d+)/metrics", line)
+        if m:
+            return int(m.group(1))
+    raise ServerError("no Admin endpoint line: %r" % srv.stdout_lines)

@@ -25,12 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tabled_harness as h  # noqa: E402
 
 
-def admin_port(srv):
-    for line in srv.stdout_lines:
-        m = re.search(r"Admin endpoint:\s+http://[^:]+:(\d+)/metrics", line)
-        if m:
-            return int(m.group(1))
-    raise h.ServerError("no Admin endpoint line: %r" % srv.stdout_lines)
+admin_port = h.admin_port
 
 
 def closed_port():

@@ -42,12 +42,7 @@ except ImportError as e:  # reported as a failing check below
 CLIENT_KW = dict(retry_total=0, connection_timeout=10, read_timeout=20)
 
 
-def admin_port(srv):
-    for line in srv.stdout_lines:
-        m = re.search(r"Admin endpoint:\s+http://[^:]+:(\d+)/metrics", line)
-        if m:
-            return int(m.group(1))
-    raise h.ServerError("no Admin endpoint line: %r" % srv.stdout_lines)
+admin_port = h.admin_port
 
 
 def admin(srv, method, path):

@@ -61,12 +61,7 @@ def tabled(*args, check=True, env=None):
     return p
 
 
-def admin_port(srv):
-    for line in srv.stdout_lines:
-        m = re.search(r"Admin endpoint:\s+http://[^:]+:(\d+)/metrics", line)
-        if m:
-            return int(m.group(1))
-    raise h.ServerError("no Admin endpoint line: %r" % srv.stdout_lines)
+admin_port = h.admin_port
 
 
 def svc_for(srv):

@@ -58,12 +58,7 @@ def tabled(*args, env=None):
     return p.returncode, p.stderr.decode("utf-8", "replace")
 
 
-def admin_port(srv):
-    for line in srv.stdout_lines:
-        m = re.search(r"Admin endpoint:\s+http://[^:]+:(\d+)/metrics", line)
-        if m:
-            return int(m.group(1))
-    raise h.ServerError("no Admin endpoint line: %r" % srv.stdout_lines)
+admin_port = h.admin_port
 
 
 def svc_for(srv):

@@ -239,12 +239,7 @@ def test_invalid(tap, tmp):
            "rc %d: %s" % (rc, err[-400:]))
 
 
-def admin_port(srv):
-    for line in srv.stdout_lines:
-        m = re.search(r"Admin endpoint:\s+http://[^:]+:(\d+)/metrics", line)
-        if m:
-            return int(m.group(1))
-    raise h.ServerError("no Admin endpoint line: %r" % srv.stdout_lines)
+admin_port = h.admin_port
 
 
 def test_advisor(tap):
