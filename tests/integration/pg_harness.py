@@ -140,8 +140,9 @@ def _install_handlers():
 class PgServer:
     """One private PostgreSQL cluster (see the module comment)."""
 
-    def __init__(self, bindir=None, dir=None, port=None, as_nobody=None):
+    def __init__(self, bindir=None, dir=None, port=None, as_nobody=None, settings=None):
         self.bindir = bindir or find_bindir()
+        self.settings = dict(settings or {})
         if not self.bindir:
             raise PgError(skip_reason())
         self.dir = dir
@@ -199,7 +200,9 @@ class PgServer:
         p = subprocess.run(self._as([self._tool("pg_ctl"), "-D", self.data, "-l", self.log,
                                      "-w", "-t", "60", "-o",
                                      "-k %s -p %d -c listen_addresses= -c fsync=off "
-                                     "-c max_connections=200" % (self.dir, self.port),
+                                     "-c max_connections=200" % (self.dir, self.port)
+                                     + "".join(" -c %s=%s" % (k, _quote_opt(v))
+                                               for k, v in self.settings.items()),
                                      "start"]),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=90)
         if p.returncode != 0:
@@ -244,6 +247,61 @@ class PgServer:
                 _live.remove(self)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    # -- replication (failover tests) -----------------------------------------
+    def make_standby(self, name="standby1", settings=None):
+        """A streaming standby of this server: pg_basebackup -R (a
+        standby.signal and primary_conninfo naming this server's socket,
+        application_name NAME, replication slot NAME) into a new temporary
+        directory, started on a free port of its own. Returns the started
+        PgServer (owned: removed at cleanup)."""
+        sb = PgServer(self.bindir, as_nobody=self.as_nobody, settings=settings)
+        sb.dir = tempfile.mkdtemp(prefix="tabled-pg-standby-")
+        sb.owned = True
+        _live.append(sb)
+        if sb.as_nobody:
+            os.chown(sb.dir, _nobody_uid(), -1)
+        sb.port = free_port()
+        src = "host=%s port=%d user=tabled application_name=%s" % (self.dir, self.port, name)
+        p = subprocess.run(self._as([self._tool("pg_basebackup"), "-D", sb.data, "-R",
+                                     "-X", "stream", "-C", "-S", name, "--no-sync",
+                                     "-c", "fast", "-d", src]),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        if p.returncode != 0:
+            raise PgError("pg_basebackup failed:\n" + p.stdout.decode("utf-8", "replace"))
+        # the copy carries the primary's files: no stale pid file, own log
+        try:
+            os.unlink(os.path.join(sb.data, "postmaster.pid"))
+        except OSError:
+            pass
+        sb.start()
+        return sb
+
+    def replication_state(self):
+        """[(application_name, state, sync_state)] of pg_stat_replication."""
+        out = self.psql("SELECT application_name, state, sync_state FROM pg_stat_replication")
+        return [tuple(ln.split("|")) for ln in out.splitlines() if ln]
+
+    def promote(self):
+        """pg_ctl promote -w: this standby becomes a primary (waits until it
+        accepts writes)."""
+        p = subprocess.run(self._as([self._tool("pg_ctl"), "-D", self.data, "-w", "-t", "60",
+                                     "promote"]),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=90)
+        if p.returncode != 0:
+            raise PgError("pg_ctl promote failed: %s" % p.stdout.decode("utf-8", "replace"))
+
+    def crash(self):
+        """kill -9 of the postmaster (a machine or process crash as a
+        failover manager sees it), then of its children left behind (they
+        exit on their own once they notice, but nothing may linger)."""
+        pids = self.backend_pids()
+        for pid in pids:                # the postmaster first
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return pids
 
     def postmaster_pid(self):
         """The running server's process id (from postmaster.pid), or None."""
@@ -300,6 +358,13 @@ class PgServer:
                 except (OSError, ValueError):
                     pass
         return pids
+
+
+def _quote_opt(v):
+    """A setting's value as one word of the postgres command line pg_ctl -o
+    passes through the shell ('' for an empty value)."""
+    v = str(v)
+    return "'%s'" % v.replace("'", "") if (not v or re.search(r"[^A-Za-z0-9_.,-]", v)) else v
 
 
 def _nobody_uid():
