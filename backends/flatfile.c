@@ -63,7 +63,9 @@
  * at start-up) or the complete new one: nothing is lost.
  *
  * Memory: the index holds keys and locations only (about 40 bytes plus the
- * key per entry); values are read with pread() from the page cache.
+ * key per entry); values are read with pread() from the page cache, a
+ * point get one value per call, a scan the values of neighbouring entries
+ * with one call into a 64 KiB window of its cursor (ff_iter_value).
  *
  * Interface version 2, completing every call at once (caps 0): get_v2
  * reads the value into a buffer of the store and lends it (until the next
