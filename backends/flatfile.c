@@ -63,7 +63,9 @@
  * at start-up) or the complete new one: nothing is lost.
  *
  * Memory: the index holds keys and locations only (about 40 bytes plus the
- * key per entry); values are read with pread() from the page cache.
+ * key per entry); values are read with pread() from the page cache, a
+ * point get one value per call, a scan the values of neighbouring entries
+ * with one call into a 64 KiB window of its cursor (ff_iter_value).
  *
  * Interface version 2, completing every call at once (caps 0): get_v2
  * reads the value into a buffer of the store and lends it (until the next
@@ -172,6 +174,10 @@ struct backend_store {
     uint64_t sync_end;              /* the log end it covers */
     unsigned sync_resets;           /* resets when it began */
     int sync_thread;                /* option sync-thread: use a worker */
+    uint64_t lgen;                  /* bumped whenever bytes already in the
+                                       log may change or the live file is
+                                       swapped: read-ahead windows of
+                                       cursors taken before are stale */
 };
 
 struct backend_iter {
@@ -179,6 +185,10 @@ struct backend_iter {
     struct ffidx_cursor cur;
     uint8_t *buf;                   /* key then value of the last entry */
     size_t cap;
+    uint8_t *win;                   /* read-ahead: log bytes [woff, woff+wlen) */
+    uint64_t woff;
+    size_t wlen;
+    uint64_t wgen;                  /* st->lgen when win was read */
     int has_end;
     size_t end_len;
     uint8_t end[];
@@ -775,6 +785,66 @@ static int ff_iter_seek(struct backend_iter *it, const void *key, size_t klen)
     return BACKEND_OK;
 }
 
+/* Read-ahead of a scan: the values of consecutive index entries usually
+ * lie side by side in the log (written in key order, or copied in key
+ * order by a compaction), and one pread() per value costs more than the
+ * rest of a scan step. So a cursor reads, with one pread(), the log span
+ * holding the value of n and of the entries after it, as long as the span
+ * stays within FF_WIN_MAX bytes and is mostly made of their values (at
+ * most FF_WIN_SLACK bytes besides them), and serves the next steps from
+ * that window. Entries far apart, or rewritten elsewhere, end the span:
+ * their values are read on their own, as before. Only bytes below the log
+ * end that nodes point at are read; any change to bytes already in the
+ * log (a cut after a failed sync or write) or a swap of the live file
+ * bumps st->lgen, which drops the window. */
+#define FF_WIN_MAX (64u << 10)
+#define FF_WIN_SLACK 4096u
+#define FF_WIN_NODES 256u
+
+/* Copies the value of n into dst, from the cursor's window when it holds
+ * it, else by reading a new window starting at n (or n alone). */
+static int ff_iter_value(struct backend_iter *it, const struct ffidx_node *n, uint8_t *dst)
+{
+    struct backend_store *st = it->st;
+    if (!n->vlen)
+        return 0;
+    uint64_t loc = n->loc[st->parity];
+    if (it->wlen && it->wgen == st->lgen && loc >= it->woff &&
+        loc - it->woff <= it->wlen && n->vlen <= it->wlen - (loc - it->woff)) {
+        memcpy(dst, it->win + (loc - it->woff), n->vlen);
+        return 0;
+    }
+    it->wlen = 0;
+    if (n->vlen >= FF_WIN_MAX / 2)
+        return ff_read_value(st, n, dst);
+    /* how far the span of n and its successors goes */
+    uint64_t lo = loc, hi = loc + n->vlen, used = n->vlen;
+    const struct ffidx_node *m = n->next[0];
+    for (unsigned k = 0; m && k < FF_WIN_NODES; k++, m = m->next[0]) {
+        if (it->has_end && ffidx_cmp(ffidx_key(m), m->klen, it->end, it->end_len) >= 0)
+            break;
+        uint64_t ml = m->loc[st->parity], mlo = ml < lo ? ml : lo;
+        uint64_t mhi = ml + m->vlen > hi ? ml + m->vlen : hi;
+        if (mhi - mlo > FF_WIN_MAX || mhi - mlo > used + m->vlen + FF_WIN_SLACK)
+            break;
+        lo = mlo;
+        hi = mhi;
+        used += m->vlen;
+    }
+    if (hi - lo == n->vlen)
+        return ff_read_value(st, n, dst);
+    if (!it->win && !(it->win = malloc(FF_WIN_MAX)))
+        return ff_read_value(st, n, dst);
+    int r = bfs_pread_all(st->fd, it->win, (size_t)(hi - lo), lo);
+    if (r < 0)
+        return r;
+    it->woff = lo;
+    it->wlen = (size_t)(hi - lo);
+    it->wgen = st->lgen;
+    memcpy(dst, it->win + (loc - lo), n->vlen);
+    return 0;
+}
+
 /* Returns the next entry below the end bound; key and value are copied
  * into the cursor's buffer, so they stay valid across writes. */
 static int ff_iter_next(struct backend_iter *it, const void **key, size_t *klen, const void **val,
@@ -794,7 +864,7 @@ static int ff_iter_next(struct backend_iter *it, const void **key, size_t *klen,
     if (ff_reserve(&it->buf, &it->cap, (size_t)n->klen + n->vlen + 1) != 0)
         return BACKEND_NOMEM;
     memcpy(it->buf, ffidx_key(n), n->klen);
-    if (ff_read_value(it->st, n, it->buf + n->klen) < 0)
+    if (ff_iter_value(it, n, it->buf + n->klen) < 0)
         return BACKEND_IOERR;
     it->cur.next = n->next[0];
     if (key)
@@ -827,6 +897,7 @@ static void ff_iter_close(struct backend_iter *it)
         return;
     if (it->cur.attached)
         ffidx_cursor_close(&it->st->ix, &it->cur);
+    free(it->win);
     free(it->buf);
     free(it);
 }
@@ -927,6 +998,7 @@ static void ff_fail(struct backend_store *st, const char *what, int r, uint64_t 
     if (ftruncate(st->fd, (off_t)st->durable_end) != 0) {
         /* ff_reset cuts it before any write */
     }
+    st->lgen++;
     st->end = st->durable_end;
     ff_log(st, BACKEND_LOG_ERROR, "%s failed (%s): the %llu bytes of the log written since it "
            "was last made durable are dropped, and their writes answer an error; writes are "
@@ -1047,6 +1119,7 @@ static int ff_reset(struct backend_store *st, char *err, size_t errlen)
     }
     close(st->fd);
     st->fd = fd;
+    st->lgen++;
     st->end = st->durable_end;
     st->epoch++;
     st->dirty = 0;
@@ -1155,6 +1228,7 @@ static void ff_compact_finish(struct backend_store *st)
     st->fd = c->fd;
     st->end = c->end;
     st->parity ^= 1;
+    st->lgen++;
     st->epoch++;
     st->dirty = 0;
     st->durable_end = st->span_start = c->end;
@@ -1368,6 +1442,7 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
     int r = bfs_pwrite_all(st->fd, st->rec, size, st->end);
     if (r < 0) {
         /* Cut whatever part reached the file so no half record stays. */
+        st->lgen++;
         if (ftruncate(st->fd, (off_t)st->end) != 0)
             ff_fail(st, "cutting back a failed write", -errno, 0);
         ff_drop_nodes(st, n);
