@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "tests/unit/backend_adapter.h"
 #include "tests/unit/tap.h"
 
