@@ -378,8 +378,8 @@ void op_import(struct req_ctx *c)
         unsigned long at = import_write(im, body, len, &rc);
         if (at) {
             log_warn("import: line %lu of a piece: %s", at, im->err);
-            import_answer(im, terr_info(terr_from_backend(rc))->status >= 500
-                                  ? terr_info(terr_from_backend(rc))->status : 500, at);
+            int status = terr_info(terr_from_backend(rc))->status;
+            import_answer(im, status >= 500 ? status : 500, at);
         } else {
             import_answer(im, 200, 0);
         }
