@@ -99,10 +99,13 @@ class SdkTests:
                "a case-variant duplicate was not created")
         self.svc.delete_table("SdkTableTwo")
         tap.ok("SdkTableTwo" not in self.table_names(), "delete_table removes the table")
-        # the SDK turns a 404 on delete into success; anything else raises
+        # the SDK turns a 404 on delete into success; anything else raises.
+        # The hook sees the answer the SDK swallowed: it must be 404.
         try:
-            self.svc.delete_table("SdkTableTwo")
-            tap.ok(True, "delete_table of a missing table answers 404 (SDK ignores it)")
+            seen = []
+            self.svc.delete_table("SdkTableTwo", raw_response_hook=lambda r: seen.append(
+                r.http_response.status_code))
+            tap.eq(seen[-1:], [404], "delete_table of a missing table answers 404 (SDK ignores it)")
         except HttpResponseError as e:
             tap.ok(False, "delete_table of a missing table answers 404 (SDK ignores it)",
                    "%s %s" % (e.status_code, code_of(e)))
@@ -227,8 +230,10 @@ class SdkTests:
                      lambda: tc.get_entity("p2", "n"), ResourceNotFoundError, 404,
                      "ResourceNotFound")
         try:
-            tc.delete_entity("p2", "n")
-            tap.ok(True, "delete_entity of a missing entity answers 404 (SDK ignores it)")
+            seen = []
+            tc.delete_entity("p2", "n", raw_response_hook=lambda r: seen.append(
+                r.http_response.status_code))
+            tap.eq(seen[-1:], [404], "delete_entity of a missing entity answers 404 (SDK ignores it)")
         except HttpResponseError as e:
             tap.ok(False, "delete_entity of a missing entity answers 404 (SDK ignores it)",
                    "%s %s" % (e.status_code, code_of(e)))
