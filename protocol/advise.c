@@ -14,7 +14,7 @@
 static struct advisor_key key_of(const struct req_ctx *c, const char *table, size_t table_len,
                                  const char *pk, size_t pk_len)
 {
-    struct advisor_key k = {(unsigned)(c->account - c->svc->cfg->accounts), table, table_len, pk,
+    struct advisor_key k = {(unsigned)(c->account - c->svc->set.accounts), table, table_len, pk,
                             pk_len};
     return k;
 }

@@ -9,10 +9,10 @@
 #include <stdint.h>
 
 #include "auth/auth.h"
+#include "protocol/service.h"
 #include "backends/backend.h"
 #include "store/kv.h"
 #include "store/store.h"
-#include "core/config.h"
 #include "core/http.h"
 #include "core/rand.h"
 #include "store/entity.h"
@@ -24,7 +24,7 @@
 #include "codec/url.h"
 
 struct service {
-    const struct config *cfg;
+    struct service_settings set; /* a copy of service_new's */
     struct store *store;       /* store/store.h: entities, writes, failures */
     struct kv *kv;             /* its kv (scans, catalogue reads) */
     struct table_cache *tables;  /* trusted only when !shared (then it

@@ -41,7 +41,7 @@ static enum terr find_account(struct req_ctx *c, const char *name, size_t n)
         return TERR_ResourceNotFound;
     memcpy(tmp, name, n);
     tmp[n] = '\0';
-    c->account = config_find_account(c->svc->cfg, tmp);
+    c->account = account_find(c->svc->set.accounts, c->svc->set.naccounts, tmp);
     if (!c->account) {
         c->unknown_account = 1;
         c->account_tried = arena_strdup(c->a, tmp);
@@ -97,7 +97,7 @@ enum terr route_account(struct req_ctx *c, const char **rest, size_t *rest_len)
     if (plen == 0 || path[0] != '/')
         return TERR_InvalidUri;
 
-    c->path_style = c->svc->cfg->path_style_only || path_style_host(host, hl);
+    c->path_style = c->svc->set.path_style_only || path_style_host(host, hl);
     if (c->path_style) {
         const char *seg = path + 1;
         const char *slash = memchr(seg, '/', plen - 1);

@@ -73,15 +73,15 @@ static void service_wake_cb(void *arg);
 static void service_refuse(struct service *svc, struct request *req, struct response *resp,
                            enum terr terr);
 
-struct service *service_new(const struct config *cfg, struct store *store, char *err,
-                            size_t errlen)
+struct service *service_new(const struct service_settings *cfg, struct store *store,
+                            char *err, size_t errlen)
 {
     struct service *svc = calloc(1, sizeof *svc);
     if (!svc) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    svc->cfg = cfg;
+    svc->set = *cfg;
     svc->store = store;
     svc->kv = store_kv(store);
     svc->shared = kv_shared(svc->kv);
@@ -260,7 +260,7 @@ static void ctx_init(struct req_ctx *c, struct service *svc, struct request *req
     c->version = version_newest();
     c->level = ODATA_MINIMAL;
     const char *v = request_header(req, "x-ms-version");
-    const char *k = version_behaviour(&svc->version_memo, v, svc->cfg->strict_versions);
+    const char *k = version_behaviour(&svc->version_memo, v, svc->set.strict_versions);
     if (k) {
         c->version = k;
         c->version_echo = v;
@@ -331,7 +331,7 @@ static int unsupported_option(const struct req_ctx *c)
  * version the service would not take (SPEC 12.1, version_behaviour). */
 static enum terr use_version(struct req_ctx *c, const char *v)
 {
-    const char *k = version_behaviour(&c->svc->version_memo, v, c->svc->cfg->strict_versions);
+    const char *k = version_behaviour(&c->svc->version_memo, v, c->svc->set.strict_versions);
     if (!k)
         return TERR_InvalidHeaderValue;
     c->version = k;
@@ -358,7 +358,7 @@ static enum terr pick_version(struct req_ctx *c)
             return use_version(c, api->value);
         const struct query_param *sv = url_query_get(c->qp, c->nqp, "sv");
         if (sv && version_behaviour(&c->svc->version_memo, sv->value,
-                                      c->svc->cfg->strict_versions))
+                                      c->svc->set.strict_versions))
             return use_version(c, sv->value);
         c->version = version_newest();
         c->version_echo = NULL;
@@ -415,7 +415,7 @@ static enum terr authenticate(struct req_ctx *c)
 /* Index of the request's account in the configuration. */
 static unsigned account_index(const struct req_ctx *c)
 {
-    return (unsigned)(c->account - c->svc->cfg->accounts);
+    return (unsigned)(c->account - c->svc->set.accounts);
 }
 
 /* Consults the fault rules, then the buckets, for a request of c->op on
@@ -457,7 +457,7 @@ static enum terr guard(struct req_ctx *c, const char *table, size_t table_len, c
     if (svc->throttle) {
         struct throttle_key k = {ai, table, table_len, pk, pk_len};
         int64_t acost =
-            c->def->cost == OP_COST_PER_OP && svc->cfg->throttle_batch_per_request && cost > 0
+            c->def->cost == OP_COST_PER_OP && svc->set.throttle_batch_per_request && cost > 0
                 ? 1 : cost;
         enum throttle_verdict v = throttle_admit(svc->throttle, &k, cost, acost, clock_mono_us());
         if (v != THROTTLE_OK) {
@@ -573,7 +573,7 @@ void service_query_done(struct req_ctx *c)
  * left the account out. */
 static void unknown_account_why(struct req_ctx *c)
 {
-    const struct config *cfg = c->svc->cfg;
+    const struct service_settings *cfg = &c->svc->set;
     struct buf names;
     buf_init(&names);
     for (size_t i = 0; i < cfg->naccounts && names.len < 512; i++)
@@ -618,7 +618,7 @@ static enum terr prepare(struct req_ctx *c)
     if ((e = route_account(c, &rest, &rest_len))) {
         /* No key can sign for an account that does not exist (SPEC 10.2);
          * without authentication there is simply no such resource. */
-        if (c->unknown_account && c->svc->cfg->auth) {
+        if (c->unknown_account && c->svc->set.auth) {
             c->auth.detail = "The account named in the request does not exist.";
             unknown_account_why(c);
             c->auth_failed = 1;
@@ -701,8 +701,8 @@ static void service_run(struct service *svc, struct request *req, struct respons
     if (c.timeout_after)  /* injected timeout after the write ran */
         reply_error(&c, TERR_OperationTimedOut);
     reply_finish(&c);
-    if (c.throttled && svc->cfg->throttle_retry_after)
-        response_headerf(resp, "Retry-After", "%d", svc->cfg->throttle_retry_after);
+    if (c.throttled && svc->set.throttle_retry_after)
+        response_headerf(resp, "Retry-After", "%d", svc->set.throttle_retry_after);
     op_cors_headers(&c);
     if (svc->metrics || svc->advisor) {
         uint64_t now = clock_mono_us();
@@ -925,7 +925,7 @@ int service_attach(struct service *svc, struct throttle *t, struct fault_set *f,
     svc->throttle = t;
     svc->faults = f;
     svc->metrics = m;
-    const struct config *cfg = svc->cfg;
+    const struct service_settings *cfg = &svc->set;
     int rc = store_set_metrics(svc->store, m, cfg->accounts, cfg->naccounts, err, errlen);
     return rc != 0 ? -1 : 0;
 }

@@ -7,15 +7,33 @@
 #ifndef TABLED_SERVICE_H
 #define TABLED_SERVICE_H
 
-#include "core/config.h"
+#include "core/account.h"
 #include "core/http.h"
 
 struct service;
 
-/* The service keeps pointers to cfg and store; they must outlive it. */
+/* What the service needs of the application's settings; server/ fills it
+ * from the configuration (server/main.c). Restart-only settings:
+ * the service keeps a copy. */
+struct service_settings {
+    const struct account_cfg *accounts; /* the served accounts; keys may be
+                                           replaced in place (a reload) */
+    size_t naccounts;
+    int auth;                         /* 1 = verify requests, 0 = --auth off */
+    int oauth_basic;                  /* Azurite-style bearer check */
+    int strict_versions;              /* refuse unknown x-ms-version values */
+    int path_style_only;              /* the account always from the path */
+    int scan_budget;                  /* entities examined per page; 0 = unlimited */
+    int scan_budget_ms;               /* time cut per page; 0 = none */
+    int throttle_batch_per_request;   /* account bucket: a batch costs 1 */
+    int throttle_retry_after;         /* Retry-After seconds on 503s; 0 = none */
+};
+
+/* The service keeps a copy of set and a pointer to store (which must
+ * outlive it) and to set->accounts (which must too). */
 struct store;
-struct service *service_new(const struct config *cfg, struct store *store, char *err,
-                            size_t errlen);
+struct service *service_new(const struct service_settings *set, struct store *store,
+                            char *err, size_t errlen);
 /* Before service_free on a store whose calls complete later: starts no
  * more background work and turns the loop (wait_once(arg), one turn) until
  * the requests and the background step that wait on the store are over

@@ -127,6 +127,24 @@ static struct fault_set *faults_from_config(const struct config *cfg, char *err,
 }
 
 /* Token buckets of --throttle, keyed with a random hash seed. */
+/* The service's settings from the configuration: the few, restart-only
+ * values protocol/ reads (it never sees struct config). */
+static struct service_settings service_settings_of(const struct config *cfg)
+{
+    return (struct service_settings){
+        .accounts = cfg->accounts,
+        .naccounts = cfg->naccounts,
+        .auth = cfg->auth,
+        .oauth_basic = cfg->oauth_basic,
+        .strict_versions = cfg->strict_versions,
+        .path_style_only = cfg->path_style_only,
+        .scan_budget = cfg->scan_budget,
+        .scan_budget_ms = cfg->scan_budget_ms,
+        .throttle_batch_per_request = cfg->throttle_batch_per_request,
+        .throttle_retry_after = cfg->throttle_retry_after,
+    };
+}
+
 static struct throttle *throttle_from_config(const struct config *cfg)
 {
     struct throttle_limits lim = {cfg->throttle_partition_rate, cfg->throttle_partition_burst,
@@ -656,7 +674,8 @@ int main(int argc, char **argv)
      * requests and the background step call the store, on coroutines. */
     kv_set_waiter(kv, main_wait_once, base);
     store = store_new(kv, cfg.durability);
-    svc = store ? service_new(&cfg, store, err, sizeof err) : NULL;
+    struct service_settings set = service_settings_of(&cfg);
+    svc = store ? service_new(&set, store, err, sizeof err) : NULL;
     if (!svc) {
         log_error("cannot start the table service: %s", store ? err : "out of memory");
         goto fail;

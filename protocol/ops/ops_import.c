@@ -154,8 +154,8 @@ static unsigned long import_check(struct import *im, const char *body, size_t le
  * unserved, once). */
 static int import_account(struct import *im, const char *account)
 {
-    const struct config *cfg = im->c->svc->cfg;
-    const struct account_cfg *a = config_find_account(cfg, account);
+    const struct service_settings *cfg = &im->c->svc->set;
+    const struct account_cfg *a = account_find(cfg->accounts, cfg->naccounts, account);
     if (a)
         return (int)(a - cfg->accounts);
     for (size_t i = 0; i < im->nunserved; i++)

@@ -257,9 +257,9 @@ void op_query_entities(struct req_ctx *c)
                          : PAGE_MAX_BYTES,
         .ranged = auth_range_active(&c->auth.range),
         .keys_first = q.filter && filter_needs_keys(q.filter),
-        .budget = c->svc->cfg->scan_budget,
+        .budget = c->svc->set.scan_budget,
         .deadline =
-            c->svc->cfg->scan_budget_ms > 0 ? clock_mono_ms() + c->svc->cfg->scan_budget_ms : 0,
+            c->svc->set.scan_budget_ms > 0 ? clock_mono_ms() + c->svc->set.scan_budget_ms : 0,
     };
     struct buf start, end;
     buf_init(&start);

@@ -243,7 +243,9 @@ static int bq_run(long size, long rows, long requests)
         return -1;
     }
     struct store *store = store_new(st, DURABILITY_NONE);
-    struct service *svc = service_new(&cfg, store, err, sizeof err);
+    struct service_settings set = {.accounts = cfg.accounts, .naccounts = cfg.naccounts,
+                                   .scan_budget = cfg.scan_budget};
+    struct service *svc = service_new(&set, store, err, sizeof err);
     if (!svc) {
         fprintf(stderr, "service_new: %s\n", err);
         store_free(store);

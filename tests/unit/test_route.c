@@ -388,7 +388,7 @@ static void test_write_rows(void)
 int main(void)
 {
     config_defaults(&cfg);
-    svc.cfg = &cfg;
+    svc.set = (struct service_settings){.accounts = cfg.accounts, .naccounts = cfg.naccounts};
     test_paths();
     test_tokens();
     test_table();
