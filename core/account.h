@@ -1,7 +1,7 @@
 /* account.h - one storage account as configured: its name and keys. What
  * the lower layers need of the configuration's accounts (authentication
  * in auth/, the entity counters in core/metrics.h and store/), without
- * the whole configuration (core/config.h). */
+ * the whole configuration (server/config.h). */
 #ifndef TABLED_ACCOUNT_H
 #define TABLED_ACCOUNT_H
 #include <stddef.h>

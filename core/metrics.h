@@ -1,5 +1,6 @@
 /* metrics.h - counters and histograms for the admin listener's /metrics,
- * rendered in the Prometheus text exposition format (version 0.0.4).
+ * which server/metrics_text.c renders in the Prometheus text exposition
+ * format (version 0.0.4).
  *
  * Everything is a fixed-size array indexed by small numbers the callers
  * already have (operation number, account index), so recording is a few
@@ -114,9 +115,6 @@ void metrics_purge(struct metrics *m, size_t pending, uint64_t removed);
 /* The store's writes fail (failed 1, with why), the database cannot be
    reached (2, with why), or all works again (0). */
 void metrics_store_state(struct metrics *m, int failed, const char *why);
-
-/* Appends the whole exposition text. */
-void metrics_render(const struct metrics *m, struct buf *out);
 
 /* Records one observation (exposed for tests). */
 void metrics_hist_observe(struct metrics_hist *h, uint64_t micros);

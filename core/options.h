@@ -5,7 +5,7 @@
  * (offset and size in the settings struct), its default, its argument name
  * and help line. The functions here apply a value by name, fill defaults
  * and print --help from the rows, so the command line, the config file and
- * the help text cannot disagree. core/config_options.c holds tabled's rows. */
+ * the help text cannot disagree. server/config_options.c holds tabled's rows. */
 #ifndef TABLED_OPTIONS_H
 #define TABLED_OPTIONS_H
 #include <stddef.h>

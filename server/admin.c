@@ -13,7 +13,7 @@
 #include "guard/fault.h"
 #include "core/jsonwalk.h"
 #include "core/log.h"
-#include "core/metrics.h"
+#include "server/metrics_text.h"
 
 /* Seconds a GET /export refused while another runs is told to wait. */
 #define ADMIN_EXPORT_RETRY_AFTER "10"

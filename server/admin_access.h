@@ -39,7 +39,7 @@
 #define TABLED_ADMIN_ACCESS_H
 #include <stddef.h>
 
-#include "core/config.h"
+#include "server/config.h"
 #include "core/http.h"
 
 struct admin_access {

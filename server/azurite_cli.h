@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "core/config.h"
+#include "server/config.h"
 
 #define AZURITE_MAX_ARGS 160
 

@@ -13,7 +13,7 @@
 #include <openssl/ssl.h>
 
 #include "core/buf.h"
-#include "core/config.h"
+#include "server/config.h"
 #include "server/handler.h"
 
 struct conn;

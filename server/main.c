@@ -27,7 +27,7 @@
 #include "server/azurite_db.h"
 #include "core/clock.h"
 #include "core/coding.h"
-#include "core/config.h"
+#include "server/config.h"
 #include "tools/dump.h"
 #include "tools/dump_export.h"
 #include "guard/fault.h"
@@ -143,6 +143,26 @@ static struct service_settings service_settings_of(const struct config *cfg)
         .throttle_batch_per_request = cfg->throttle_batch_per_request,
         .throttle_retry_after = cfg->throttle_retry_after,
     };
+}
+
+/* The tools' store options (tools/dump.h): tabled's own command line and
+ * config file, read as for the server. The configuration is static: the
+ * tool keeps pointers into it until it returns. */
+static int dump_store_from_args(int argc, char **argv, struct dump_store *st, char *err,
+                                size_t errlen)
+{
+    static struct config cfg;
+    static const char *params[CONFIG_MAX_BACKEND_OPTIONS + 1];
+    config_defaults(&cfg);
+    int rc = config_parse_args(&cfg, argc, argv, err, errlen);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < cfg.nbackend_options; i++)
+        params[i] = cfg.backend_options[i];
+    params[cfg.nbackend_options] = NULL;
+    *st = (struct dump_store){.backend = cfg.backend, .data_dir = cfg.data_dir,
+                              .params = params, .durability = cfg.durability};
+    return 0;
 }
 
 static struct throttle *throttle_from_config(const struct config *cfg)
@@ -324,7 +344,7 @@ static int azurite_db_check(const struct config *cfg, const char *prog, int impo
     char *args[] = {"import", "--from-azurite", db, "--backend", (char *)cfg->backend,
                     "--data", store, NULL};
     fprintf(stderr, "%s: importing %s into %s\n", prog, db, store);
-    if (dump_main(7, args) != 0) {
+    if (dump_main(7, args, dump_store_from_args) != 0) {
         fprintf(stderr, "%s: the import of %s failed (see above); nothing was "
                 "started\n", prog, db);
         return -1;
@@ -490,7 +510,7 @@ int main(int argc, char **argv)
     char err[1024] = "";
 
     if (argc > 1 && (strcmp(argv[1], "export") == 0 || strcmp(argv[1], "import") == 0))
-        return dump_main(argc - 1, argv + 1);
+        return dump_main(argc - 1, argv + 1, dump_store_from_args);
     int azurite = argc > 0 && started_as_azurite(argv[0]);
     int import_db = azurite && azurite_db_take_flag(&argc, argv);
     if (azurite) {

@@ -15,7 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "advisor/advisor.h"
-#include "core/config_options.h"
+#include "server/config_options.h"
 #include "core/log.h"
 #include "server/admin.h"
 #include "server/server.h"

@@ -4,7 +4,7 @@
 #ifndef TABLED_RELOAD_H
 #define TABLED_RELOAD_H
 
-#include "core/config.h"
+#include "server/config.h"
 #include "server/azurite_cli.h"
 
 struct server;

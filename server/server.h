@@ -10,7 +10,7 @@
 #define TABLED_SERVER_H
 #include <stddef.h>
 
-#include "core/config.h"
+#include "server/config.h"
 #include "server/handler.h"
 
 struct server;

@@ -29,7 +29,6 @@
 #include "core/arena.h"
 #include "core/buf.h"
 #include "core/clock.h"
-#include "core/config.h"
 #include "core/version.h"
 #include "codec/props.h"
 #include "codec/edm.h"
@@ -87,7 +86,7 @@ static void dump_close(struct dump *d)
  * one call at a time). */
 static int dump_open(struct dump *d, char *err, size_t errlen)
 {
-    d->ops = backend_lookup(d->cfg.backend, err, errlen);
+    d->ops = backend_lookup(d->st.backend, err, errlen);
     if (!d->ops)
         return -1;
     d->base = event_base_new();
@@ -97,16 +96,12 @@ static int dump_open(struct dump *d, char *err, size_t errlen)
         dump_close(d);
         return -1;
     }
-    static const char *params[CONFIG_MAX_BACKEND_OPTIONS + 1];
-    for (size_t i = 0; i < d->cfg.nbackend_options; i++)
-        params[i] = d->cfg.backend_options[i];
-    params[d->cfg.nbackend_options] = NULL;
     struct backend_options bo = {
-        .data_dir = d->cfg.data_dir,
-        .durability = d->cfg.durability == DURABILITY_SYNC ? BACKEND_DURABLE_SYNC
-                      : d->cfg.durability == DURABILITY_NONE ? BACKEND_DURABLE_NONE
+        .data_dir = d->st.data_dir,
+        .durability = d->st.durability == DURABILITY_SYNC ? BACKEND_DURABLE_SYNC
+                      : d->st.durability == DURABILITY_NONE ? BACKEND_DURABLE_NONE
                                                              : BACKEND_DURABLE_BATCH,
-        .params = params,
+        .params = d->st.params,
         .log = dump_backend_log,
         .host = host_hooks(d->host),
     };
@@ -116,7 +111,7 @@ static int dump_open(struct dump *d, char *err, size_t errlen)
             snprintf(err, errlen, "cannot open the %s store: %s", d->ops->name, msg);
         else
             snprintf(err, errlen, "cannot open the %s store in %.300s: %s (is the server "
-                     "running?)", d->ops->name, d->cfg.data_dir, msg);
+                     "running?)", d->ops->name, d->st.data_dir, msg);
         dump_close(d);
         return -1;
     }
@@ -563,7 +558,7 @@ static int dump_import_admin(struct dump *d)
     return 0;
 }
 
-int dump_main(int argc, char **argv)
+int dump_main(int argc, char **argv, dump_store_args store_args)
 {
     static struct dump d;
     char *rest[DUMP_MAX_FLAGS + 2];
@@ -641,8 +636,7 @@ int dump_main(int argc, char **argv)
         fprintf(stderr, "tabled import: --batch expects 1..1000\n");
         return 2;
     }
-    config_defaults(&d.cfg);
-    int rc = config_parse_args(&d.cfg, nrest, rest, err, sizeof err);
+    int rc = store_args(nrest, rest, &d.st, err, sizeof err);
     if (rc != 0) {
         if (rc < 0)
             fprintf(stderr, "tabled %s: %s\n", argv[0], err);
@@ -653,7 +647,7 @@ int dump_main(int argc, char **argv)
      * would be lost when the tool exits, so it is refused before anything
      * is read. */
     if (!is_export) {
-        const struct backend_ops *ops = backend_lookup(d.cfg.backend, err, sizeof err);
+        const struct backend_ops *ops = backend_lookup(d.st.backend, err, sizeof err);
         if (ops && strcmp(ops->name, "memory") == 0) {
             fprintf(stderr, "tabled import: the memory store lives only as long as this tool, "
                     "so the import would be lost when it exits; to seed a running server "

@@ -15,7 +15,29 @@
 #ifndef TABLED_DUMP_H
 #define TABLED_DUMP_H
 
-/* argv[0] is "export" or "import". Returns the process exit status. */
-int dump_main(int argc, char **argv);
+#include <stddef.h>
+
+#include "core/account.h"
+
+/* The store a tool opens, named by tabled's own options (--config FILE,
+ * --backend, --data, --backend-option, --durability). server/main.c reads
+ * those options for the tool, as it does for the server: the tools never
+ * see the application's configuration. */
+struct dump_store {
+    const char *backend;              /* built-in name or plug-in path */
+    const char *data_dir;
+    const char *const *params;        /* "name=value", NULL-terminated */
+    enum durability durability;
+};
+
+/* Reads tabled's store options in argv[0..argc) into *st, whose strings
+ * the callee keeps valid until the tool returns. Returns 0; 1 when it
+ * printed --help or --version; -1 with a message in err. */
+typedef int (*dump_store_args)(int argc, char **argv, struct dump_store *st, char *err,
+                               size_t errlen);
+
+/* argv[0] is "export" or "import"; store_args reads the store options.
+ * Returns the process exit status. */
+int dump_main(int argc, char **argv, dump_store_args store_args);
 
 #endif

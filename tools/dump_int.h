@@ -7,7 +7,7 @@
 
 #include "backends/backend.h"
 #include "core/arena.h"
-#include "core/config.h"
+#include "tools/dump.h"
 #include "store/tables.h"
 
 struct event_base;
@@ -15,7 +15,7 @@ struct host;
 
 /* What one run works on. */
 struct dump {
-    struct config cfg;
+    struct dump_store st;            /* the store options (dump.h) */
     const struct backend_ops *ops;
     struct kv *kv;                   /* the open store (store/kv.h) */
     struct event_base *base;         /* its event loop, turned while a call */

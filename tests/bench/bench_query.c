@@ -23,7 +23,7 @@
 
 #include "backends/backend.h"
 #include "backends/registry.h"
-#include "core/config.h"
+#include "server/config.h"
 #include "core/http.h"
 #include "core/log.h"
 #include "protocol/ctx.h"

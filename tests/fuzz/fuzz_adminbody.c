@@ -10,7 +10,7 @@
 
 #include "server/admin.h"
 #include "core/arena.h"
-#include "core/config.h"
+#include "server/config.h"
 #include "guard/fault.h"
 #include "core/log.h"
 #include "core/metrics.h"

@@ -20,8 +20,8 @@
                 admin listener's HTTP: never the request pipeline)
      server/    anything but protocol/ and tools/; server/main.c, the
                 composition root that builds the service, anything
-   core/config.h (the application's whole configuration) only from core/,
-   tools/ and server/: the layers below get settings structs of their own.
+   The application's configuration (server/config.h) is read at the top:
+   the layers below, and the tools, get settings structs of their own.
    (config.h, written by configure, may be included anywhere.) A folder
    that does not exist yet (store/) is simply empty.
 2. Calls: the object files of each folder, as built (nm: symbols defined
@@ -43,7 +43,6 @@ BUILD = os.environ.get("TOP_BUILDDIR", ".")
 MODULES = ["core", "guard", "advisor", "backends", "store", "auth", "codec", "filter", "protocol",
            "tools", "server"]
 COMPOSITION_ROOT = "server/main"
-APP_CONFIG = ("core/config.h", "core/config_options.h")
 
 n = 0
 failed = 0
@@ -68,10 +67,6 @@ def allowed(frm_module, frm_path, target):
         return True
     if frm_path == COMPOSITION_ROOT:
         return True
-    # the application's configuration is read at the top (server/, and the
-    # tools' own command lines): lower layers get small settings structs
-    if target in APP_CONFIG and frm_module not in ("core", "tools", "server"):
-        return False
     rules = {
         "core": lambda: top == "core",
         "backends": lambda: top in ("core", "backends"),

@@ -9,7 +9,7 @@
 3. Every relative link of README.md and doc/*.md names a file that exists.
 4. Documented defaults match the option table: for each option whose
    --help line states a default (the help is generated from the table in
-   core/config_options.c), tabled(1)'s entry for it states the same one,
+   server/config_options.c), tabled(1)'s entry for it states the same one,
    and tabled.conf(5)'s entry, where it lists defaults, agrees too.
 Prints TAP.
 """

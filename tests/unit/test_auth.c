@@ -9,7 +9,7 @@
 
 #include "auth/auth.h"
 #include "auth/auth_int.h"
-#include "core/config.h"
+#include "server/config.h"
 #include "protocol/optable.h"
 #include "codec/edm.h"
 #include "protocol/version.h"

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "server/azurite_cli.h"
-#include "core/config.h"
+#include "server/config.h"
 #include "tests/unit/tap.h"
 
 static char err[1024];

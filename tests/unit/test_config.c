@@ -1,11 +1,11 @@
 /* test_config.c - defaults, flags, the INI file, precedence, bad values and
- * accounts of core/config.c. */
+ * accounts of server/config.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "server/config.h"
 #include "tests/unit/tap.h"
 
 static char err[1024];

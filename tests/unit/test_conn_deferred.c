@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "core/config.h"
+#include "server/config.h"
 #include "tests/unit/tap.h"
 #include "tests/unit/wing_harness.h"
 

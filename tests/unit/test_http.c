@@ -22,7 +22,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include "core/config.h"
+#include "server/config.h"
 #include "core/log.h"
 #include "server/server.h"
 #include "server/tls.h"

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/config.h"
-#include "core/metrics.h"
+#include "server/config.h"
+#include "server/metrics_text.h"
 #include "guard/throttle.h"
 #include "tests/unit/tap.h"
 

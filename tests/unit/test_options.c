@@ -1,4 +1,4 @@
-/* test_options.c - the table of settings (core/config_options.c) and the
+/* test_options.c - the table of settings (server/config_options.c) and the
  * machinery that reads it (core/options.c): every row is well formed, its
  * default is a value its own type accepts, --help names every setting, and
  * every setting is documented in conf/tabled.conf, doc/tabled.1,
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/config_options.h"
+#include "server/config_options.h"
 #include "tests/unit/tap.h"
 
 /* Reads a file of the source tree (TOP_SRCDIR, default "."); NULL if absent. */

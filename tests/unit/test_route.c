@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/config.h"
+#include "server/config.h"
 #include "protocol/ctx.h"
 #include "protocol/optable.h"
 #include "protocol/route.h"

@@ -8,7 +8,7 @@
 
 #include <openssl/ssl.h>
 
-#include "core/config.h"
+#include "server/config.h"
 
 struct child {
     pid_t pid;

@@ -5,7 +5,7 @@
  * Adding a setting: a field in struct config (config.h), one row below, and
  * a line in conf/tabled.conf, doc/tabled.1, doc/tabled.conf.5 and README.md
  * (tests/unit/test_options.c fails until all four name it). */
-#include "core/config_options.h"
+#include "server/config_options.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

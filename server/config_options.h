@@ -1,10 +1,10 @@
-/* config_options.h - tabled's table of settings (core/config_options.c),
- * read by core/config.c and the documentation check. */
+/* config_options.h - tabled's table of settings (server/config_options.c),
+ * read by server/config.c and the documentation check. */
 #ifndef TABLED_CONFIG_OPTIONS_H
 #define TABLED_CONFIG_OPTIONS_H
 #include <stddef.h>
 
-#include "core/config.h"
+#include "server/config.h"
 #include "core/options.h"
 
 extern const struct opt config_options[];

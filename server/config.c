@@ -1,10 +1,10 @@
 /* config.c - run-time configuration: defaults, INI file, command line.
  *
- * Every setting is one row of core/config_options.c (name, type, where it is
+ * Every setting is one row of server/config_options.c (name, type, where it is
  * stored, default, help), applied by config_set() through core/options.c, so
  * the file and the command line accept exactly the same values and report
  * the same errors, and --help lists exactly the settings there are. */
-#include "core/config.h"
+#include "server/config.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -17,7 +17,7 @@
 #include <strings.h>
 
 #include "core/coding.h"
-#include "core/config_options.h"
+#include "server/config_options.h"
 #include "core/errfmt.h"
 #include "core/version.h"
 
@@ -100,14 +100,6 @@ int config_add_account(struct config *cfg, const char *name, const char *key1_b6
     cfg->accounts[cfg->naccounts++] = a;
     cfg->dev_account_listed |= dev;
     return 0;
-}
-
-const struct account_cfg *account_find(const struct account_cfg *v, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcasecmp(v[i].name, name) == 0)
-            return &v[i];
-    return NULL;
 }
 
 const struct account_cfg *config_find_account(const struct config *cfg, const char *name)
