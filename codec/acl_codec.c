@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "codec/acl.h"
+#include "core/coding.h"
 #include "codec/edm.h"
 
 #define ACL_VERSION 1
@@ -41,9 +42,7 @@ void acl_encode(const struct acl *acl, struct buf *b)
 /* Big-endian integer of n bytes at *p (bounds checked by the caller). */
 static uint64_t get_be(const unsigned char **p, size_t n)
 {
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v = (v << 8) | (*p)[i];
+    uint64_t v = coding_get_be(*p, n);
     *p += n;
     return v;
 }

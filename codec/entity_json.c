@@ -828,18 +828,11 @@ static int needs_annotation(const struct edm_value *v)
 /* Decimal text of v (as printf's %lld) into out; returns its length. */
 static size_t put_int(int64_t v, char *out)
 {
-    char tmp[20];
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    size_t n = 0, o = 0;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    size_t o = 0;
     if (v < 0)
         out[o++] = '-';
-    while (n)
-        out[o++] = tmp[--n];
-    return o;
+    return o + coding_u64_dec(u, out + o);
 }
 
 /* The value in its JSON form (SPEC 4.6.1). */

@@ -220,3 +220,16 @@ size_t utf8_cut(const char *s, size_t n, size_t max)
         cut--;
     return ((unsigned char)s[cut] & 0xC0) == 0x80 ? max : cut;
 }
+
+size_t coding_u64_dec(uint64_t v, char *out)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}

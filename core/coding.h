@@ -1,6 +1,8 @@
-/* coding.h - hex, base64 and percent coding: the one copy every layer uses
- * (request paths, query strings, SAS and SharedKey signatures, account
- * keys, Edm.Binary and Guid values, continuation tokens, JWT payloads).
+/* coding.h - hex, base64 and percent coding, fixed-width and varint
+ * integers in stored bytes, decimal integers: the one copy every layer
+ * uses (request paths, query strings, SAS and SharedKey signatures,
+ * account keys, Edm.Binary and Guid values, continuation tokens, JWT
+ * payloads, keys and stored values).
  * Allocation-free: callers pass output buffers sized as documented. */
 #ifndef TABLED_CODING_H
 #define TABLED_CODING_H
@@ -74,5 +76,61 @@ size_t utf16_len(const char *s, size_t n);
  * text kept in a fixed field so that what is kept stays UTF-8. n when
  * n <= max. */
 size_t utf8_cut(const char *s, size_t n, size_t max);
+
+/* ---- fixed-width integers and varints in stored bytes ----
+ * The readers of what core/buf.h's buf_put_be16/32/64 and buf_put_varint
+ * write (keys, values, records), one copy for every layer. Inline: they
+ * sit on the decoding paths of every stored value. Bounds are the
+ * caller's, except for the varint reader, which checks them. */
+
+/* The big-endian unsigned integer of the n (at most 8) bytes at p. */
+static inline uint64_t coding_get_be(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* The big-endian u64 at p. */
+static inline uint64_t coding_get_be64(const uint8_t *p)
+{
+    return coding_get_be(p, 8);
+}
+
+/* The little-endian unsigned integer of the n (at most 8) bytes at p. */
+static inline uint64_t coding_get_le(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = n; i > 0; i--)
+        v = v << 8 | p[i - 1];
+    return v;
+}
+
+/* Reads a LEB128 varint (as buf_put_varint writes it) at *p, before end,
+ * and advances *p. 0, or -1 when it is truncated, longer than 10 bytes
+ * or over 64 bits. */
+static inline int coding_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (*p >= end)
+            return -1;
+        uint8_t c = *(*p)++;
+        uint64_t part = c & 0x7f;
+        if (shift == 63 && part > 1)
+            return -1;
+        r |= part << shift;
+        if (!(c & 0x80)) {
+            *v = r;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Writes the decimal digits of v at out (room for 20, no NUL); returns
+ * how many. */
+size_t coding_u64_dec(uint64_t v, char *out);
 
 #endif

@@ -5,6 +5,7 @@
  * by hand into a stack buffer, reuses the "YYYY-MM-DDTHH:MM:SS" text while
  * the second does not change, and relies on stdout's own buffering (the
  * server flushes it shortly after a burst of requests and at exit). */
+#include "core/coding.h"
 #include "core/log.h"
 
 #include <errno.h>
@@ -192,15 +193,7 @@ void log_limit_flush(void)
 /* Appends the decimal form of v at p; returns the new end. */
 static char *put_u64(char *p, uint64_t v)
 {
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        *p++ = tmp[--n];
-    return p;
+    return p + coding_u64_dec(v, p);
 }
 
 /* Appends at most max bytes of s at p; returns the new end. */

@@ -11,6 +11,7 @@
  * are no tombstones and a lookup stops at the first empty slot. */
 #include "guard/throttle.h"
 
+#include "core/coding.h"
 #include "core/buf.h"
 
 #include <math.h>
@@ -115,10 +116,7 @@ static void sip_byte(struct sip *s, unsigned char b)
 /* Little-endian 64-bit load. */
 static uint64_t load_le64(const unsigned char *p)
 {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
+    return coding_get_le(p, 8);
 }
 
 static void sip_feed(struct sip *s, const void *data, size_t n)

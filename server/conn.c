@@ -70,6 +70,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "core/coding.h"
 #include "core/arena.h"
 #include "core/clock.h"
 #include "core/http.h"
@@ -664,15 +665,8 @@ static int skip_header(const struct http_header *h, size_t *name_len)
 /* Appends the decimal form of v. */
 static void put_uint(struct buf *b, size_t v)
 {
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    buf_reserve(b, (size_t)n);
-    while (n)
-        b->data[b->len++] = tmp[--n];
+    buf_reserve(b, 20);
+    b->len += coding_u64_dec(v, b->data + b->len);
     b->data[b->len] = '\0';
 }
 

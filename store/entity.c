@@ -162,30 +162,18 @@ static int rd_be(struct reader *r, int nbytes, uint64_t *out)
         *out = be32toh(w);
         return 0;
     }
-    for (int i = 0; i < nbytes; i++)
-        v = v << 8 | p[i];
-    *out = v;
+    *out = coding_get_be(p, (size_t)nbytes);
     return 0;
 }
 
 /* LEB128 as written by buf_put_varint; at most 10 bytes, no overflow. */
 static int rd_varint(struct reader *r, uint64_t *out)
 {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        const uint8_t *p;
-        if (rd_bytes(r, 1, &p) < 0)
-            return -1;
-        uint64_t part = *p & 0x7F;
-        if (shift == 63 && part > 1)
-            return -1;
-        v |= part << shift;
-        if (!(*p & 0x80)) {
-            *out = v;
-            return 0;
-        }
-    }
-    return -1;
+    const uint8_t *p = r->p + r->off;
+    if (coding_get_varint(&p, r->p + r->len, out) < 0)
+        return -1;
+    r->off = (size_t)(p - r->p);
+    return 0;
 }
 
 /* Reads a varint length and that many bytes. */

@@ -7,6 +7,7 @@
  * appear as lead bytes of U+E000..U+FFFF, and 0xF5/0xF6 never appear at
  * all, so a plain byte substitution moves those characters after every
  * 4-byte sequence (lead 0xF0..0xF4) while keeping their relative order. */
+#include "core/coding.h"
 #include "store/keys.h"
 
 #include <string.h>
@@ -139,9 +140,7 @@ int keys_entity_decode(struct arena *a, const void *key, size_t len, uint64_t *t
     const uint8_t *p = key;
     if (len < 10 || p[0] != KEY_TAG_ENTITY)
         return -1;
-    uint64_t id = 0;
-    for (int i = 1; i <= 8; i++)
-        id = id << 8 | p[i];
+    uint64_t id = coding_get_be64(p + 1);
     const uint8_t *start = p + 9;
     const uint8_t *sep = memchr(start, 0, len - 9);
     if (!sep)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/coding.h"
 #include "store/keys.h"
 #include "store/tables.h"
 
@@ -111,10 +112,7 @@ void purge_record(struct buf *key, struct buf *val, uint64_t id)
 /* Big-endian u64 at p. */
 static uint64_t be64_at(const unsigned char *p)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
+    return coding_get_be64(p);
 }
 
 static int cmp_u64(const void *a, const void *b)

@@ -1,5 +1,6 @@
 /* snap.c - a cursor over the store as of one instant (see snap.h). */
 #include "backends/registry.h"
+#include "core/coding.h"
 #include "store/snap.h"
 
 #include <errno.h>
@@ -398,11 +399,7 @@ static int read_kept(struct snap *s, const unsigned char *m, size_t ml)
         snap_fail(s, "a kept key's record is malformed%s", "");
         return -1;
     }
-    uint64_t off = 0, len = 0;
-    for (int i = 0; i < 8; i++) {
-        off = off << 8 | m[1 + i];
-        len = len << 8 | m[9 + i];
-    }
+    uint64_t off = coding_get_be64(m + 1), len = coding_get_be64(m + 9);
     buf_reset(&s->val);
     buf_reserve(&s->val, len + 1);
     size_t got = 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/coding.h"
 #include "store/keys.h"
 
 struct tnode {
@@ -332,41 +333,21 @@ void tables_encode(const struct table_info *t, struct buf *out)
         buf_append(out, t->acl, t->acl_len);
 }
 
-/* Reads a LEB128 varint; 0 or -1 when truncated or too long. */
-static int get_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
-{
-    uint64_t r = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*p >= end)
-            return -1;
-        unsigned char c = *(*p)++;
-        r |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *v = r;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 int tables_decode(const void *val, size_t len, uint64_t *id, const char **name,
                   size_t *name_len, const unsigned char **acl, size_t *acl_len)
 {
     const unsigned char *p = val, *end = p + len;
     if (len < 9 || p[0] != 1)
         return -1;
-    uint64_t v = 0;
-    for (int i = 1; i <= 8; i++)
-        v = (v << 8) | p[i];
-    *id = v;
+    *id = coding_get_be64(p + 1);
     p += 9;
     uint64_t n;
-    if (get_varint(&p, end, &n) || n > (uint64_t)(end - p))
+    if (coding_get_varint(&p, end, &n) || n > (uint64_t)(end - p))
         return -1;
     *name = (const char *)p;
     *name_len = n;
     p += n;
-    if (get_varint(&p, end, &n) || n > (uint64_t)(end - p))
+    if (coding_get_varint(&p, end, &n) || n > (uint64_t)(end - p))
         return -1;
     *acl = p;
     *acl_len = n;
@@ -430,9 +411,7 @@ struct table_cache *tables_load(struct kv *kv,
             if (kv_iter_next(it, &k, &kl, &v, &vl) != 1 || kl < 9)
                 break;
             const unsigned char *kb = k;
-            uint64_t id = 0;
-            for (int i = 1; i <= 8; i++)
-                id = (id << 8) | kb[i];
+            uint64_t id = coding_get_be64(kb + 1);
             probe = id + 1;
         }
         if (probe > tc->next_id)

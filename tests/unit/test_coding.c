@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/buf.h"
 #include "core/coding.h"
 #include "tests/unit/tap.h"
 
@@ -156,10 +157,66 @@ static void test_pct(void)
     TEST_EQ_INT(coding_pct_decode("", 0, out, 0, 0), -1, "no room for the NUL refused");
 }
 
+/* Fixed-width readers against buf_put_be*, varints both ways. */
+static void test_ints(void)
+{
+    struct buf b;
+    buf_init(&b);
+    buf_put_be16(&b, 0x1234);
+    buf_put_be32(&b, 0x89abcdefu);
+    buf_put_be64(&b, 0x0102030405060708ull);
+    const uint8_t *p = (const uint8_t *)b.data;
+    TEST_CHECK(coding_get_be(p, 2) == 0x1234, "be16");
+    TEST_CHECK(coding_get_be(p + 2, 4) == 0x89abcdefu, "be32");
+    TEST_CHECK(coding_get_be64(p + 6) == 0x0102030405060708ull, "be64");
+    TEST_CHECK(coding_get_le(p + 6, 8) == 0x0807060504030201ull, "le64 of the same bytes");
+    TEST_CHECK(coding_get_le(p, 2) == 0x3412, "le16");
+
+    static const uint64_t vals[] = {0, 1, 127, 128, 300, 16383, 16384, UINT32_MAX,
+                                    (uint64_t)1 << 63, UINT64_MAX};
+    int all = 1, truncated_refused = 1;
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        b.len = 0;
+        buf_put_varint(&b, vals[i]);
+        const uint8_t *q = (const uint8_t *)b.data, *end = q + b.len;
+        uint64_t v = 0;
+        if (coding_get_varint(&q, end, &v) != 0 || v != vals[i] || q != end)
+            all = 0;
+        for (size_t cut = 0; cut < b.len; cut++) {
+            q = (const uint8_t *)b.data;
+            if (coding_get_varint(&q, q + cut, &v) == 0)
+                truncated_refused = 0;
+        }
+    }
+    TEST_CHECK(all, "varints round-trip through buf_put_varint");
+    TEST_CHECK(truncated_refused, "every truncated varint is refused");
+    static const uint8_t over[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
+    static const uint8_t longer[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                     0x00};
+    const uint8_t *q = over;
+    uint64_t v;
+    TEST_CHECK(coding_get_varint(&q, over + sizeof over, &v) == -1, "a varint over 64 bits is refused");
+    q = longer;
+    TEST_CHECK(coding_get_varint(&q, longer + sizeof longer, &v) == -1,
+               "a varint longer than 10 bytes is refused");
+    buf_free(&b);
+
+    char out[21];
+    size_t n = coding_u64_dec(0, out);
+    TEST_CHECK(n == 1 && out[0] == '0', "decimal 0");
+    n = coding_u64_dec(UINT64_MAX, out);
+    out[n] = 0;
+    TEST_CHECK(n == 20 && strcmp(out, "18446744073709551615") == 0, "decimal UINT64_MAX");
+    n = coding_u64_dec(1000, out);
+    out[n] = 0;
+    TEST_CHECK(strcmp(out, "1000") == 0, "decimal 1000");
+}
+
 int main(void)
 {
     test_hex();
     test_b64();
     test_pct();
+    test_ints();
     return test_done();
 }
