@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "backends/backend.h"
+#include "store/store.h"
 
 static const struct terr_info table[TERR__COUNT] = {
     [TERR_NONE] = {"", 200, ""},
@@ -209,13 +209,13 @@ enum terr terr_from_http_fail(enum http_fail why)
     return TERR_InvalidInput;  /* not a reason the wing gives */
 }
 
-enum terr terr_from_backend(int rc)
+enum terr terr_from_store(int rc)
 {
     switch (rc) {
-    case BACKEND_UNAVAILABLE:
-    case BACKEND_CONFLICT:     /* still racing after the bounded retries */
+    case STORE_UNAVAILABLE:
+    case STORE_CONFLICT:       /* still racing after the bounded retries */
         return TERR_ServerBusy;
-    case BACKEND_UNKNOWN:
+    case STORE_UNKNOWN:
         return TERR_OperationTimedOut;
     default:
         return TERR_InternalError;

@@ -111,13 +111,13 @@ enum terr terr_from_auth(enum auth_status s);
 /* The Table error for a request the server wing answers itself
  * (core/http.h, enum http_fail). */
 enum terr terr_from_http_fail(enum http_fail why);
-/* The Table error for a failed store call (a negative backend status of
- * backends/backend.h, as store/ and kv return them): the one place storage
- * failures become the service's codes. BACKEND_UNAVAILABLE (nothing was
- * attempted) is 503 ServerBusy; BACKEND_UNKNOWN (a write's outcome, or a
+/* The Table error for a failed store call (a negative status of
+ * store/store.h): the one place storage failures become the service's
+ * codes. STORE_UNAVAILABLE (nothing was
+ * attempted) is 503 ServerBusy; STORE_UNKNOWN (a write's outcome, or a
  * read's answer, did not arrive) is 500 OperationTimedOut; a
- * BACKEND_CONFLICT left after the bounded retries is 503 ServerBusy;
+ * STORE_CONFLICT left after the bounded retries is 503 ServerBusy;
  * anything else is 500 InternalError. */
-enum terr terr_from_backend(int rc);
+enum terr terr_from_store(int rc);
 
 #endif

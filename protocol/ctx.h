@@ -10,8 +10,7 @@
 
 #include "auth/auth.h"
 #include "protocol/service.h"
-#include "backends/backend.h"
-#include "store/kv.h"
+#include "store/catalog.h"
 #include "store/store.h"
 #include "core/http.h"
 #include "core/rand.h"
@@ -26,11 +25,8 @@
 struct service {
     struct service_settings set; /* a copy of service_new's */
     struct store *store;       /* store/store.h: entities, writes, failures */
-    struct kv *kv;             /* its kv (scans, catalogue reads) */
-    struct table_cache *tables;  /* trusted only when !shared (then it
-                                    keeps tables_guess's ids) */
-    int shared;                /* kv_shared: other front ends share the store */
-    uint64_t purge_scan_us;    /* shared: next look for others' purge records */
+    struct catalog *cat;       /* store/catalog.h: the tables and their upkeep */
+    int shared;                /* other front ends share the store */
     struct rand_x128 rng;      /* xorshift128+ state for request ids */
     /* encoding buffers lent to one request at a time (service_run), so
        that their capacity is kept across requests */
@@ -48,19 +44,14 @@ struct service {
     size_t etag_len;
     /* background work (service_background): purges of deleted tables, and
        the state of a store whose writes failed (probed until they work) */
-    struct purge *purge;
-    struct reclaim *reclaim;   /* the backend's reclaiming of purged ranges */
     void (*wake)(void *arg);   /* asks core/ for a service_background() call */
     void *wake_arg;
-    int purge_failing;
-    uint64_t sync_failures_seen;  /* store_sync_failures when the table cache
-                                     and the purges were last read */
     struct service_job *jobs;  /* requests waiting on a deferred store */
     /* the background step on a deferred store runs on a coroutine too */
     struct coro *bg_co;        /* while bg_running */
     int bg_running, bg_waited, bg_result;
     int quiescing;             /* service_quiesce: no new background step */
-    uint64_t bg_not_before_us;         /* the last purge step failed (logged once) */
+    uint64_t bg_not_before_us; /* no background step before (a wait asked for) */
     /* giving freed memory back when idle (core/heap.h, give_back_step):
        requests begun, their number when the wait began, and the time the
        wait ends (0: none) */
@@ -165,9 +156,6 @@ enum terr odata_atom_body(struct req_ctx *c, struct request *req);
 /* Sets the Atom response headers (Content-Type, DataServiceVersion). */
 void reply_atom_content_type(struct req_ctx *c);
 
-/* service.c: starts the background purge of deleted table id (its purge
- * record is written). */
-void service_purge_start(struct req_ctx *c, uint64_t id);
 
 /* ops_tables.c */
 /* ops_import.c: the admin listener's POST /import (service_import). */
@@ -186,18 +174,15 @@ struct entity_write {
     enum op op;
     int del;                   /* a delete, not a put */
     int created;               /* a put of an entity that did not exist */
-    struct backend_cond cond;  /* what the store expects of the key */
+    struct store_expect cond;  /* what the store expects of the key */
     struct store_precond pc;   /* If-Match as parsed */
     int blind;                 /* written without a read: cond decides */
     int need_read;             /* entity_prepare_early: judged on a read
                                   still to be made (entity_judge) */
     int64_t cur_ticks;         /* Timestamp of the version replaced (0: none) */
     struct entity e;           /* what to store; keys always set */
-    const char *key;           /* backend key (arena) */
+    const char *key;           /* entity key (arena) */
     size_t key_len;
-    const char *val;           /* encoded value, set by entity_commit (in
-                                  svc->val: valid during the commit only) */
-    size_t val_len;
 };
 enum terr entity_prepare(struct req_ctx *c, struct entity_write *w);
 /* entity_prepare in two steps, for callers that read many entities at
@@ -207,8 +192,8 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w);
  * be merged into and becomes the entity written). */
 enum terr entity_prepare_early(struct req_ctx *c, struct entity_write *w);
 enum terr entity_judge(struct req_ctx *c, struct entity_write *w, int found, struct entity *cur);
-/* 0, BACKEND_CONFLICT (*failed: the write refused, when failed is not
- * NULL) or a backend status. */
+/* 0, STORE_CONFLICT (*failed: the write refused, when failed is not
+ * NULL) or a store status. */
 int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *failed);
 /* The answer for a write whose expectation the store refused: reads the
  * entity now and judges again (409, 404, 412), or TERR_NONE when the
@@ -280,25 +265,20 @@ void op_get_service_stats(struct req_ctx *c);
 void service_auth_op(struct req_ctx *c);
 /* A random version-4 UUID (request ids, multipart boundaries). */
 void service_uuid(struct service *svc, char out[40]);
-/* Applies writes of c's account (store_apply; cond may be NULL; entity
- * writes are counted for the account's gauge when entities is set).
- * 0, BACKEND_CONFLICT (*failed) or a backend status (logged). */
-int service_apply(struct req_ctx *c, int entities, const struct backend_write *w,
-                  const struct backend_cond *cond, size_t n, size_t *failed);
 /* Looks up table name of c's account: from the catalogue cache, or on a
  * store shared by several front ends from its row (store/tables.h; *out
- * then lives in c's arena). 0, BACKEND_NOTFOUND, or a failure status
+ * then lives in c's arena). STORE_OK, STORE_NOTFOUND, or a failure status
  * (logged). */
 int service_table(struct req_ctx *c, const char *name, size_t name_len,
                   const struct table_info **out);
 /* Shared stores: service_table for c->table, and in the same store call
- * the value under key (tables_read_with: copied into c's arena, *found 1
+ * the value under key (catalog_table_with: copied into c's arena, *found 1
  * or 0). The value is the entity's only if key was built with the id
- * (*out)->id. 0, BACKEND_NOTFOUND, or a failure status (logged). */
+ * (*out)->id. STORE_OK, STORE_NOTFOUND, or a failure status (logged). */
 int service_table_with(struct req_ctx *c, const struct table_info **out, const void *key,
                        size_t key_len, void **val, size_t *len, int *found);
 /* Looks up c->table for the account; TERR_TableNotFound when absent, the
- * store's error (terr_from_backend) when it cannot be read. */
+ * store's error (terr_from_store) when it cannot be read. */
 enum terr ctx_table(struct req_ctx *c, const struct table_info **out);
 
 #endif

@@ -27,8 +27,6 @@
 #include "codec/multipart.h"
 #include "protocol/ops/ops_props.h"
 #include "protocol/optable.h"
-#include "store/purge.h"
-#include "store/reclaim.h"
 #include "store/store.h"
 #include "protocol/route.h"
 #include "protocol/version.h"
@@ -83,28 +81,13 @@ struct service *service_new(const struct service_settings *cfg, struct store *st
     }
     svc->set = *cfg;
     svc->store = store;
-    svc->kv = store_kv(store);
-    svc->shared = kv_shared(svc->kv);
     store_set_wake(store, service_wake_cb, svc);
-    svc->tables = tables_load(svc->kv, err, errlen);
-    if (!svc->tables) {
+    svc->cat = catalog_open(store, service_wake_cb, svc, err, errlen);
+    if (!svc->cat) {
         free(svc);
         return NULL;
     }
-    /* Purges a stop or crash interrupted go on; their ids stay taken. */
-    svc->purge = purge_new();
-    uint64_t purge_max;
-    if (purge_load(svc->purge, svc->kv, &purge_max, err, errlen) != BACKEND_OK) {
-        purge_free(svc->purge);
-        tables_free(svc->tables);
-        free(svc);
-        return NULL;
-    }
-    tables_reserve_id(svc->tables, purge_max);
-    svc->reclaim = reclaim_new(svc->kv, service_wake_cb, svc);
-    if (purge_pending(svc->purge))
-        log_info("%zu deleted table(s) still hold entities: removing them in the background",
-                 purge_pending(svc->purge));
+    svc->shared = catalog_shared(svc->cat);
     rand_x128_seed(&svc->rng, 0);
     buf_init(&svc->kbuf);
     buf_init(&svc->vbuf);
@@ -148,9 +131,7 @@ void service_free(struct service *svc)
         coro_free(j->co);
         free(j);
     }
-    tables_free(svc->tables);
-    purge_free(svc->purge);
-    reclaim_free(svc->reclaim);
+    catalog_free(svc->cat);
     buf_free(&svc->kbuf);
     buf_free(&svc->vbuf);
     free(svc);
@@ -183,56 +164,25 @@ int service_sync(struct service *svc)
     return store_sync(svc->store);
 }
 
-int service_apply(struct req_ctx *c, int entities, const struct backend_write *w,
-                  const struct backend_cond *cond, size_t n, size_t *failed)
-{
-    int account = entities && c->account ? (int)account_index(c) : -1;
-    return store_apply(c->svc->store, account, w, cond, n, failed);
-}
-
 int service_table_with(struct req_ctx *c, const struct table_info **out, const void *key,
                        size_t key_len, void **val, size_t *len, int *found)
 {
-    *out = NULL;
-    struct table_info *t = arena_alloc(c->a, sizeof *t);
-    char err[256] = "";
-    int rc = tables_read_with(c->svc->kv, c->a, c->account->name, c->table, c->table_len, t,
-                              key, key_len, val, len, found, err, sizeof err);
-    if (rc == BACKEND_OK) {
-        *out = t;
-        tables_guess_note(c->svc->tables, c->account->name, c->table, c->table_len, t->id);
-    } else if (rc != BACKEND_NOTFOUND) {
-        log_error("reading the table row failed: %s", err);
-    }
-    return rc;
+    return catalog_table_with(c->svc->cat, c->a, c->account->name, c->table, c->table_len, out,
+                              key, key_len, val, len, found);
 }
 
 int service_table(struct req_ctx *c, const char *name, size_t name_len,
                   const struct table_info **out)
 {
-    struct service *svc = c->svc;
-    if (!svc->shared) {
-        *out = tables_find(svc->tables, c->account->name, name, name_len);
-        return *out ? BACKEND_OK : BACKEND_NOTFOUND;
-    }
-    *out = NULL;
-    struct table_info *t = arena_alloc(c->a, sizeof *t);
-    char err[256] = "";
-    int rc = tables_read(svc->kv, c->a, c->account->name, name, name_len, t, err, sizeof err);
-    if (rc == BACKEND_OK) {
-        *out = t;
-        tables_guess_note(svc->tables, c->account->name, name, name_len, t->id);
-    } else if (rc != BACKEND_NOTFOUND)
-        log_error("reading the table row failed: %s", err);
-    return rc;
+    return catalog_table(c->svc->cat, c->a, c->account->name, name, name_len, out);
 }
 
 enum terr ctx_table(struct req_ctx *c, const struct table_info **out)
 {
     int rc = service_table(c, c->table, c->table_len, out);
-    if (rc == BACKEND_OK)
+    if (rc == STORE_OK)
         return TERR_NONE;
-    return rc == BACKEND_NOTFOUND ? TERR_TableNotFound : terr_from_backend(rc);
+    return rc == STORE_NOTFOUND ? TERR_TableNotFound : terr_from_store(rc);
 }
 
 /* Random version-4 UUID text into out (>= 37 bytes). */
@@ -709,8 +659,8 @@ static void service_run(struct service *svc, struct request *req, struct respons
         /* a point read, found or not (but not of a missing table) */
         if (svc->advisor && c.op == OP_GET_ENTITY &&
             (resp->status == 200 ||
-             (resp->status == 404 && !svc->shared &&
-              tables_find(svc->tables, c.account->name, c.table, c.table_len))))
+             (resp->status == 404 &&
+              catalog_known(svc->cat, c.account->name, c.table, c.table_len))))
             service_advise_read(&c, now);
         if (svc->metrics)
             metrics_request(svc->metrics, c.op, optable_name(c.op), resp->reset ? 0 : resp->status,
@@ -738,7 +688,7 @@ static void service_fail_held(struct service *svc, struct request *req, struct r
     resp->no_body = no_body;
     struct req_ctx c;
     ctx_init(&c, svc, req, resp);
-    reply_error(&c, terr_from_backend(rc));
+    reply_error(&c, terr_from_store(rc));
     reply_finish(&c);
     resp->close = 1;
 }
@@ -747,7 +697,7 @@ static void service_fail_held(struct service *svc, struct request *req, struct r
 static void service_hold_over(struct store_waiter *w, int status)
 {
     struct service_hold *h = (struct service_hold *)w;
-    if (status != BACKEND_OK)
+    if (status != STORE_OK)
         service_fail_held(h->svc, h->req, h->resp, status);
     h->done(h->token);         /* frees h with the request's arena */
 }
@@ -820,31 +770,7 @@ static void service_job_fin(void *arg)
  * step when that, or reading the store, fails. */
 static void service_resync(struct service *svc)
 {
-    uint64_t fails = store_sync_failures(svc->store);
-    if (fails == svc->sync_failures_seen || svc->shared || svc->jobs)
-        return;
-    char err[256] = "";
-    uint64_t purge_max = 0;
-    struct table_cache *tc = tables_load(svc->kv, err, sizeof err);
-    struct purge *pg = tc ? purge_new() : NULL;
-    if (!pg || purge_load(pg, svc->kv, &purge_max, err, sizeof err) != BACKEND_OK) {
-        log_error("re-reading the tables after a failed sync failed (%s); retrying",
-                  err[0] ? err : "out of memory");
-        purge_free(pg);
-        tables_free(tc);
-        return;
-    }
-    svc->sync_failures_seen = fails;
-    /* ids are never reused: the new cache continues after the old one */
-    tables_reserve_id(tc, tables_next_id(svc->tables));
-    tables_reserve_id(tc, purge_max);
-    tables_free(svc->tables);
-    svc->tables = tc;
-    purge_free(svc->purge);
-    svc->purge = pg;
-    metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
-    log_info("after a failed sync: the tables and the pending table deletions were read "
-             "again from the store");
+    catalog_resync(svc->cat, svc->jobs != NULL);
 }
 
 /* Runs run(svc, req, resp) to its answer: at once on a store whose calls
@@ -856,7 +782,7 @@ static int service_start(struct service *svc,
 {
     svc->requests++;
     service_resync(svc);
-    if (!kv_defers(svc->kv) || !done || coro_current()) {
+    if (!store_defers(svc->store) || !done || coro_current()) {
         run(svc, req, resp);
         return done ? service_answer(svc, req, resp, done, token) : 1;
     }
@@ -926,6 +852,7 @@ int service_attach(struct service *svc, struct throttle *t, struct fault_set *f,
     svc->faults = f;
     svc->metrics = m;
     const struct service_settings *cfg = &svc->set;
+    catalog_set_metrics(svc->cat, m);
     int rc = store_set_metrics(svc->store, m, cfg->accounts, cfg->naccounts, err, errlen);
     return rc != 0 ? -1 : 0;
 }
@@ -934,72 +861,8 @@ void service_set_wake(struct service *svc, void (*wake)(void *arg), void *arg)
 {
     svc->wake = wake;
     svc->wake_arg = arg;
-    metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
-    if (purge_pending(svc->purge) || store_failed(svc->store) || svc->shared)
+    if (catalog_purges_pending(svc->cat) || store_failed(svc->store) || svc->shared)
         service_wake(svc);
-}
-
-void service_purge_start(struct req_ctx *c, uint64_t id)
-{
-    struct service *svc = c->svc;
-    purge_add(svc->purge, id, svc->metrics ? (int)account_index(c) : -1);
-    metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
-    service_wake(svc);
-}
-
-/* One purge step; the entities it removed leave their account's gauge
- * (entities of tables deleted before this start were never counted). */
-static int purge_once(struct service *svc)
-{
-    struct purge_progress pr;
-    char err[256] = "";
-    int rc = purge_step(svc->purge, svc->kv, &pr, err, sizeof err);
-    store_note(svc->store, rc, err);
-    if (rc != BACKEND_OK) {
-        if (!svc->purge_failing)
-            log_error("removing the entities of a deleted table failed (retrying): %s", err);
-        svc->purge_failing = 1;
-        return 1000;  /* the store's probe interval */
-    }
-    if (svc->purge_failing)
-        log_info("removing the entities of deleted tables works again");
-    svc->purge_failing = 0;
-    if (pr.account >= 0)
-        metrics_entities_add(svc->metrics, (unsigned)pr.account, -(int64_t)pr.removed);
-    metrics_purge(svc->metrics, purge_pending(svc->purge), pr.removed);
-    heap_freed(pr.bytes);
-    if (pr.finished) {
-        log_info("deleted table %llu: all of its entities are removed",
-                 (unsigned long long)pr.id);
-        reclaim_table(svc->reclaim, pr.id, pr.table_bytes);
-    }
-    /* after the last purge: one compaction for the tables of a bulk
-       delete, and none competing with the purge's writes */
-    if (!purge_pending(svc->purge))
-        reclaim_start(svc->reclaim);
-    return purge_pending(svc->purge) ? 0 : -1;
-}
-
-/* Milliseconds between looks for other front ends' purge records. */
-#define PURGE_RESCAN_MS 5000
-
-/* Shared store: queues the purges other front ends started (and perhaps
- * did not live to finish), every PURGE_RESCAN_MS. */
-static void purge_adopt(struct service *svc)
-{
-    uint64_t now = clock_mono_us();
-    if (now < svc->purge_scan_us)
-        return;
-    svc->purge_scan_us = now + PURGE_RESCAN_MS * 1000u;
-    char err[256] = "";
-    size_t before = purge_pending(svc->purge);
-    if (purge_rescan(svc->purge, svc->kv, err, sizeof err) != BACKEND_OK)
-        return;   /* the probe reports an unreachable store */
-    if (purge_pending(svc->purge) > before) {
-        log_info("%zu deleted table(s) found still holding entities: removing them",
-                 purge_pending(svc->purge) - before);
-        metrics_purge(svc->metrics, purge_pending(svc->purge), 0);
-    }
 }
 
 /* How long no request may begin before freed memory is given back. */
@@ -1048,15 +911,15 @@ static int service_background_step(struct service *svc)
             return wait_ms;
         /* A backend may take no writes yet answer the probe (flatfile
            cannot tell a full disk): a pending purge step is the proof. */
-        if (store_failed(svc->store) && !purge_pending(svc->purge))
-            store_note(svc->store, BACKEND_OK, NULL);
+        if (store_failed(svc->store) && !catalog_purges_pending(svc->cat))
+            store_note(svc->store, STORE_OK, NULL);
         if (svc->shared) {
             idle = wait_ms;
-            purge_adopt(svc);
+            catalog_adopt(svc->cat);
         }
     }
-    if (purge_pending(svc->purge)) {
-        int ms = purge_once(svc);
+    if (catalog_purges_pending(svc->cat)) {
+        int ms = catalog_purge_step(svc->cat);
         if (ms >= 0)
             return ms;
     }
@@ -1089,7 +952,7 @@ int service_background(struct service *svc)
 {
     if (svc->quiescing)
         return -1;
-    if (!kv_defers(svc->kv))
+    if (!store_defers(svc->store))
         return service_background_step(svc);
     if (svc->bg_running)
         return -1;   /* the running step asks again when it is over */

@@ -10,7 +10,25 @@
 #include "core/metrics.h"
 #include "core/timefmt.h"
 #include "store/keys.h"
+#include "store/kv.h"
+#include "store/store_int.h"
 #include "store/tables.h"
+
+/* The store's names are the backends' codes (store.h). */
+_Static_assert((int)STORE_OK == (int)BACKEND_OK && (int)STORE_NOTFOUND == (int)BACKEND_NOTFOUND &&
+                   (int)STORE_IOERR == (int)BACKEND_IOERR && (int)STORE_NOMEM == (int)BACKEND_NOMEM &&
+                   (int)STORE_CORRUPT == (int)BACKEND_CORRUPT &&
+                   (int)STORE_INVALID == (int)BACKEND_INVALID &&
+                   (int)STORE_FULL == (int)BACKEND_FULL &&
+                   (int)STORE_CONFLICT == (int)BACKEND_CONFLICT &&
+                   (int)STORE_UNAVAILABLE == (int)BACKEND_UNAVAILABLE &&
+                   (int)STORE_UNKNOWN == (int)BACKEND_UNKNOWN,
+               "store and backend status codes differ");
+_Static_assert(STORE_EXPECT_ANY == (int)BACKEND_EXPECT_ANY &&
+                   STORE_EXPECT_ABSENT == (int)BACKEND_EXPECT_ABSENT &&
+                   STORE_EXPECT_PRESENT == (int)BACKEND_EXPECT_PRESENT &&
+                   STORE_EXPECT_VERSION == (int)BACKEND_EXPECT_VERSION,
+               "store and backend expectations differ");
 
 /* Milliseconds between probes of a store whose writes failed. */
 #define STORE_PROBE_MS 1000
@@ -65,6 +83,16 @@ void store_free(struct store *s)
 struct kv *store_kv(struct store *s)
 {
     return s->kv;
+}
+
+int store_defers(const struct store *s)
+{
+    return kv_defers(s->kv);
+}
+
+struct backend_cond store_cond(struct store_expect e)
+{
+    return (struct backend_cond){(enum backend_expect)e.kind, e.version};
 }
 
 void store_set_wake(struct store *s, void (*wake)(void *arg), void *arg)
@@ -411,12 +439,12 @@ int store_entity_get_many(struct store *s, struct arena *a, const char *const *k
 
 enum store_verdict store_judge(enum store_intent intent, const struct store_precond *pc,
                                int found, int64_t cur_ticks, int shared,
-                               struct backend_cond *cond)
+                               struct store_expect *cond)
 {
-    cond->expect = BACKEND_EXPECT_ANY;
+    cond->kind = STORE_EXPECT_ANY;
     cond->version = 0;
     if (intent == STORE_INSERT) {
-        cond->expect = BACKEND_EXPECT_ABSENT;
+        cond->kind = STORE_EXPECT_ABSENT;
         return found ? STORE_EXISTS : STORE_GO;
     }
     if (!found) {
@@ -426,7 +454,7 @@ enum store_verdict store_judge(enum store_intent intent, const struct store_prec
            (on a shared store a blind upsert too: its Timestamp must
            exceed that of any version written meanwhile) */
         if (intent != STORE_UPSERT || shared)
-            cond->expect = BACKEND_EXPECT_ABSENT;
+            cond->kind = STORE_EXPECT_ABSENT;
         return STORE_GO;
     }
     if (pc->present && !pc->any && (pc->never || pc->ticks != cur_ticks))
@@ -434,34 +462,34 @@ enum store_verdict store_judge(enum store_intent intent, const struct store_prec
     if (shared && intent != STORE_DELETE) {
         /* the new Timestamp is above cur_ticks: it must still be the
            current version, or two front ends could write the same ticks */
-        cond->expect = BACKEND_EXPECT_VERSION;
+        cond->kind = STORE_EXPECT_VERSION;
         cond->version = (uint64_t)cur_ticks;
         return STORE_GO;
     }
     if (intent == STORE_MERGE || intent == STORE_UPSERT_MERGE) {
         /* the result is built from what was read: it must still be so */
-        cond->expect = BACKEND_EXPECT_VERSION;
+        cond->kind = STORE_EXPECT_VERSION;
         cond->version = (uint64_t)cur_ticks;
     } else if (pc->present && !pc->any) {
-        cond->expect = BACKEND_EXPECT_VERSION;
+        cond->kind = STORE_EXPECT_VERSION;
         cond->version = (uint64_t)pc->ticks;
     } else if (pc->present) {
-        cond->expect = BACKEND_EXPECT_PRESENT;
+        cond->kind = STORE_EXPECT_PRESENT;
     }
     return STORE_GO;
 }
 
 void store_judge_blind(enum store_intent intent, const struct store_precond *pc,
-                       struct backend_cond *cond)
+                       struct store_expect *cond)
 {
     cond->version = 0;
     if (intent == STORE_INSERT) {
-        cond->expect = BACKEND_EXPECT_ABSENT;
+        cond->kind = STORE_EXPECT_ABSENT;
     } else if (pc->present && !pc->any) {
-        cond->expect = BACKEND_EXPECT_VERSION;
+        cond->kind = STORE_EXPECT_VERSION;
         cond->version = (uint64_t)pc->ticks;
     } else {
-        cond->expect = pc->present ? BACKEND_EXPECT_PRESENT : BACKEND_EXPECT_ANY;
+        cond->kind = pc->present ? STORE_EXPECT_PRESENT : STORE_EXPECT_ANY;
     }
 }
 
@@ -590,4 +618,156 @@ int store_set_metrics(struct store *s, struct metrics *m, const struct account_c
     }
     m->entities_known = 1;
     return 0;
+}
+
+int store_commit(struct store *s, int account, struct store_put *w, size_t n,
+                 struct buf *vbuf, int64_t *ts_out, size_t *failed)
+{
+    /* Every entity written together shares one Timestamp, above the
+     * version of each entity it replaces; a deleted entity leaves no
+     * version to stay above (a re-created one starts from the clock). */
+    int64_t after = 0;
+    for (size_t i = 0; i < n; i++)
+        if (w[i].e && w[i].cur_ticks > after)
+            after = w[i].cur_ticks;
+    int64_t ts = store_next_timestamp(s, after);
+    struct backend_write small_w[2];
+    struct backend_cond small_c[2];
+    size_t small_off[2];
+    struct backend_write *bw = n <= 2 ? small_w : malloc(n * sizeof *bw);
+    struct backend_cond *cond = n <= 2 ? small_c : malloc(n * sizeof *cond);
+    size_t *off = n <= 2 ? small_off : malloc(n * sizeof *off);
+    if (!bw || !cond || !off)
+        abort();   /* the process's own buffers: out of memory aborts */
+    /* The values are encoded back to back into vbuf; they are pointed at
+     * only once it has stopped growing. */
+    buf_reset(vbuf);
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        off[i] = vbuf->len;
+        if (w[i].e) {
+            w[i].e->timestamp = ts;
+            entity_encode(w[i].e, vbuf);
+        }
+        /* a judgement made on a read needs checking only where the store
+           can change between the read and the write */
+        cond[i] = w[i].blind || s->checks_needed
+                      ? store_cond(w[i].expect)
+                      : (struct backend_cond){BACKEND_EXPECT_ANY, 0};
+        any |= cond[i].expect != BACKEND_EXPECT_ANY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!w[i].e) {
+            bw[i] = (struct backend_write){BACKEND_DELETE, w[i].key, w[i].key_len, NULL, 0};
+            continue;
+        }
+        size_t end = i + 1 < n ? off[i + 1] : vbuf->len;
+        bw[i] = (struct backend_write){BACKEND_PUT, w[i].key, w[i].key_len, vbuf->data + off[i],
+                                       end - off[i]};
+    }
+    int rc = store_apply(s, account, bw, any ? cond : NULL, n, failed);
+    if (n > 2) {
+        free(bw);
+        free(cond);
+        free(off);
+    }
+    if (rc != 0)
+        return rc;
+    /* Applied: the versions it replaced are confirmed now, read from the
+       store or checked by the backend as If-Match named them, so the
+       clock may go past them; a refused commit leaves it as it was. */
+    store_timestamp_applied(s, ts);
+    *ts_out = ts;
+    return 0;
+}
+
+int store_put_raw(struct store *s, int account, const struct store_raw *w, size_t n)
+{
+    struct backend_write *bw = malloc((n ? n : 1) * sizeof *bw);
+    if (!bw)
+        abort();
+    for (size_t i = 0; i < n; i++)
+        bw[i] = (struct backend_write){BACKEND_PUT, w[i].key, w[i].key_len, w[i].val,
+                                       w[i].val_len};
+    int rc = store_apply(s, account, bw, NULL, n, NULL);
+    free(bw);
+    return rc;
+}
+
+int store_props_get(struct store *s, struct arena *a, const char *account, const char **doc,
+                    size_t *len)
+{
+    struct buf key;
+    buf_init(&key);
+    keys_props(&key, account);
+    const void *borrowed = NULL;
+    size_t vl = 0;
+    char err[256] = "";
+    int rc = kv_get(s->kv, key.data, key.len, &borrowed, &vl, err, sizeof err);
+    buf_free(&key);
+    if (rc == BACKEND_NOTFOUND)
+        return STORE_NOTFOUND;
+    if (rc != BACKEND_OK) {
+        log_error("reading service properties of %s: %s", account, err);
+        return rc;
+    }
+    char *val = arena_alloc(a, vl ? vl : 1);
+    memcpy(val, borrowed, vl);
+    *doc = val;
+    *len = vl;
+    return STORE_OK;
+}
+
+int store_props_put(struct store *s, const char *account, const void *doc, size_t len)
+{
+    struct buf k;
+    buf_init(&k);
+    keys_props(&k, account);
+    struct backend_write w = {BACKEND_PUT, k.data, k.len, doc, len};
+    int rc = store_apply(s, -1, &w, NULL, 1, NULL);
+    buf_free(&k);
+    return rc;
+}
+
+struct store_scan {
+    struct kv_iter *it;
+};
+
+int store_scan_open(struct store *s, const void *start, size_t start_len, const void *end,
+                    size_t end_len, struct store_scan **out, char *err, size_t errlen)
+{
+    struct store_scan *sc = malloc(sizeof *sc);
+    if (!sc)
+        abort();
+    int rc = kv_iter_open(s->kv, start, start_len, end, end_len, &sc->it, err, errlen);
+    if (rc != BACKEND_OK) {
+        free(sc);
+        return rc;
+    }
+    *out = sc;
+    return 0;
+}
+
+int store_scan_seek(struct store_scan *sc, const void *key, size_t key_len)
+{
+    return kv_iter_seek(sc->it, key, key_len);
+}
+
+int store_scan_next(struct store_scan *sc, const void **key, size_t *key_len,
+                    const void **val, size_t *val_len)
+{
+    return kv_iter_next(sc->it, key, key_len, val, val_len);
+}
+
+const char *store_scan_error(const struct store_scan *sc)
+{
+    return kv_iter_error(sc->it);
+}
+
+void store_scan_close(struct store_scan *sc)
+{
+    if (!sc)
+        return;
+    kv_iter_close(sc->it);
+    free(sc);
 }

@@ -67,19 +67,53 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backends/backend.h"
 #include "core/arena.h"
 #include "core/account.h"
+#include "core/buf.h"
 #include "store/entity.h"
-#include "store/kv.h"
 
 struct store;
 struct metrics;
+struct kv;
+
+/* What a store call answers: 0 or a negative status. The values are the
+ * backends' (backends/backend.h), so a backend's answer passes through
+ * unchanged; the layers above see only these names. */
+enum store_status {
+    STORE_OK = 0,
+    STORE_NOTFOUND = -1,       /* no such key, table or document */
+    STORE_IOERR = -2,          /* a read or write failed; nothing was applied */
+    STORE_NOMEM = -3,
+    STORE_CORRUPT = -4,        /* stored data failed a format check */
+    STORE_INVALID = -5,        /* a bad argument */
+    STORE_FULL = -6,           /* out of space; nothing was applied */
+    STORE_CONFLICT = -7,       /* an expectation failed; nothing was applied */
+    STORE_UNAVAILABLE = -9,    /* the database cannot be reached now (retry) */
+    STORE_UNKNOWN = -10,       /* the outcome of a write is unknown */
+};
+
+/* What a write expects of its key, checked atomically with it. */
+enum store_expect_kind {
+    STORE_EXPECT_ANY = 0,      /* nothing */
+    STORE_EXPECT_ABSENT = 1,   /* the key does not exist */
+    STORE_EXPECT_PRESENT = 2,  /* the key exists */
+    STORE_EXPECT_VERSION = 3,  /* the key exists with this version (the
+                                  stored Timestamp; a table row: its id) */
+};
+struct store_expect {
+    enum store_expect_kind kind;
+    uint64_t version;
+};
 
 /* A store on kv (not owned: the caller closes it after store_free). */
 struct store *store_new(struct kv *kv, enum durability durability);
 void store_free(struct store *s);
+/* The store's kv, for store/'s own modules (store/catalog.c) and the
+   tools; the request pipeline never uses it. */
 struct kv *store_kv(struct store *s);
+/* 1 when the store's calls complete later (kv_defers): a request then
+   runs on a coroutine of its own. */
+int store_defers(const struct store *s);
 
 /* Metrics to keep (NULL: none). With m, every account's entities are
    counted once now (a scan) and kept current from then on. 0, or a
@@ -151,12 +185,12 @@ enum store_verdict {
    several front ends (store_shared; the stricter expectations above). */
 enum store_verdict store_judge(enum store_intent intent, const struct store_precond *pc,
                                int found, int64_t cur_ticks, int shared,
-                               struct backend_cond *cond);
+                               struct store_expect *cond);
 
 /* A write judged without reading (an insert; an update or delete under
    If-Match): its expectation alone (absent; present; the ETag's version). */
 void store_judge_blind(enum store_intent intent, const struct store_precond *pc,
-                       struct backend_cond *cond);
+                       struct store_expect *cond);
 
 /* 1 when the store may change between a read and a later write (its calls
    complete later, or other processes share it): expectations judged on a
@@ -164,12 +198,63 @@ void store_judge_blind(enum store_intent intent, const struct store_precond *pc,
    cannot change in between (one thread, no wait). */
 int store_checks_needed(const struct store *s);
 
-/* Applies n writes atomically with their expectations (cond may be NULL).
-   account >= 0: the writes are entity writes of that account, counted for
-   its gauge. Returns 0, BACKEND_CONFLICT (*failed set, when not NULL), or
-   a failure status (logged, failure state kept). */
-int store_apply(struct store *s, int account, const struct backend_write *w,
-                const struct backend_cond *cond, size_t n, size_t *failed);
+/* One entity write of a commit (store_commit). */
+struct store_put {
+    const char *key;           /* the entity key (store/keys.h) */
+    size_t key_len;
+    struct entity *e;          /* the entity to store; NULL: a delete. Its
+                                  Timestamp is set by the commit. */
+    struct store_expect expect;/* store_judge's or store_judge_blind's */
+    int blind;                 /* judged without a read: the expectation
+                                  goes with the write on every store */
+    int64_t cur_ticks;         /* Timestamp of the version it replaces
+                                  (0: none, or a delete) */
+};
+
+/* Commits w[0..n) atomically: one Timestamp for all (above the clock and
+   above every version replaced: the rules at the top), the entities
+   encoded (into vbuf, the caller's scratch buffer, kept for its capacity)
+   and applied with their expectations (a judgement made on a read is
+   sent only where the store may change in between: store_checks_needed).
+   account >= 0 counts the writes for its entity gauge. Returns 0 with
+   *ts, STORE_CONFLICT (*failed: the write refused, when failed is not
+   NULL; the clock did not move) or a failure status (logged). */
+int store_commit(struct store *s, int account, struct store_put *w, size_t n,
+                 struct buf *vbuf, int64_t *ts, size_t *failed);
+
+/* A stored value put as it is (an import's entities, already encoded). */
+struct store_raw {
+    const void *key, *val;
+    size_t key_len, val_len;
+};
+/* Puts w[0..n) in one atomic apply, without expectations; account >= 0
+   counts them for its gauge. 0 or a failure status (logged). */
+int store_put_raw(struct store *s, int account, const struct store_raw *w, size_t n);
+
+/* The stored service properties document of account (its bytes copied
+   into a): STORE_OK with *doc, *len; STORE_NOTFOUND when none is stored;
+   or a failure status (logged). */
+int store_props_get(struct store *s, struct arena *a, const char *account, const char **doc,
+                    size_t *len);
+/* Stores the service properties document of account. 0 or a failure
+   status (logged). */
+int store_props_put(struct store *s, const char *account, const void *doc, size_t len);
+
+/* A scan over the stored values of keys in [start, end) in key order
+   (entities of a table: store/keys.h builds the bounds). */
+struct store_scan;
+/* Opens a scan. 0 with *out, or a failure status (err). */
+int store_scan_open(struct store *s, const void *start, size_t start_len, const void *end,
+                    size_t end_len, struct store_scan **out, char *err, size_t errlen);
+/* Moves to the first key >= key (inside the bounds). 0 or a failure
+   status (store_scan_error says why). */
+int store_scan_seek(struct store_scan *sc, const void *key, size_t key_len);
+/* The next key and value (borrowed until the next call): 1, 0 at the end,
+   or a failure status (store_scan_error says why). */
+int store_scan_next(struct store_scan *sc, const void **key, size_t *key_len,
+                    const void **val, size_t *val_len);
+const char *store_scan_error(const struct store_scan *sc);
+void store_scan_close(struct store_scan *sc);
 
 /* Group commit: 1 when writes were applied since the last store_sync
    (always 0 when pipelined: store_hold holds the replies then). */

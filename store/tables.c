@@ -8,6 +8,7 @@
 
 #include "core/coding.h"
 #include "store/keys.h"
+#include "store/kv.h"
 
 struct tnode {
     struct tnode *next;

@@ -41,9 +41,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/kv.h"
 #include "core/arena.h"
 #include "core/buf.h"
+
+struct kv;
+struct backend_cond;
 
 struct table_info {
     uint64_t id;

@@ -20,6 +20,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "tools/dump_int.h"
+#include "store/kv.h"
 #include "codec/dump_line.h"
 #include "core/jsonwalk.h"
 #include "codec/acl.h"

@@ -172,19 +172,11 @@ int acl_policy_lookup(void *arg, const char *account, const char *table, const c
     if (!id)
         return 0;
     const struct table_info *t;
-    struct table_info row;
-    struct arena *a = NULL;
-    if (svc->shared) {
-        /* another front end may have changed it: the row as stored now */
-        char err[256] = "";
-        a = arena_new(512);
-        int rc = tables_read(svc->kv, a, account, table, strlen(table), &row, err, sizeof err);
-        if (rc != BACKEND_OK && rc != BACKEND_NOTFOUND)
-            log_error("reading the table row failed: %s", err);
-        t = rc == BACKEND_OK ? &row : NULL;
-    } else {
-        t = tables_find(svc->tables, account, table, strlen(table));
-    }
+    /* on a shared store another front end may have changed it: the row as
+       stored now (read into a; the cache's otherwise) */
+    struct arena *a = svc->shared ? arena_new(512) : NULL;
+    if (catalog_table(svc->cat, a, account, table, strlen(table), &t) != STORE_OK)
+        t = NULL;
     struct acl acl;
     int found = t && acl_decode(t->acl, t->acl_len, &acl) == 0;
     if (t && !found)
@@ -229,7 +221,6 @@ void op_get_acl(struct req_ctx *c)
 
 void op_set_acl(struct req_ctx *c)
 {
-    struct service *svc = c->svc;
     const struct request *req = c->req;
     if (req->body_len > ACL_MAX_BODY) {
         reply_error(c, TERR_RequestBodyTooLarge);
@@ -251,29 +242,14 @@ void op_set_acl(struct req_ctx *c)
     struct buf blob;
     buf_init(&blob);
     acl_encode(&acl, &blob);
-    struct table_info row = *t;
-    row.acl = (unsigned char *)blob.data;
-    row.acl_len = blob.len;
-    buf_reset(c->kbuf);
-    buf_reset(c->vbuf);
-    keys_table(c->kbuf, c->account->name, t->name, t->name_len);
-    tables_encode(&row, c->vbuf);
-    struct backend_write w = {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data,
-                              c->vbuf->len};
     /* the table must still exist (a delete may have raced this request;
-       on a shared store: and not be re-created by another front end, so
-       its id, the row's version, is expected) */
-    struct backend_cond present = {BACKEND_EXPECT_PRESENT, 0};
-    if (svc->shared)
-        present = (struct backend_cond){BACKEND_EXPECT_VERSION, t->id};
-    int rc = service_apply(c, 0, &w, &present, 1, NULL);
+       on a shared store: and not be re-created by another front end) */
+    int rc = catalog_set_acl(c->svc->cat, t, c->account->name, (const unsigned char *)blob.data,
+                             blob.len);
+    buf_free(&blob);
     if (rc != 0) {
-        buf_free(&blob);
-        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableNotFound : terr_from_backend(rc));
+        reply_error(c, rc == STORE_NOTFOUND ? TERR_TableNotFound : terr_from_store(rc));
         return;
     }
-    if (!svc->shared)
-        tables_set_acl(svc->tables, t, (const unsigned char *)blob.data, blob.len);
-    buf_free(&blob);
     c->resp->status = 204;
 }

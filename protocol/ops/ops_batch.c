@@ -16,7 +16,7 @@
 
 #define BATCH_MAX_BYTES (4u << 20)
 /* Times a changeset is prepared again after a racing write changed one of
- * its entities between its reads and its commit (BACKEND_CONFLICT). */
+ * its entities between its reads and its commit (STORE_CONFLICT). */
 #define BATCH_WRITE_ROUNDS 8
 
 /* Cross-operation state: the first operation fixes table and partition;
@@ -390,7 +390,7 @@ static size_t batch_first_refused(struct req_ctx *c, struct req_ctx *subs,
     struct batch_reads r;
     int rc = batch_read(c, w, n, blind, &r);
     if (rc < 0) {
-        *e = terr_from_backend(rc);
+        *e = terr_from_store(rc);
         return r.idx[0];
     }
     for (size_t k = 0; k < r.m; k++) {
@@ -510,7 +510,7 @@ void op_batch(struct req_ctx *c)
     struct request *sreqs = arena_alloc(c->a, mb.nops * sizeof *sreqs);
     struct response *sresps = arena_alloc(c->a, mb.nops * sizeof *sresps);
     /* A write that raced the batch's between its reads and its commit
-     * (BACKEND_CONFLICT) makes the whole batch be prepared again. */
+     * (STORE_CONFLICT) makes the whole batch be prepared again. */
     for (int round = 0;; round++) {
         if (round) {
             free_subs(sresps, mb.nops);
@@ -522,7 +522,7 @@ void op_batch(struct req_ctx *c)
         int rc = entity_commit(c, w, mb.nops, &failed);
         if (rc == 0)
             break;
-        enum terr e = rc == BACKEND_CONFLICT && failed < mb.nops
+        enum terr e = rc == STORE_CONFLICT && failed < mb.nops
                           ? entity_conflict(&subs[failed], &w[failed])
                           : TERR_NONE;
         if (e) {   /* that operation fails the changeset, as if judged first */
@@ -531,9 +531,9 @@ void op_batch(struct req_ctx *c)
             free_subs(sresps, mb.nops);
             return;
         }
-        if (rc != BACKEND_CONFLICT || round + 1 >= BATCH_WRITE_ROUNDS) {
+        if (rc != STORE_CONFLICT || round + 1 >= BATCH_WRITE_ROUNDS) {
             free_subs(sresps, mb.nops);
-            reply_error(c, terr_from_backend(rc));
+            reply_error(c, terr_from_store(rc));
             return;
         }
     }

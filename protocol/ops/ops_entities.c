@@ -14,7 +14,7 @@
 #include "protocol/query.h"
 
 /* Times a write is prepared again after a racing write changed its entity
- * between the read and the write (BACKEND_CONFLICT): each round re-reads
+ * between the read and the write (STORE_CONFLICT): each round re-reads
  * and re-judges, so the answer is the one the new state gives. */
 #define ENTITY_WRITE_ROUNDS 8
 
@@ -156,15 +156,15 @@ static enum terr get_with_guess(struct req_ctx *c, uint64_t guess, const struct 
     size_t vl = 0;
     int got = 0;
     int rc = service_table_with(c, t, key, kl, &val, &vl, &got);
-    if (rc != BACKEND_OK)
-        return rc == BACKEND_NOTFOUND ? TERR_TableNotFound : terr_from_backend(rc);
+    if (rc != STORE_OK)
+        return rc == STORE_NOTFOUND ? TERR_TableNotFound : terr_from_store(rc);
     *found = GET_UNREAD;
     if ((*t)->id != guess)
         return TERR_NONE;
     *found = got;
     if (got && entity_decode(c->a, val, vl, e) != 0) {
         log_error("corrupt entity value in the store");
-        *found = BACKEND_CORRUPT;
+        *found = STORE_CORRUPT;
     }
     return TERR_NONE;
 }
@@ -179,8 +179,7 @@ void op_get_entity(struct req_ctx *c)
     /* URL syntax first (SPEC 7.7 step 2), then the table. */
     enum terr err = check_url_keys(c);
     if (!err)
-        err = c->svc->shared && tables_guess(c->svc->tables, c->account->name, c->table,
-                                             c->table_len, &guess)
+        err = catalog_guess(c->svc->cat, c->account->name, c->table, c->table_len, &guess)
                   ? get_with_guess(c, guess, &t, &e, &found)
                   : ctx_table(c, &t);
     if (!err)
@@ -196,7 +195,7 @@ void op_get_entity(struct req_ctx *c)
         found = store_entity_get(c->svc->store, c->a, key, kl, &e);
     }
     if (found <= 0) {
-        reply_error(c, found < 0 ? terr_from_backend(found) : TERR_ResourceNotFound);
+        reply_error(c, found < 0 ? terr_from_store(found) : TERR_ResourceNotFound);
         return;
     }
     e.pk = c->pk;
@@ -250,7 +249,7 @@ static enum terr entity_verdict(enum store_verdict v)
 enum terr entity_conflict_on(struct req_ctx *c, const struct entity_write *w, int found,
                              const struct entity *cur)
 {
-    struct backend_cond cond;
+    struct store_expect cond;
     return entity_verdict(store_judge(entity_intent(c->op), &w->pc, found,
                                       found ? cur->timestamp : 0, store_shared(c->svc->store),
                                       &cond));
@@ -261,7 +260,7 @@ enum terr entity_conflict(struct req_ctx *c, const struct entity_write *w)
     struct entity cur = {0};
     int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
     if (found < 0)
-        return terr_from_backend(found);
+        return terr_from_store(found);
     return entity_conflict_on(c, w, found, &cur);
 }
 
@@ -374,57 +373,26 @@ enum terr entity_prepare(struct req_ctx *c, struct entity_write *w)
     struct entity cur = {0};
     int found = store_entity_get(c->svc->store, c->a, w->key, w->key_len, &cur);
     if (found < 0)
-        return terr_from_backend(found);
+        return terr_from_store(found);
     return entity_judge(c, w, found, &cur);
 }
 
 int entity_commit(struct req_ctx *c, struct entity_write *w, size_t n, size_t *failed)
 {
     struct service *svc = c->svc;
-    /* Every entity written together shares one Timestamp (SPEC 4.10),
-     * above the version of each entity it replaces; a deleted entity
-     * leaves no version to stay above (a re-created one starts from the
-     * clock, store.h). */
-    int64_t after = 0;
+    struct store_put small[2];
+    struct store_put *p = n <= 2 ? small : arena_alloc(c->a, n * sizeof *p);
     for (size_t i = 0; i < n; i++)
-        if (!w[i].del && w[i].cur_ticks > after)
-            after = w[i].cur_ticks;
-    int64_t ts = store_next_timestamp(svc->store, after);
-    int checks = store_checks_needed(svc->store), any = 0;
-    struct backend_write *bw = arena_alloc(c->a, n * sizeof *bw);
-    struct backend_cond *cond = arena_alloc(c->a, n * sizeof *cond);
-    /* The values are encoded back to back into the request's c->vbuf;
-     * they are pointed at only once it has stopped growing. */
-    size_t *off = arena_alloc(c->a, n * sizeof *off);
-    struct buf *vb = c->vbuf;
-    buf_reset(vb);
-    for (size_t i = 0; i < n; i++) {
-        w[i].e.timestamp = ts;
-        off[i] = vb->len;
-        if (!w[i].del)
-            entity_encode(&w[i].e, vb);
-        w[i].val_len = vb->len - off[i];
-        /* a judgement made on a read needs checking only where the store
-           can change between the read and the write (store.h) */
-        cond[i] = w[i].blind || checks ? w[i].cond : (struct backend_cond){BACKEND_EXPECT_ANY, 0};
-        any |= cond[i].expect != BACKEND_EXPECT_ANY;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (w[i].del) {
-            bw[i] = (struct backend_write){BACKEND_DELETE, w[i].key, w[i].key_len, NULL, 0};
-            continue;
-        }
-        w[i].val = vb->data + off[i];
-        bw[i] = (struct backend_write){BACKEND_PUT, w[i].key, w[i].key_len, w[i].val,
-                                       w[i].val_len};
-    }
-    int rc = service_apply(c, 1, bw, any ? cond : NULL, n, failed);
+        p[i] = (struct store_put){.key = w[i].key, .key_len = w[i].key_len,
+                                  .e = w[i].del ? NULL : &w[i].e, .expect = w[i].cond,
+                                  .blind = w[i].blind, .cur_ticks = w[i].cur_ticks};
+    int account = c->account ? (int)(c->account - svc->set.accounts) : -1;
+    int64_t ts;
+    int rc = store_commit(svc->store, account, p, n, c->vbuf, &ts, failed);
     if (rc != 0)
         return rc;
-    /* Applied: the versions it replaced (after) are confirmed now, read
-       from the store or checked by the backend as If-Match named them, so
-       the clock may go past them; a refused commit leaves it as it was. */
-    store_timestamp_applied(svc->store, ts);
+    for (size_t i = 0; i < n; i++)
+        w[i].e.timestamp = ts;   /* the deletes' too (the puts' is set) */
     if (svc->advisor)
         service_advise_writes(c, w, n);
     return 0;
@@ -478,12 +446,12 @@ void op_write(struct req_ctx *c)
             break;
         /* refused: the entity is not as the write expected (a blind write
            learns why now; a judged one raced another write) */
-        if (rc == BACKEND_CONFLICT && (err = entity_conflict(c, &w))) {
+        if (rc == STORE_CONFLICT && (err = entity_conflict(c, &w))) {
             reply_error(c, err);
             return;
         }
-        if (rc != BACKEND_CONFLICT || round + 1 >= ENTITY_WRITE_ROUNDS) {
-            reply_error(c, terr_from_backend(rc));
+        if (rc != STORE_CONFLICT || round + 1 >= ENTITY_WRITE_ROUNDS) {
+            reply_error(c, terr_from_store(rc));
             return;
         }
     }

@@ -45,8 +45,6 @@
 
 /* Entities per store apply. */
 #define IMPORT_BATCH 1000
-/* Rounds of a table create that lost a race (as Create Table). */
-#define IMPORT_CREATE_ROUNDS 64
 /* Distinct unserved accounts named in the answer. */
 #define IMPORT_MAX_UNSERVED 16
 
@@ -55,7 +53,7 @@ struct import {
     struct req_ctx *c;
     struct arena *line_a;      /* one line's parse, reset per line */
     struct arena *batch_a;     /* the pending batch's keys and values */
-    struct backend_write w[IMPORT_BATCH];
+    struct store_raw w[IMPORT_BATCH];
     size_t n;                  /* pending writes */
     int account;               /* their account's index, or -1 */
     /* the table of the last table or entity line, and its id */
@@ -171,8 +169,8 @@ static int import_flush(struct import *im)
 {
     if (!im->n)
         return 0;
-    int rc = store_apply(im->c->svc->store, im->account, im->w, NULL, im->n, NULL);
-    if (rc == BACKEND_OK)
+    int rc = store_put_raw(im->c->svc->store, im->account, im->w, im->n);
+    if (rc == STORE_OK)
         im->entities += im->n;
     im->n = 0;
     arena_reset(im->batch_a);
@@ -180,90 +178,19 @@ static int import_flush(struct import *im)
 }
 
 /* The id of table account/name, creating the table when missing; with
- * set_acl its ACL becomes acl[0..acl_len) (a create sets it too). On a
- * store shared with other front ends the row is read from the store and a
- * new id claimed from its counter; a write that raced another front end's
- * (or, on a store whose calls complete later, another request's) is tried
- * again from a fresh read. 0 with *id, or a backend status. */
+ * set_acl its ACL becomes acl[0..acl_len) (a create sets it too):
+ * catalog_import_table. 0 with *id, or a store status (im->err set). */
 static int import_table(struct import *im, const char *account, const char *name,
                         const unsigned char *acl, size_t acl_len, int set_acl, uint64_t *id)
 {
-    struct req_ctx *c = im->c;
-    struct service *svc = c->svc;
-    size_t nl = strlen(name);
-    struct buf ckey, cval, k, v;
-    buf_init(&ckey);
-    buf_init(&cval);
-    buf_init(&k);
-    buf_init(&v);
-    int rc = BACKEND_CONFLICT;
-    for (int round = 0; round < IMPORT_CREATE_ROUNDS && rc == BACKEND_CONFLICT; round++) {
-        struct table_info cur = {0};
-        int found;
-        if (svc->shared) {
-            rc = tables_read(svc->kv, c->a, account, name, nl, &cur, im->err, sizeof im->err);
-            if (rc != BACKEND_OK && rc != BACKEND_NOTFOUND)
-                break;
-            found = rc == BACKEND_OK;
-        } else {
-            const struct table_info *t = tables_find(svc->tables, account, name, nl);
-            found = t != NULL;
-            if (t)
-                cur = *t;
-        }
-        if (found && !set_acl) {
-            *id = cur.id;
-            rc = BACKEND_OK;
-            break;
-        }
-        struct backend_cond cond[2] = {{BACKEND_EXPECT_ABSENT, 0}, {BACKEND_EXPECT_ANY, 0}};
-        size_t nw = 1;
-        buf_reset(&ckey);
-        buf_reset(&cval);
-        if (found) {
-            /* the table still exists (on a shared store: not re-created) */
-            cond[0] = svc->shared ? (struct backend_cond){BACKEND_EXPECT_VERSION, cur.id}
-                                  : (struct backend_cond){BACKEND_EXPECT_PRESENT, 0};
-        } else if (svc->shared) {
-            rc = tables_claim_id(svc->tables, svc->kv, &cur.id, &ckey, &cval, &cond[1],
-                                 im->err, sizeof im->err);
-            if (rc != BACKEND_OK)
-                break;
-            nw = 2;
-        } else {
-            cur.id = tables_next_id(svc->tables);
-        }
-        struct table_info row = {.id = cur.id, .name = found ? cur.name : (char *)name,
-                                 .name_len = found ? cur.name_len : nl,
-                                 .acl = (unsigned char *)acl, .acl_len = acl_len};
-        buf_reset(&k);
-        buf_reset(&v);
-        keys_table(&k, account, name, nl);
-        tables_encode(&row, &v);
-        struct backend_write w[2] = {{BACKEND_PUT, k.data, k.len, v.data, v.len},
-                                     {BACKEND_PUT, ckey.data, ckey.len, cval.data, cval.len}};
-        rc = store_apply(svc->store, -1, w, cond, nw, NULL);
-        if (rc == BACKEND_OK) {
-            *id = cur.id;
-            if (!found)
-                im->tables++;
-            if (!svc->shared && found)
-                tables_set_acl(svc->tables, tables_find(svc->tables, account, name, nl), acl,
-                               acl_len);
-            else if (!svc->shared)
-                tables_add(svc->tables, account, cur.id, name, nl, acl, acl_len);
-        }
-    }
-    if (rc == BACKEND_CONFLICT)
-        snprintf(im->err, sizeof im->err, "creating table %s/%s kept racing other requests",
-                 account, name);
-    else if (rc != BACKEND_OK && !im->err[0])
+    int created = 0;
+    int rc = catalog_import_table(im->c->svc->cat, account, name, acl, acl_len, set_acl, id,
+                                  &created, im->err, sizeof im->err);
+    if (rc == STORE_OK && created)
+        im->tables++;
+    else if (rc != STORE_OK && !im->err[0])
         snprintf(im->err, sizeof im->err, "writing table %s/%s failed: %s", account, name,
-                 terr_info(terr_from_backend(rc))->message);
-    buf_free(&ckey);
-    buf_free(&cval);
-    buf_free(&k);
-    buf_free(&v);
+                 terr_info(terr_from_store(rc))->message);
     return rc;
 }
 
@@ -274,7 +201,7 @@ static int import_entity(struct import *im, int account, uint64_t table_id,
 {
     int rc;
     if ((im->n && im->account != account) || im->n == IMPORT_BATCH)
-        if ((rc = import_flush(im)) != BACKEND_OK)
+        if ((rc = import_flush(im)) != STORE_OK)
             return rc;
     struct req_ctx *c = im->c;
     buf_reset(c->kbuf);
@@ -285,8 +212,9 @@ static int import_entity(struct import *im, int account, uint64_t table_id,
     memcpy(k, c->kbuf->data, c->kbuf->len);
     memcpy(v, c->vbuf->data, c->vbuf->len);
     im->account = account;
-    im->w[im->n++] = (struct backend_write){BACKEND_PUT, k, c->kbuf->len, v, c->vbuf->len};
-    return BACKEND_OK;
+    im->w[im->n++] = (struct store_raw){.key = k, .key_len = c->kbuf->len, .val = v,
+                                        .val_len = c->vbuf->len};
+    return STORE_OK;
 }
 
 /* The write pass over lines the check pass found valid. 0, or the line
@@ -298,23 +226,23 @@ static unsigned long import_write(struct import *im, const char *body, size_t le
     size_t n;
     unsigned long lineno = 0;
     char why[400];
-    int rc = BACKEND_OK;
-    while (rc == BACKEND_OK && next_line(body, len, &pos, &line, &n)) {
+    int rc = STORE_OK;
+    while (rc == STORE_OK && next_line(body, len, &pos, &line, &n)) {
         lineno++;
         struct dump_line l;
         arena_reset(im->line_a);
         if (dump_line_read(im->line_a, line, n, &l, why, sizeof why) != 0) {
             snprintf(im->err, sizeof im->err, "%s", why);   /* checked already */
-            rc = BACKEND_INVALID;
+            rc = STORE_INVALID;
             break;
         }
         if (l.kind == DUMP_LINE_HEADER)
             continue;
         int account = import_account(im, l.account);
         if (l.kind == DUMP_LINE_PROPS) {
-            if ((rc = import_flush(im)) == BACKEND_OK &&
+            if ((rc = import_flush(im)) == STORE_OK &&
                 (rc = props_put_stored(im->c, l.account, (const char *)l.raw, l.raw_len)) ==
-                    BACKEND_OK)
+                    STORE_OK)
                 im->properties++;
             continue;
         }
@@ -322,9 +250,9 @@ static unsigned long import_write(struct import *im, const char *body, size_t le
         if (l.kind == DUMP_LINE_TABLE || !im->have_last ||
             strcmp(im->last_account, l.account) != 0 || strcmp(im->last_table, l.table) != 0) {
             /* a table row is written before the entities that follow it */
-            if ((rc = import_flush(im)) != BACKEND_OK ||
+            if ((rc = import_flush(im)) != STORE_OK ||
                 (rc = import_table(im, l.account, l.table, l.raw, l.raw_len,
-                                   l.kind == DUMP_LINE_TABLE, &id)) != BACKEND_OK)
+                                   l.kind == DUMP_LINE_TABLE, &id)) != STORE_OK)
                 break;
             snprintf(im->last_account, sizeof im->last_account, "%s", l.account);
             snprintf(im->last_table, sizeof im->last_table, "%s", l.table);
@@ -334,14 +262,14 @@ static unsigned long import_write(struct import *im, const char *body, size_t le
         if (l.kind == DUMP_LINE_ENTITY)
             rc = import_entity(im, account, im->last_id, &l.e);
     }
-    if (rc == BACKEND_OK && (rc = import_flush(im)) != BACKEND_OK)
+    if (rc == STORE_OK && (rc = import_flush(im)) != STORE_OK)
         lineno = lineno ? lineno : 1;
     *rcp = rc;
-    if (rc == BACKEND_OK)
+    if (rc == STORE_OK)
         return 0;
     if (!im->err[0])
         snprintf(im->err, sizeof im->err, "the store failed: %s",
-                 terr_info(terr_from_backend(rc))->message);
+                 terr_info(terr_from_store(rc))->message);
     return lineno;
 }
 
@@ -378,7 +306,7 @@ void op_import(struct req_ctx *c)
         unsigned long at = import_write(im, body, len, &rc);
         if (at) {
             log_warn("import: line %lu of a piece: %s", at, im->err);
-            int status = terr_info(terr_from_backend(rc))->status;
+            int status = terr_info(terr_from_store(rc))->status;
             import_answer(im, status >= 500 ? status : 500, at);
         } else {
             import_answer(im, 200, 0);

@@ -73,22 +73,10 @@ static void slot_drop(struct props_slot *s)
 static void props_read(struct service *svc, struct arena *a, const char *account, struct props *p)
 {
     memset(p, 0, sizeof *p);
-    struct buf key;
-    buf_init(&key);
-    keys_props(&key, account);
-    const void *borrowed = NULL;
-    size_t vl = 0;
-    char err[256] = "";
-    int rc = kv_get(svc->kv, key.data, key.len, &borrowed, &vl, err, sizeof err);
-    buf_free(&key);
-    if (rc == BACKEND_NOTFOUND)
-        return;
-    if (rc != BACKEND_OK) {
-        log_error("reading service properties of %s: %s", account, err);
-        return;
-    }
-    char *val = arena_alloc(a, vl ? vl : 1);   /* parsed strings point into it */
-    memcpy(val, borrowed, vl);
+    const char *val;           /* in a: parsed strings point into it */
+    size_t vl;
+    if (store_props_get(svc->store, a, account, &val, &vl) != STORE_OK)
+        return;                /* none stored (defaults), or logged */
     unsigned present;
     struct props tmp;
     memset(&tmp, 0, sizeof tmp);
@@ -157,13 +145,8 @@ void props_cache_free(struct props_cache *cache)
 
 int props_put_stored(struct req_ctx *c, const char *account, const char *doc, size_t len)
 {
-    struct buf k;
-    buf_init(&k);
-    keys_props(&k, account);
-    struct backend_write w = {BACKEND_PUT, k.data, k.len, doc, len};
-    int rc = service_apply(c, 0, &w, NULL, 1, NULL);
+    int rc = store_props_put(c->svc->store, account, doc, len);
     props_forget(c->svc, account);
-    buf_free(&k);
     return rc;
 }
 
@@ -206,16 +189,12 @@ void op_set_service_properties(struct req_ctx *c)
         merged.minute = in.minute;
     if (present & P_CORS)
         merged.cors = in.cors;
-    buf_reset(c->kbuf);
     buf_reset(c->vbuf);
-    keys_props(c->kbuf, c->account->name);
     props_write(&merged, c->vbuf);
-    struct backend_write w = {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data,
-                              c->vbuf->len};
-    int rc = service_apply(c, 0, &w, NULL, 1, NULL);
+    int rc = store_props_put(svc->store, c->account->name, c->vbuf->data, c->vbuf->len);
     props_forget(svc, c->account->name);
     if (rc != 0) {
-        reply_error(c, terr_from_backend(rc));
+        reply_error(c, terr_from_store(rc));
         return;
     }
     c->resp->status = 202;

@@ -69,7 +69,7 @@ struct page {
     long examined, budget;
     int64_t deadline;
     size_t max_bytes;           /* the page ends once its body is larger */
-    struct kv_iter *it;         /* the page's one cursor (one snapshot) */
+    struct store_scan *it;       /* the page's one cursor (one snapshot) */
     struct arena *scratch;      /* per-row memory, reset every row */
 };
 
@@ -104,24 +104,24 @@ static void page_reserve(struct page *pg, struct buf *b, size_t one_len)
     buf_reserve(b, more);
 }
 
-/* Scans backend keys [start, end) into the page with its cursor. 0, or
- * -1 on a backend error. Sets pg->done once the page is complete
+/* Scans stored keys [start, end) into the page with its cursor. 0, or
+ * a store status on an error. Sets pg->done once the page is complete
  * (continuation added). */
 static int scan_range(struct page *pg, const struct buf *start, const struct buf *end)
 {
     struct req_ctx *c = pg->c;
     struct service *svc = c->svc;
     struct buf *b = &c->resp->body;
-    struct kv_iter *it = pg->it;
-    int src = kv_iter_seek(it, start->data, start->len);
-    if (src != BACKEND_OK) {
-        log_error("query: %s", kv_iter_error(it));
-        return src < 0 ? src : BACKEND_IOERR;
+    struct store_scan *it = pg->it;
+    int src = store_scan_seek(it, start->data, start->len);
+    if (src != STORE_OK) {
+        log_error("query: %s", store_scan_error(it));
+        return src < 0 ? src : STORE_IOERR;
     }
     const void *k, *v;
     size_t kl, vl;
     int rc;
-    while ((rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+    while ((rc = store_scan_next(it, &k, &kl, &v, &vl)) == 1) {
         if (keycmp(k, kl, end->data, end->len) >= 0)
             break;   /* past this range: the cursor serves the next one */
         if ((pg->budget > 0 && pg->examined >= pg->budget) ||
@@ -187,7 +187,7 @@ static int scan_range(struct page *pg, const struct buf *start, const struct buf
         service_query_entity(c, row.pk, row.pk_len);  /* one token per entity */
     }
     if (rc < 0)
-        log_error("query: %s", kv_iter_error(it));
+        log_error("query: %s", store_scan_error(it));
     return rc < 0 ? rc : 0;
 }
 
@@ -271,9 +271,9 @@ void op_query_entities(struct req_ctx *c)
     keys_entity_table_prefix(&end, t->id);
     keys_prefix_end(&end);
     char emsg[256] = "";
-    int rc = kv_iter_open(c->svc->kv, start.data, start.len, end.data, end.len, &pg.it, emsg,
-                          sizeof emsg);
-    if (rc != BACKEND_OK) {
+    int rc = store_scan_open(c->svc->store, start.data, start.len, end.data, end.len, &pg.it,
+                             emsg, sizeof emsg);
+    if (rc != STORE_OK) {
         log_error("query: %s", emsg);
         pg.it = NULL;
     }
@@ -299,7 +299,7 @@ void op_query_entities(struct req_ctx *c)
             continue;
         rc = scan_range(&pg, &start, &end);
     }
-    kv_iter_close(pg.it);
+    store_scan_close(pg.it);
     arena_free(pg.scratch);
     buf_free(&start);
     buf_free(&end);
@@ -309,7 +309,7 @@ void op_query_entities(struct req_ctx *c)
     if (c->svc->advisor && rc == 0)
         service_advise_query(c, t, &plan, (uint64_t)pg.examined, (uint64_t)pg.count);
     if (rc != 0) {
-        reply_error(c, terr_from_backend(rc));
+        reply_error(c, terr_from_store(rc));
         return;
     }
     r->status = 200;

@@ -73,60 +73,6 @@ static void write_atom_table(struct req_ctx *c, struct buf *b, const char *name,
     atom_write_table(b, name, n, &ac, 1);
 }
 
-/* Rounds of a create on a shared store that lost the id counter to
- * another front end's create (store/tables.h). */
-#define CREATE_ROUNDS 64
-
-/* Writes the row of a new table name (expecting it absent) with a fresh id
- * (*id); on a shared store the id counter's update goes in the same apply.
- * 0, BACKEND_CONFLICT when the table exists, or a failure status. */
-static int create_row(struct req_ctx *c, const char *name, size_t n, uint64_t *id)
-{
-    struct service *svc = c->svc;
-    struct buf ckey, cval;
-    buf_init(&ckey);
-    buf_init(&cval);
-    int rc;
-    for (int round = 0;; round++) {
-        struct backend_cond cond[2] = {{BACKEND_EXPECT_ABSENT, 0}, {BACKEND_EXPECT_ANY, 0}};
-        buf_reset(&ckey);
-        buf_reset(&cval);
-        if (svc->shared) {
-            char err[256] = "";
-            rc = tables_claim_id(svc->tables, svc->kv, id, &ckey, &cval, &cond[1], err,
-                                 sizeof err);
-            if (rc != BACKEND_OK) {
-                log_error("reading the table id counter failed: %s", err);
-                break;
-            }
-        } else {
-            *id = tables_next_id(svc->tables);
-        }
-        struct table_info t = {.id = *id, .name = (char *)name, .name_len = n};
-        buf_reset(c->kbuf);
-        buf_reset(c->vbuf);
-        keys_table(c->kbuf, c->account->name, name, n);
-        tables_encode(&t, c->vbuf);
-        struct backend_write w[2] = {
-            {BACKEND_PUT, c->kbuf->data, c->kbuf->len, c->vbuf->data, c->vbuf->len},
-            {BACKEND_PUT, ckey.data, ckey.len, cval.data, cval.len},
-        };
-        /* a create that raced this one (it waited on storage) got there
-           first: the row's expectation fails */
-        size_t failed = 0;
-        rc = service_apply(c, 0, w, cond, svc->shared ? 2 : 1, &failed);
-        /* another front end took the id: claim the next one */
-        if (rc == BACKEND_CONFLICT && failed == 1 && round + 1 < CREATE_ROUNDS)
-            continue;
-        if (rc == BACKEND_CONFLICT && failed == 1)
-            rc = BACKEND_UNAVAILABLE;   /* still racing: 503, try again */
-        break;
-    }
-    buf_free(&ckey);
-    buf_free(&cval);
-    return rc;
-}
-
 void op_create_table(struct req_ctx *c)
 {
     const char *name;
@@ -136,7 +82,7 @@ void op_create_table(struct req_ctx *c)
         e = check_table_name(name, n);
     struct service *svc = c->svc;
     /* on a shared store the row's absent expectation is the only check */
-    if (!e && !svc->shared && tables_find(svc->tables, c->account->name, name, n))
+    if (!e && catalog_known(svc->cat, c->account->name, name, n))
         e = TERR_TableAlreadyExists;
     if (e) {
         reply_error_msg(c, e, e == TERR_OutOfRangeInput
@@ -146,13 +92,11 @@ void op_create_table(struct req_ctx *c)
         return;
     }
     uint64_t id;
-    int rc = create_row(c, name, n, &id);
+    int rc = catalog_create(svc->cat, c->account->name, name, n, &id);
     if (rc != 0) {
-        reply_error(c, rc == BACKEND_CONFLICT ? TERR_TableAlreadyExists : terr_from_backend(rc));
+        reply_error(c, rc == STORE_CONFLICT ? TERR_TableAlreadyExists : terr_from_store(rc));
         return;
     }
-    if (!svc->shared)
-        tables_add(svc->tables, c->account->name, id, name, n, NULL, 0);
 
     const char *url = arena_sprintf(c->a, "%s/Tables('%s')", c->base, name);
     struct response *r = c->resp;
@@ -184,40 +128,12 @@ void op_create_table(struct req_ctx *c)
  * (store/purge.h). */
 void op_delete_table(struct req_ctx *c)
 {
-    struct service *svc = c->svc;
-    const struct table_info *t;
-    int rc = service_table(c, c->table, c->table_len, &t);
-    if (rc != BACKEND_OK) {
-        reply_error(c, rc == BACKEND_NOTFOUND ? TERR_ResourceNotFound : terr_from_backend(rc));
+    int account = (int)(c->account - c->svc->set.accounts);
+    int rc = catalog_delete(c->svc->cat, account, c->account->name, c->table, c->table_len);
+    if (rc != STORE_OK) {
+        reply_error(c, rc == STORE_NOTFOUND ? TERR_ResourceNotFound : terr_from_store(rc));
         return;
     }
-    uint64_t id = t->id;
-    struct buf rkey, rval;
-    buf_init(&rkey);
-    buf_init(&rval);
-    purge_record(&rkey, &rval, id);
-    buf_reset(c->kbuf);
-    keys_table(c->kbuf, c->account->name, c->table, c->table_len);
-    struct backend_write w[2] = {
-        {BACKEND_DELETE, c->kbuf->data, c->kbuf->len, NULL, 0},
-        {BACKEND_PUT, rkey.data, rkey.len, rval.data, rval.len},
-    };
-    /* a delete that raced this one removed it first (on a shared store:
-       or another front end re-created it, with another id: the row's
-       version is its id) */
-    struct backend_cond cond[2] = {{BACKEND_EXPECT_PRESENT, 0}, {BACKEND_EXPECT_ANY, 0}};
-    if (svc->shared)
-        cond[0] = (struct backend_cond){BACKEND_EXPECT_VERSION, id};
-    rc = service_apply(c, 0, w, cond, 2, NULL);
-    buf_free(&rkey);
-    buf_free(&rval);
-    if (rc != 0) {
-        reply_error(c, rc == BACKEND_CONFLICT ? TERR_ResourceNotFound : terr_from_backend(rc));
-        return;
-    }
-    if (!svc->shared)
-        tables_remove(svc->tables, c->account->name, c->table, c->table_len);
-    service_purge_start(c, id);
     c->resp->status = 204;
 }
 
@@ -225,8 +141,8 @@ void op_get_table(struct req_ctx *c)
 {
     const struct table_info *t;
     int rc = service_table(c, c->table, c->table_len, &t);
-    if (rc != BACKEND_OK) {
-        reply_error(c, rc == BACKEND_NOTFOUND ? TERR_ResourceNotFound : terr_from_backend(rc));
+    if (rc != STORE_OK) {
+        reply_error(c, rc == STORE_NOTFOUND ? TERR_ResourceNotFound : terr_from_store(rc));
         return;
     }
     c->resp->status = 200;
@@ -269,15 +185,15 @@ void op_query_tables(struct req_ctx *c)
         buf_reset(&start);
         keys_table(&start, c->account->name, key, kl);
     }
-    struct kv_iter *it;
+    struct store_scan *it;
     char err[256];
-    int orc = kv_iter_open(svc->kv, start.data, start.len, end.data, end.len, &it, err,
-                           sizeof err);
-    if (orc != BACKEND_OK) {
+    int orc = store_scan_open(svc->store, start.data, start.len, end.data, end.len, &it, err,
+                              sizeof err);
+    if (orc != STORE_OK) {
         log_error("query tables: %s", err);
         buf_free(&start);
         buf_free(&end);
-        reply_error(c, terr_from_backend(orc));
+        reply_error(c, terr_from_store(orc));
         return;
     }
     struct response *r = c->resp;
@@ -304,7 +220,7 @@ void op_query_tables(struct req_ctx *c)
     int rc = 0;
     /* $top=0: an empty page without a continuation (as in Query Entities,
      * doc/protocol-notes.md). */
-    while (limit > 0 && (rc = kv_iter_next(it, &k, &kl, &v, &vl)) == 1) {
+    while (limit > 0 && (rc = store_scan_next(it, &k, &kl, &v, &vl)) == 1) {
         uint64_t id;
         const char *name;
         size_t nl, al;
@@ -328,16 +244,16 @@ void op_query_tables(struct req_ctx *c)
         write_table_entry(c, b, name, nl, NULL);
     }
     if (rc < 0) {
-        log_error("query tables: %s", kv_iter_error(it));
-        kv_iter_close(it);
+        log_error("query tables: %s", store_scan_error(it));
+        store_scan_close(it);
         buf_free(&start);
         buf_free(&end);
         buf_free(&lower);
         buf_reset(b);
-        reply_error(c, terr_from_backend(rc));
+        reply_error(c, terr_from_store(rc));
         return;
     }
-    kv_iter_close(it);
+    store_scan_close(it);
     r->status = 200;
     if (c->atom) {
         atom_feed_close(b);

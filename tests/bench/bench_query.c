@@ -23,6 +23,7 @@
 
 #include "backends/backend.h"
 #include "backends/registry.h"
+#include "store/kv.h"
 #include "server/config.h"
 #include "core/http.h"
 #include "core/log.h"
@@ -255,8 +256,8 @@ static int bq_run(long size, long rows, long requests)
     int rc = -1;
     if (bq_request(svc, HTTP_M_POST, "POST", "/Tables", "",
                    "{\"TableName\":\"" BENCH_TABLE "\"}", NULL) == 201) {
-        const struct table_info *t =
-            tables_find(svc->tables, DEV_ACCOUNT_NAME, BENCH_TABLE, strlen(BENCH_TABLE));
+        const struct table_info *t = NULL;
+        catalog_table(svc->cat, NULL, DEV_ACCOUNT_NAME, BENCH_TABLE, strlen(BENCH_TABLE), &t);
         double t0 = (double)bq_now_ns();
         if (t && bq_load(st, t->id, size, rows) == 0) {
             fprintf(stderr, "# loaded %ld entities in %.2f s\n", size,

@@ -20,6 +20,7 @@
 
 #include "backends/backend.h"
 #include "backends/registry.h"
+#include "store/kv.h"
 #include "server/config.h"
 #include "core/http.h"
 #include "core/log.h"
@@ -557,8 +558,8 @@ int main(void)
     send_req(HTTP_M_POST, "POST", "/Tables", "", "{\"TableName\":\"" TABLE "\"}", &x);
     TEST_EQ_INT(x.status, 201, "create table through service_handle");
     done(&x);
-    const struct table_info *t =
-        tables_find(svc->tables, DEV_ACCOUNT_NAME, TABLE, strlen(TABLE));
+    const struct table_info *t = NULL;
+    catalog_table(svc->cat, NULL, DEV_ACCOUNT_NAME, TABLE, strlen(TABLE), &t);
     TEST_CHECK(t != NULL, "the table is in the catalogue");
     if (!t)
         return test_done();
