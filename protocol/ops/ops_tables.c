@@ -10,7 +10,6 @@
 #include "codec/atom.h"
 #include "protocol/ctx.h"
 #include "store/keys.h"
-#include "store/purge.h"
 #include "protocol/query.h"
 #include "codec/table_json.h"
 #include "codec/token.h"
