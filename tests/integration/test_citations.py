@@ -23,12 +23,12 @@ SRC = os.environ.get("TOP_SRCDIR", ".")
 
 # Built from pieces so that this file does not match itself.
 OUTSIDE = "SP" + "EC"
-DESIGN = "DES" + "IGN"
+NOTES = "DES" + "IGN"
 PATTERNS = [
     (re.compile(r"\b" + OUTSIDE + r"\b"), "names the outside specification"),
     (re.compile("\u00a7" + r"\s*\d"), "cites a numbered outside section"),
-    (re.compile(r"\b" + DESIGN + r"\b"), "names the outside design notes"),
-    (re.compile(r"\.\./shared\b|\bshared/(" + DESIGN + "|" + OUTSIDE + r")\b"),
+    (re.compile(r"\b" + NOTES + r"\b"), "names the outside design notes"),
+    (re.compile(r"\.\./shared\b|\bshared/(" + NOTES + "|" + OUTSIDE + r")\b"),
      "links outside the repository"),
 ]
 # Checkers of this vocabulary quote it in their patterns.
