@@ -1,4 +1,4 @@
-/* auth.c - auth_check(): picks the scheme of a request (SPEC 10.1:
+/* auth.c - auth_check(): picks the scheme of a request (doc/protocol.md, Choosing the scheme:
  * Authorization header, else SAS, else anonymous), runs its verification
  * and then authorizes the operation. */
 #include <string.h>
@@ -7,7 +7,7 @@
 #include "auth/auth_int.h"
 
 /* The 401 answer whose WWW-Authenticate header lets SDKs discover the
- * tenant (SPEC 10.10). */
+ * tenant (doc/protocol.md, Bearer tokens). */
 enum auth_status auth_challenge(const struct auth_ctx *ctx, const struct request *req,
                                 struct auth_result *out, const char *error_description)
 {
@@ -34,7 +34,7 @@ enum auth_status auth_challenge(const struct auth_ctx *ctx, const struct request
 }
 
 /* No credentials at all: 401 + challenge from 2020-12-06 on (also when no
- * version is sent: the newest applies), 403 before (SPEC 10.10, 16 row 29). */
+ * version is sent: the newest applies), 403 before (doc/protocol.md, Bearer tokens). */
 static enum auth_status anonymous(const struct auth_ctx *ctx, const struct request *req,
                                   const struct authq *params, size_t nparams,
                                   struct auth_result *out)

@@ -1,4 +1,4 @@
-/* auth.h - who is calling, and may they do this? (SPEC 10)
+/* auth.h - who is calling, and may they do this? (doc/protocol.md, Authentication)
  *
  * The auth module is a set of pure functions over a parsed request: it never
  * touches a socket, a backend or the clock directly (time comes from
@@ -34,11 +34,11 @@
 #include "core/account.h"
 #include "core/http.h"
 
-/* Largest clock skew of a SharedKey/SharedKeyLite date (SPEC 10.5); a
+/* Largest clock skew of a SharedKey/SharedKeyLite date (doc/protocol.md, Request dates); a
  * Bearer request needs no date (doc/protocol-notes.md). */
 #define AUTH_MAX_SKEW_SECONDS (15 * 60)
 /* Version from which an anonymous request gets the 401 Bearer challenge
- * instead of 403 AuthenticationFailed (SPEC 10.10, 16 row 29). */
+ * instead of 403 AuthenticationFailed (doc/protocol.md, Bearer tokens). */
 #define AUTH_CHALLENGE_VERSION "2020-12-06"
 /* Tenant named in the WWW-Authenticate challenge when ctx->tenant_id is NULL. */
 #define AUTH_DEFAULT_TENANT "common"
@@ -163,7 +163,7 @@ enum auth_why {
 /* A short phrase for reason w ("signature mismatch"), for log lines. */
 const char *auth_why_name(enum auth_why w);
 
-/* A table SAS key range (SPEC 10.8). Absent bounds are NULL (open). */
+/* A table SAS key range (doc/protocol.md, Table SAS). Absent bounds are NULL (open). */
 struct auth_range {
     const char *spk, *srk;        /* start PartitionKey / RowKey (inclusive) */
     size_t spk_len, srk_len;
@@ -184,7 +184,7 @@ struct auth_result {
     const char *sas_table;
     /* Table SAS key range (all NULL when unrestricted). */
     struct auth_range range;
-    /* SAS: the signed version sv (for SPEC 12.1: the effective version
+    /* SAS: the signed version sv (for doc/protocol.md, Service versions: the effective version
      * when neither x-ms-version nor api-version is sent); else NULL. */
     const char *sas_version;
     /* Error decoration, set only on failure:
@@ -209,7 +209,7 @@ struct auth_result {
     const char *sts;
 };
 
-/* A stored access policy (SPEC 11.3) as the policy_lookup callback returns
+/* A stored access policy (doc/protocol.md, Stored access policies) as the policy_lookup callback returns
  * it. Absent fields have has_* = 0. */
 struct auth_policy {
     int has_start;
@@ -242,7 +242,7 @@ struct auth_ctx {
                          struct auth_policy *out);
     void *policy_arg;
     /* 1 when v (NUL-terminated) is a service version the server knows
-     * (SPEC 12.1); NULL: any well-formed YYYY-MM-DD is accepted. */
+     * (doc/protocol.md, Service versions); NULL: any well-formed YYYY-MM-DD is accepted. */
     int (*version_known)(const char *v);
     /* What this context has verified or computed before (account SAS
      * grants, HMAC key states), kept by the one who made the context
@@ -267,9 +267,9 @@ void auth_cache_free(struct auth_cache *c);
  *   AUTH_FAILURE                     table SAS on another table, on a table/
  *                                    ACL/service operation, key outside range
  *   AUTH_PERMISSION_MISMATCH / RESOURCE_TYPE_MISMATCH /
- *   SERVICE_MISMATCH / PROTOCOL_MISMATCH / SOURCE_IP_MISMATCH   (SPEC 10.7-10.9)
+ *   SERVICE_MISMATCH / PROTOCOL_MISMATCH / SOURCE_IP_MISMATCH   (doc/protocol.md, SAS checks)
  *   AUTH_SECONDARY_WRITE             write on the secondary endpoint
- * SharedKey signs req->path exactly as received (SPEC 10.2); the same path
+ * SharedKey signs req->path exactly as received (doc/protocol.md, SharedKey); the same path
  * with its percent-encoding normalised is tried too. req->arena must be set:
  * scratch strings and the result's strings are allocated there. */
 enum auth_status auth_check(const struct auth_ctx *ctx, const struct request *req,
@@ -280,7 +280,7 @@ enum auth_status auth_check(const struct auth_ctx *ctx, const struct request *re
  * the authorization part of auth_check(). */
 enum auth_status auth_authorize(const struct auth_result *res, const struct auth_op *op);
 
-/* 1 when (pk, rk) lies inside r (ordinal UTF-16 order, SPEC 10.8), else 0.
+/* 1 when (pk, rk) lies inside r (ordinal UTF-16 order, doc/protocol.md, Table SAS), else 0.
  * An all-NULL range contains everything. */
 int auth_range_contains(const struct auth_range *r, const char *pk, size_t pk_len, const char *rk,
                         size_t rk_len);
@@ -302,7 +302,7 @@ const char *auth_authorize_explain(struct arena *a, const struct auth_result *re
 
 /* Appends the SharedKey (lite = 0) or SharedKeyLite (lite = 1) string to
  * sign of req for account name `account` and canonical path `path`
- * (normally req->path) to b (SPEC 10.2, 10.3). */
+ * (normally req->path) to b (doc/protocol.md, SharedKey; SharedKeyLite). */
 void auth_sharedkey_string_to_sign(struct buf *b, const struct request *req, const char *account,
                                    const char *path, size_t path_len, int lite);
 /* Base64(HMAC-SHA256(key, msg)) into out (>= 45 bytes, NUL-terminated). */

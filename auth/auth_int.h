@@ -58,7 +58,7 @@ const char *auth_header(const struct request *req, const char *name, size_t *len
 int auth_version_shape(const char *v);
 
 /* Checks the x-ms-date/Date of a SharedKey/SharedKeyLite request
- * (SPEC 10.5); on failure sets out->detail and returns
+ * (doc/protocol.md, Request dates); on failure sets out->detail and returns
  * AUTH_FAILED. */
 enum auth_status auth_check_date(const struct auth_ctx *ctx, const struct request *req,
                                  struct auth_result *out);
@@ -83,7 +83,7 @@ struct sas_grant {
 };
 
 /* The per-request checks of an account SAS whose grant is g (time window,
- * source IP, protocol, service, SPEC 10.9), filling out; the cached and
+ * source IP, protocol, service, doc/protocol.md, SAS checks), filling out; the cached and
  * the uncached path both end here. */
 enum auth_status auth_sas_grant(const struct auth_ctx *ctx, const struct request *req,
                                 const struct sas_grant *g, struct auth_result *out);

@@ -1,4 +1,4 @@
-/* bearer.c - Microsoft Entra ID bearer tokens (SPEC 10.10). By default
+/* bearer.c - Microsoft Entra ID bearer tokens (doc/protocol.md, Bearer tokens). By default
  * every token is refused with the service's 401 challenge; with
  * ctx->bearer_basic an emulator-style check accepts a JWT whose claims look
  * right (aud, iss, nbf, exp) without verifying its signature, over HTTPS

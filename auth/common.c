@@ -213,7 +213,7 @@ int auth_version_shape(const char *v)
     return 1;
 }
 
-/* SPEC 10.5: x-ms-date (else Date) must be RFC 1123 with a two-digit day
+/* doc/protocol.md, Request dates: x-ms-date (else Date) must be RFC 1123 with a two-digit day
  * and within 15 minutes of now. */
 enum auth_status auth_check_date(const struct auth_ctx *ctx, const struct request *req,
                                  struct auth_result *out)

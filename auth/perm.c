@@ -1,7 +1,7 @@
 /* perm.c - the permission model: a SAS's letters and resource types
  * against what an operation needs (struct auth_need, kept in the
- * operation's row by protocol/optable.c; SPEC 10.7, 10.8, 8.5), table SAS
- * key ranges, and the read-only secondary endpoint (SPEC 10.6). */
+ * operation's row by protocol/optable.c; doc/protocol.md, Account SAS; Table SAS), table SAS
+ * key ranges, and the read-only secondary endpoint (doc/protocol.md, Account key rights). */
 #include <string.h>
 #include <strings.h>
 
@@ -32,7 +32,7 @@ int auth_range_active(const struct auth_range *r)
     return r->spk || r->srk || r->epk || r->erk;
 }
 
-/* SPEC 10.8:
+/* doc/protocol.md, Table SAS:
  *   (spk absent or pk > spk or (pk == spk and (srk absent or rk >= srk)))
  *   and (epk absent or pk < epk or (pk == epk and (erk absent or rk <= erk))) */
 int auth_range_contains(const struct auth_range *r, const char *pk, size_t pk_len, const char *rk,

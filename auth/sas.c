@@ -1,5 +1,5 @@
-/* sas.c - shared access signatures: account SAS (SPEC 10.7) and table
- * (service) SAS (SPEC 10.8), validated per SPEC 10.9: signature first, then
+/* sas.c - shared access signatures: account SAS (doc/protocol.md, Account SAS) and table
+ * (service) SAS (doc/protocol.md, Table SAS), validated per doc/protocol.md, SAS checks: signature first, then
  * stored policy, time window, source IP, protocol, services. What the SAS
  * grants goes to auth_result; perm.c decides per operation. */
 #include <arpa/inet.h>
@@ -58,7 +58,7 @@ static void put(struct buf *b, const char *v, int nl)
         buf_putc(b, '\n');
 }
 
-/* SPEC 10.7: account SAS string-to-sign; ses joins from 2020-12-06. */
+/* doc/protocol.md, Account SAS: account SAS string-to-sign; ses joins from 2020-12-06. */
 static void account_sts(struct buf *b, const char *account, const struct sas *s)
 {
     put(b, account, 1);
@@ -74,7 +74,7 @@ static void account_sts(struct buf *b, const char *account, const struct sas *s)
         put(b, s->ses, 1);
 }
 
-/* SPEC 10.8: table SAS string-to-sign for its three version eras. */
+/* doc/protocol.md, Table SAS: table SAS string-to-sign for its three version eras. */
 static void table_sts(struct buf *b, const char *account, const char *table, const struct sas *s)
 {
     put(b, s->sp, 1);
@@ -99,7 +99,7 @@ static void table_sts(struct buf *b, const char *account, const char *table, con
 }
 
 /* Parses a SAS time: YYYY-MM-DD or the ISO forms timefmt_iso_parse takes
- * (SPEC 10.9). 0 or -1. */
+ * (doc/protocol.md, SAS checks). 0 or -1. */
 static int sas_time(const char *v, int64_t *ticks)
 {
     size_t n = strlen(v);
@@ -234,7 +234,7 @@ static enum auth_status check_sig(const struct auth_ctx *ctx, const struct accou
 }
 
 /* The checks both kinds share after the signature: time window, source
- * IP, protocol (SPEC 10.9). */
+ * IP, protocol (doc/protocol.md, SAS checks). */
 static enum auth_status check_window(const struct auth_ctx *ctx, const struct request *req,
                                      int has_start, int64_t start, int64_t expiry, const char *sip,
                                      const char *spr, struct auth_result *out)
@@ -300,7 +300,7 @@ static int version_ok(const struct auth_ctx *ctx, const char *sv, const char *mi
     return ctx->version_known ? ctx->version_known(sv) : 1;
 }
 
-/* Account SAS: SPEC 10.7. */
+/* Account SAS: doc/protocol.md, Account SAS. */
 static enum auth_status verify_account(const struct auth_ctx *ctx, const struct request *req,
                                        const char *account, const struct account_cfg *acct,
                                        const struct sas *s, struct auth_result *out)
@@ -355,7 +355,7 @@ enum auth_status auth_sas_grant(const struct auth_ctx *ctx, const struct request
     return AUTH_OK;
 }
 
-/* Table SAS: SPEC 10.8, with the stored access policy of `si` (SPEC 11.3)
+/* Table SAS: doc/protocol.md, Table SAS, with the stored access policy of `si` (Stored access policies)
  * supplying what the URL leaves out. */
 static enum auth_status verify_table(const struct auth_ctx *ctx, const struct request *req,
                                      const char *account, const struct account_cfg *acct,

@@ -1,5 +1,5 @@
 /* sharedkey.c - SharedKey and SharedKeyLite for the Table service
- * (SPEC 10.2, 10.3): the short Table string-to-sign, verified against both
+ * (doc/protocol.md, SharedKey; SharedKeyLite): the short Table string-to-sign, verified against both
  * account keys in constant time. */
 #include <string.h>
 #include <strings.h>
@@ -48,7 +48,7 @@ static void put_comp(struct buf *b, const struct request *req)
     }
 }
 
-/* The string-to-sign of SPEC 10.2 (SharedKey) or 10.3 (SharedKeyLite). */
+/* The string-to-sign of SharedKey or SharedKeyLite (doc/protocol.md, SharedKey; SharedKeyLite). */
 void auth_sharedkey_string_to_sign(struct buf *b, const struct request *req, const char *account,
                                    const char *path, size_t path_len, int lite)
 {
@@ -86,7 +86,7 @@ static int keep_raw(unsigned char c)
 /* The path with its percent-encoding normalised the way SDKs generate it:
  * escapes of pchars decoded, other bytes escaped with upper-case hex, an
  * escaped '/' left escaped. A client whose HTTP stack re-encodes the path
- * after signing still verifies (SPEC 10.2 step 2). */
+ * after signing still verifies (doc/protocol.md, SharedKey). */
 static char *normalise_path(struct arena *a, const char *p, size_t n, size_t *outlen)
 {
     static const char hex[] = "0123456789ABCDEF";

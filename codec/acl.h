@@ -1,4 +1,4 @@
-/* acl.h - stored access policies of a table (SPEC 11.3): the
+/* acl.h - stored access policies of a table (doc/protocol.md, Stored access policies): the
  * SignedIdentifiers XML, the compact encoding kept in the table row's
  * opaque ACL bytes (tables.h), and the lookup auth/ uses for a SAS `si`.
  *

@@ -81,7 +81,7 @@ void atom_write_entity(struct buf *b, const struct entity *e, const struct atom_
 void atom_write_table(struct buf *b, const char *name, size_t n, const struct atom_ctx *ctx,
                       int top);
 
-/* The OData XML error document (default namespace, SPEC 9.1.2), indented
+/* The OData XML error document (default namespace, doc/protocol.md, OData XML errors), indented
  * as the service writes it; message is len bytes (NUL bytes allowed: they
  * are written as character references, like every control character). */
 void atom_write_error(struct buf *b, const char *code, const char *message, size_t len);

@@ -1,4 +1,4 @@
-/* cors.c - CORS list validation and rule matching (cors.h, SPEC 11.4). */
+/* cors.c - CORS list validation and rule matching (cors.h, doc/protocol.md, CORS). */
 #include "codec/cors.h"
 
 #include <string.h>

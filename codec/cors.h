@@ -1,6 +1,6 @@
 /* cors.h - CORS rules of the service properties: validation of the
  * comma-separated lists a rule is made of, and matching of preflight and
- * actual requests against an account's rules (SPEC 11.1.3, 11.4).
+ * actual requests against an account's rules (doc/protocol.md, Service properties: validation; CORS).
  *
  * A rule keeps its lists as normalised text ("a,b,c": items trimmed, no
  * empty items), exactly as Get Service Properties returns them. The

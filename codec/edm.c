@@ -1,4 +1,4 @@
-/* edm.c - Edm type parsing and formatting (see edm.h, SPEC 4.6 and 4.6.1).
+/* edm.c - Edm type parsing and formatting (see edm.h, doc/protocol.md, Edm types; Edm value forms).
  *
  * Everything here is locale-independent: dates are core/timefmt.c's and
  * doubles go through strtod_l/snprintf under a private "C" locale. */

@@ -2,7 +2,7 @@
  *
  * All functions are locale-independent and allocation-free unless they take
  * an arena or a buf. Status: 0 ok, EDM_EINVAL (malformed), EDM_ERANGE (well
- * formed but out of the type's range). SPEC 4.6 and 4.6.1 give the rules. */
+ * formed but out of the type's range). doc/protocol.md, Edm value forms gives the rules. */
 #ifndef TABLED_EDM_H
 #define TABLED_EDM_H
 #include <stddef.h>

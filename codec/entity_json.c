@@ -1,6 +1,6 @@
 /* entity_json.c - OData JSON entity bodies <-> struct entity.
  *
- * Parsing (SPEC 4.4-4.9, 5.1) runs yajl's callback parser over the whole
+ * Parsing (doc/protocol.md, Data model; Request bodies) runs yajl's callback parser over the whole
  * body and collects members first, because a "X@odata.type" annotation may
  * come after X's value; types are resolved once the body is complete.
  *
@@ -11,7 +11,7 @@
  *   2. member by member in body order, the first of: a nested object/array
  *      value -> InvalidInput; an annotation value that is not a string or
  *      names an unknown type -> InvalidInput; a PartitionKey/RowKey that is
- *      a number or boolean -> PrimaryKeyPropertyIsInvalidType (SPEC 4.5; a
+ *      a number or boolean -> PrimaryKeyPropertyIsInvalidType (doc/protocol.md, Key values; a
  *      null key counts as absent, see 4); an invalid property name or
  *      ill-formed UTF-8 in it -> PropertyNameInvalid / InvalidInput; a name
  *      over 255 UTF-16 units -> PropertyNameTooLong; a member given twice
@@ -20,13 +20,13 @@
  *   3. property values in body order: value not convertible to its type ->
  *      InvalidInput (DateTime out of range -> OutOfRangeInput), String over
  *      32768 UTF-16 units or Binary over 65536 bytes -> PropertyValueTooLarge;
- *   4. keys (SPEC 7.7 step 6): INSERT without PartitionKey or RowKey ->
+ *   4. keys (doc/protocol.md, Validation order, step 6): INSERT without PartitionKey or RowKey ->
  *      PropertiesNeedValue; then PartitionKey, then RowKey: over 1024
  *      UTF-16 units -> KeyValueTooLarge, then entity_check_key
  *      (OutOfRangeInput for a forbidden character, InvalidInput);
- *   5. the whole entity over 1 MiB (SPEC 4.12) -> EntityTooLarge.
+ *   5. the whole entity over 1 MiB (doc/protocol.md, Entity size) -> EntityTooLarge.
  *
- * Writing (SPEC 5.2-5.7, 6.9) emits compact JSON in the service's member
+ * Writing (doc/protocol.md, JSON payloads; $select) emits compact JSON in the service's member
  * order for each metadata level. */
 #include "codec/entity_json.h"
 
@@ -156,7 +156,7 @@ static struct member *member_get(struct jparse *jp, const char *name, size_t n, 
     return m;
 }
 
-/* SPEC 4.4 [REC]: first character [A-Za-z_] or non-ASCII, the rest
+/* doc/protocol.md, Property names [REC]: first character [A-Za-z_] or non-ASCII, the rest
  * [A-Za-z0-9_] or non-ASCII. Non-ASCII stands in for "Unicode letter"
  * (no Unicode tables here), except the C1 controls U+0080..U+009F. */
 static int name_valid(const char *s, size_t n)
@@ -223,7 +223,7 @@ static int cb_map_key(void *ctx, const unsigned char *key, size_t len)
         base_len = len - alen;
         if (is_name(k, base_len, "PartitionKey") || is_name(k, base_len, "RowKey") ||
             is_name(k, base_len, "Timestamp"))
-            return 1;   /* system types are fixed (SPEC 4.8) */
+            return 1;   /* system types are fixed (doc/protocol.md, Ignored annotations) */
         cls = MC_ANNOT;
     } else {
         if (!name_valid(k, len)) {
@@ -307,7 +307,7 @@ static void member_value(struct jparse *jp, enum jkind kind, int b, const char *
             m->text_len = n;
         }
         if (kind == JK_NULL)
-            return;   /* SPEC 4.9: not stored */
+            return;   /* doc/protocol.md, Null values: not stored */
         if (jp->norder == MAX_CUSTOM_PROPS) {
             set_err(jp, TERR_TooManyProperties);
             return;
@@ -416,7 +416,7 @@ static enum terr edm_status(int rc)
     return TERR_InvalidInput;
 }
 
-/* Rule 3: turns a collected member into a typed value, per SPEC 4.6.1
+/* Rule 3: turns a collected member into a typed value, per doc/protocol.md, Edm value forms
  * (annotated) or 4.7 (inferred). */
 static enum terr convert(struct arena *a, const struct member *m, struct edm_value *v)
 {
@@ -433,7 +433,7 @@ static enum terr convert(struct arena *a, const struct member *m, struct edm_val
             t = EDM_BOOLEAN;
             break;
         case JK_NUMBER:
-            /* integers outside Int32 are rejected below (SPEC 4.7 [REC]) */
+            /* integers outside Int32 are rejected below (doc/protocol.md, Type inference [REC]) */
             t = has_fraction_or_exponent(s, n) ? EDM_DOUBLE : EDM_INT32;
             break;
         case JK_NULL:
@@ -582,7 +582,7 @@ static void range_datetime(struct arena *a, const struct member *m, struct entit
     r->name_len = m->name_len;
 }
 
-/* Checks a body key (SPEC 4.5) as entity_check_key does, but its length
+/* Checks a body key (doc/protocol.md, Key values) as entity_check_key does, but its length
  * before its characters: a key refused for a character is named in the
  * message with its value, which is then at most 1024 UTF-16 units (a few
  * KiB, however long the body). name: "PartitionKey" or "RowKey". */
@@ -646,7 +646,7 @@ enum terr entity_json_parse_range(struct arena *a, const char *body, size_t len,
     return entity_check_limits(e);
 }
 
-/* SPEC 4.5: well-formed UTF-8 (else InvalidInput) without / \ # ?
+/* doc/protocol.md, Key values: well-formed UTF-8 (else InvalidInput) without / \ # ?
  * U+0000-001F U+007F-009F (else OutOfRangeInput, the service's answer for
  * such a key in a body), at most 1024 UTF-16 units. */
 enum terr entity_check_key(const char *s, size_t n)
@@ -674,7 +674,7 @@ enum terr entity_check_key(const char *s, size_t n)
     return TERR_NONE;
 }
 
-/* Whole-entity limits (SPEC 4.3, 4.12), also used after a merge. */
+/* Whole-entity limits (doc/protocol.md, Entity limits; Entity size), also used after a merge. */
 enum terr entity_check_limits(const struct entity *e)
 {
     if (e->nprops > MAX_CUSTOM_PROPS)
@@ -809,7 +809,7 @@ static void put_annotation(struct buf *b, int *first, const char *name, size_t n
     buf_putc(b, '"');
 }
 
-/* Whether a stored value is written with its "@odata.type" (SPEC 5.2). */
+/* Whether a stored value is written with its "@odata.type" (doc/protocol.md, Member order). */
 static int needs_annotation(const struct edm_value *v)
 {
     switch (v->type) {
@@ -835,7 +835,7 @@ static size_t put_int(int64_t v, char *out)
     return o + coding_u64_dec(u, out + o);
 }
 
-/* The value in its JSON form (SPEC 4.6.1). */
+/* The value in its JSON form (doc/protocol.md, Edm value forms). */
 static void put_value(struct buf *b, const struct edm_value *v)
 {
     char tmp[64];
@@ -888,7 +888,7 @@ static int select_has_star(const struct entity_json_ctx *ctx)
     return 0;
 }
 
-/* Whether a property name is projected (SPEC 6.9). */
+/* Whether a property name is projected (doc/protocol.md, $select). */
 static int selected(const struct entity_json_ctx *ctx, int all, const char *name, size_t n)
 {
     if (all)
@@ -1086,7 +1086,7 @@ int entity_json_write_value(struct buf *b, const char *pk, size_t pk_len, const 
 #define ETAG_HEAD "W/\"datetime'"
 #define ETAG_TAIL "'\""
 
-/* W/"datetime'<Timestamp with ':' as %3A>'" (SPEC 4.10). */
+/* W/"datetime'<Timestamp with ':' as %3A>'" (doc/protocol.md, Timestamp and ETag). */
 size_t entity_etag(int64_t ticks, char *out)
 {
     char ts[40];
@@ -1117,7 +1117,7 @@ static size_t etag_from_text(const char *ts, size_t tn, char *out)
 /* Weak ETags are the only well-formed If-Match values: W/ or w/, then a
  * quoted string whose inner quotes are escaped with a backslash. The
  * service answers one that names no current version with 412 and anything
- * else with 400 (SPEC 7.3; Azure/Azurite#1229, #2013). */
+ * else with 400 (doc/protocol.md, If-Match; Azure/Azurite#1229, #2013). */
 int entity_etag_wellformed(const char *s, size_t n)
 {
     if (n < 4 || (s[0] != 'W' && s[0] != 'w') || s[1] != '/' || s[2] != '"' || s[n - 1] != '"')
@@ -1129,7 +1129,7 @@ int entity_etag_wellformed(const char *s, size_t n)
 }
 
 /* Accepts exactly W/"datetime'T'" where T is a DateTime with ':' written
- * as ':' or %3A (SPEC 7.3). */
+ * as ':' or %3A (doc/protocol.md, If-Match). */
 int entity_etag_parse(const char *s, size_t n, int64_t *ticks)
 {
     size_t hl = sizeof ETAG_HEAD - 1, tl = sizeof ETAG_TAIL - 1;

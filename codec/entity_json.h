@@ -1,10 +1,10 @@
 /* entity_json.h - OData JSON <-> struct entity (yajl), with validation.
  *
- * Parsing follows SPEC 4.4-4.9 and 5.1: type inference, @odata.type
+ * Parsing follows doc/protocol.md, Data model; Request bodies: type inference, @odata.type
  * annotations before or after the value, odata.* members and system-key
  * annotations ignored, Timestamp ignored, null properties skipped, every
- * limit of SPEC 4.3 checked with the service's error code. Writing follows
- * SPEC 5.2-5.7: member order and annotations per metadata level. */
+ * limit of doc/protocol.md, Entity limits checked with the service's error code. Writing follows
+ * doc/protocol.md, JSON payloads: member order and annotations per metadata level. */
 #ifndef TABLED_ENTITY_JSON_H
 #define TABLED_ENTITY_JSON_H
 #include <stddef.h>
@@ -49,14 +49,14 @@ enum terr entity_json_parse_range(struct arena *a, const char *body, size_t len,
                                   struct entity_range *range);
 
 /* Validates a PartitionKey/RowKey value (from a body or a URL): ill-formed
- * UTF-8 -> TERR_InvalidInput; a forbidden character (SPEC 4.5) ->
+ * UTF-8 -> TERR_InvalidInput; a forbidden character (doc/protocol.md, Key values) ->
  * TERR_OutOfRangeInput (a body's answer; callers checking URL keys map it);
  * more than 1024 UTF-16 units -> TERR_KeyValueTooLarge. (A body's keys are
  * checked for length before characters, so that the message naming a key
  * stays bounded; see entity_json.c.) */
 enum terr entity_check_key(const char *s, size_t n);
 
-/* Count (<= 252 custom) and size (<= 1 MiB, SPEC 4.12) of a whole entity,
+/* Count (<= 252 custom) and size (<= 1 MiB, doc/protocol.md, Entity size) of a whole entity,
  * e.g. after a merge. */
 enum terr entity_check_limits(const struct entity *e);
 
@@ -85,11 +85,11 @@ int entity_json_write_value(struct buf *b, const char *pk, size_t pk_len, const 
                             size_t rk_len, const void *val, size_t val_len,
                             const struct entity_json_ctx *ctx);
 
-/* Appends s as a JSON string literal (quotes included, escapes per SPEC 5.7). */
+/* Appends s as a JSON string literal (quotes included, escapes per doc/protocol.md, JSON encoding). */
 void json_put_string(struct buf *b, const char *s, size_t n);
 
 /* ETag text W/"datetime'2024-06-03T10%3A00%3A00.1234567Z'" into out
- * (>= 64 bytes); returns its length (SPEC 4.10). */
+ * (>= 64 bytes); returns its length (doc/protocol.md, Timestamp and ETag). */
 size_t entity_etag(int64_t ticks, char *out);
 /* Parses an If-Match ETag of that form (':' or '%3A' accepted) into ticks.
  * Returns 0 or -1 when the text is not an ETag this server issues. */

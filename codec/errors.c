@@ -1,4 +1,4 @@
-/* errors.c - status and message of every error code (SPEC 9.2, 9.3, 4.3). */
+/* errors.c - status and message of every error code (doc/protocol.md, Error codes; Entity limits). */
 #include "codec/errors.h"
 
 #include <string.h>

@@ -2,7 +2,7 @@
  *
  * Functions below protocol/ return int statuses; the protocol layer maps
  * them to one of these, and error_respond() writes the service's body
- * (JSON for OData operations, storage XML otherwise; SPEC 9.1). */
+ * (JSON for OData operations, storage XML otherwise; doc/protocol.md, Error bodies). */
 #ifndef TABLED_ERRORS_H
 #define TABLED_ERRORS_H
 #include <stddef.h>
@@ -13,7 +13,7 @@
 
 enum terr {
     TERR_NONE = 0,
-    /* common storage codes (SPEC 9.2) */
+    /* common storage codes (doc/protocol.md, Error codes) */
     TERR_AccountIsDisabled,
     TERR_AuthenticationFailed,
     TERR_AuthorizationFailure,
@@ -26,7 +26,7 @@ enum terr {
     TERR_InvalidAuthenticationInfo,
     TERR_InvalidHeaderValue,
     TERR_InvalidInput,
-    TERR_InvalidInputQuerySyntax,     /* same code, URL syntax message (SPEC 4.5) */
+    TERR_InvalidInputQuerySyntax,     /* same code, URL syntax message (doc/protocol.md, Key values) */
     TERR_InvalidQueryParameterValue,
     TERR_InvalidResourceName,
     TERR_InvalidUri,
@@ -42,13 +42,13 @@ enum terr {
     TERR_OutOfRangeInput,
     TERR_OutOfRangeQueryParameterValue,
     TERR_RequestBodyTooLarge,
-    TERR_RequestBodyTooLargeLimit,    /* same code, 4 MiB body limit message (SPEC 2.7) */
+    TERR_RequestBodyTooLargeLimit,    /* same code, 4 MiB body limit message (doc/protocol.md, Body size limits) */
     TERR_ResourceNotFound,
     TERR_ResourceAlreadyExists,
     TERR_ConditionNotMet,
     TERR_InternalError,
     TERR_ServerBusy,
-    TERR_ServerBusyPartition,         /* same code, partition bucket message (SPEC 13.2) */
+    TERR_ServerBusyPartition,         /* same code, partition bucket message (doc/protocol.md, Token buckets) */
     TERR_ServerBusyAccount,           /* same code, account bucket message */
     TERR_UnsupportedHeader,
     TERR_UnsupportedHttpVerb,
@@ -56,7 +56,7 @@ enum terr {
     TERR_UnsupportedXmlNode,
     TERR_CorsPreflightFailure,
     TERR_RequestHeaderFieldsTooLarge,   /* 431, connection closed */
-    /* table service codes (SPEC 9.3) */
+    /* table service codes (doc/protocol.md, Error codes) */
     TERR_AtomFormatNotSupported,
     TERR_CommandsInBatchActOnDifferentPartitions,
     TERR_ContentLengthExceeded,
@@ -106,7 +106,7 @@ const char *terr_range_message(struct arena *a, const char *name, size_t name_le
                                const char *value, size_t value_len, size_t *len);
 
 /* The Table error code of an auth refusal, TERR_NONE for AUTH_OK: the one
- * place auth's statuses become the service's codes (SPEC 10). */
+ * place auth's statuses become the service's codes (doc/protocol.md, Authentication). */
 enum terr terr_from_auth(enum auth_status s);
 /* The Table error for a request the server wing answers itself
  * (core/http.h, enum http_fail). */

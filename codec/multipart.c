@@ -1,4 +1,4 @@
-/* multipart.c - $batch request parser (see multipart.h, SPEC 8.2-8.4).
+/* multipart.c - $batch request parser (see multipart.h, doc/protocol.md, Batch request body; Batch limits).
  *
  * The body is walked line by line (LF or CRLF) and never beyond body_len.
  * A multipart is first split into part spans on its delimiter lines, then

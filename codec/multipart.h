@@ -1,4 +1,4 @@
-/* multipart.h - the $batch wire codec (SPEC 8): a multipart/mixed parser for
+/* multipart.h - the $batch wire codec (doc/protocol.md, Batch): a multipart/mixed parser for
  * entity group transaction requests and a serialiser for their 202 bodies.
  *
  * The codec only reads and writes the envelope. The protocol layer calls
@@ -6,7 +6,7 @@
  * (multipart_op_to_request() helps), then calls multipart_write_changeset()
  * or multipart_write_query() with the sub-responses.
  *
- * Parsing (SPEC 8.2, 8.3):
+ * Parsing (doc/protocol.md, Batch request body; Batch parser tolerance):
  *   - The boundary comes from the outer Content-Type (media type must be
  *     multipart/mixed; the parameter may be quoted; other parameters such as
  *     charset are ignored; no spaces are needed around ';').
@@ -25,7 +25,7 @@
  *     then headers up to the first empty line or the end of the part, then
  *     the body with leading blank lines and trailing CR/LF/blanks stripped.
  *     A sub-request Content-Length is neither required nor used.
- *   - Structure (SPEC 8.4): exactly one top-level part, either a changeset
+ *   - Structure (doc/protocol.md, Batch limits): exactly one top-level part, either a changeset
  *     of 1..n write operations (POST, PUT, MERGE, PATCH, DELETE) or a single
  *     GET. Anything else (two changesets, changeset + query, a nested
  *     changeset, GET in a changeset, an empty changeset) is malformed.
@@ -42,7 +42,7 @@
 #include "core/buf.h"
 #include "core/http.h"
 
-/* Service limit on the operations of one changeset (SPEC 8.4). */
+/* Service limit on the operations of one changeset (doc/protocol.md, Batch limits). */
 #define MULTIPART_MAX_OPS 100
 
 /* Return values of multipart_parse(). */
@@ -52,7 +52,7 @@ enum multipart_status {
     MULTIPART_ERR_MALFORMED = -1,
     /* Parsed fine but the changeset holds more than MULTIPART_MAX_OPS
      * operations. The batch is still filled in completely (nops = the real
-     * count), so the caller can answer SPEC 8.4's 202 with one 400
+     * count), so the caller can answer the 202 of doc/protocol.md, Batch limits with one 400
      * InvalidInput part "99:The batch request operation exceeds the maximum
      * 100 changes per change set." (its Accept/Prefer/Content-ID at hand). */
     MULTIPART_ERR_TOO_MANY = -2,
@@ -89,7 +89,7 @@ struct multipart_op {
     const char *body;
     size_t body_len;
     /* Content-ID, from the MIME part headers or else from the sub-request
-     * headers (SPEC 8.3); NULL when neither carries one. */
+     * headers (doc/protocol.md, Batch parser tolerance); NULL when neither carries one. */
     const char *content_id;
     int in_changeset;               /* 1 for changeset operations */
     const char *changeset_boundary; /* its boundary, NULL outside one */
@@ -121,7 +121,7 @@ int multipart_parse(struct arena *a, const char *content_type, const char *body,
 void multipart_op_to_request(struct arena *a, const struct multipart_op *op,
                              const struct request *parent, struct request *req);
 
-/* ---- Response serialisation (SPEC 8.6, 8.7) ---- */
+/* ---- Response serialisation (doc/protocol.md, Batch responses; Query in a batch) ---- */
 
 /* One sub-response. headers are written in order, after the optional
  * Content-ID header, as "Name: value"; CR, LF and other control bytes in
@@ -152,7 +152,7 @@ void multipart_write_changeset(struct buf *out, const char *batch_guid,
                                const char *changeset_guid,
                                const struct multipart_part *parts, size_t n);
 
-/* Appends the body answering a single query outside a changeset (SPEC 8.7):
+/* Appends the body answering a single query outside a changeset (doc/protocol.md, Query in a batch):
  * one part directly under batchresponse_<batch_guid>. */
 void multipart_write_query(struct buf *out, const char *batch_guid,
                            const struct multipart_part *part);

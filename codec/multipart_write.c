@@ -1,5 +1,5 @@
-/* multipart_write.c - $batch response serialiser (see multipart.h, SPEC 8.6,
- * 8.7). Produces the service's exact bytes: CRLF line ends, each part
+/* multipart_write.c - $batch response serialiser (see multipart.h, doc/protocol.md, Batch responses;
+ * Query in a batch). Produces the service's exact bytes: CRLF line ends, each part
  * "Content-Type: application/http" + "Content-Transfer-Encoding: binary",
  * blank line, status line, headers, blank line, body, CRLF, next delimiter. */
 #include "codec/multipart.h"

@@ -261,7 +261,7 @@ static void put_list(struct buf *b, const char *name, const char *v)
         xml_put_empty(b, name);
 }
 
-/* The Get document, in the element order of SPEC 11.1.2. */
+/* The Get document, in the element order of doc/protocol.md, Service properties: Get. */
 void props_write(const struct props *p, struct buf *b)
 {
     buf_puts(b, XML_DECL);

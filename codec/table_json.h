@@ -1,4 +1,4 @@
-/* table_json.h - the TableName member of a Create Table body (SPEC 3.3).
+/* table_json.h - the TableName member of a Create Table body (doc/protocol.md, Create Table).
  *
  * The body is walked with core/jsonwalk.c's nesting limit, so a body of
  * 4 MiB of brackets is malformed input, never a deep recursion; other

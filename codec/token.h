@@ -1,4 +1,4 @@
-/* token.h - continuation tokens in the service's form (SPEC 6.12):
+/* token.h - continuation tokens in the service's form (doc/protocol.md, Continuation):
  * "1!<n>!<payload>" where payload is the base64 of the UTF-8 key with every
  * '=' replaced by '-', and n is the payload's length. */
 #ifndef TABLED_TOKEN_H

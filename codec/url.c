@@ -1,5 +1,5 @@
 /* url.c - strict percent-decoding, query strings, and the URL encoding the
- * service uses for entity paths (SPEC 1.2, 1.2.1, 15.2). */
+ * service uses for entity paths (doc/protocol.md, Resource paths; Key encoding in URLs). */
 #include "codec/url.h"
 
 #include <stdlib.h>

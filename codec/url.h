@@ -12,7 +12,7 @@
 char *url_decode(struct arena *a, const char *s, size_t n, int plus_as_space, size_t *outlen);
 
 /* Appends s percent-encoding every byte that is not an RFC 3986 pchar
- * (SPEC 1.2.1: keeps A-Z a-z 0-9 - . _ ~ ! $ & ' ( ) * + , ; = : @). */
+ * (doc/protocol.md, Key encoding in URLs: keeps A-Z a-z 0-9 - . _ ~ ! $ & ' ( ) * + , ; = : @). */
 void url_encode_pchar(struct buf *b, const char *s, size_t n);
 /* Appends TABLE(PartitionKey='PK',RowKey='RK') with quotes doubled and
  * percent-encoded as the service emits it in Location and odata.id. */

@@ -1,6 +1,6 @@
 /* xml.h - a small, strict, bounded XML reader and an escaping writer for
  * the service's XML documents (Set Table ACL, Set Service Properties;
- * SPEC 11). No library dependency.
+ * doc/protocol.md, Service properties, ACL and CORS). No library dependency.
  *
  * The reader accepts one document in UTF-8: an optional BOM, an optional
  * XML declaration (version 1.0, encoding UTF-8 if named), comments and

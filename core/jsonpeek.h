@@ -2,7 +2,7 @@
  * parsing the rest of it.
  *
  * The throttle must know an insert's PartitionKey before any work is done
- * (SPEC 13.2: refuse before doing any work), and the key lives in the JSON
+ * (doc/protocol.md, Token buckets: refuse before doing any work), and the key lives in the JSON
  * body. Entity bodies put PartitionKey first in practice, so scanning for
  * it and stopping there costs a few dozen bytes of the body, with no
  * allocation unless the value holds escapes. Values are skipped without

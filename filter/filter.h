@@ -1,4 +1,4 @@
-/* filter.h - the OData $filter of Query Entities and Query Tables (SPEC 6).
+/* filter.h - the OData $filter of Query Entities and Query Tables (doc/protocol.md, Queries).
  *
  * A request's $filter text (already percent-decoded, '+' already turned into
  * a space by url_decode) is compiled once with filter_compile into a small
@@ -31,22 +31,22 @@
 #define FILTER_PLAN_MAX_RANGES 100
 
 /* What the filter runs against: entities (any property name) or the table
- * list (only TableName; SPEC 6.8). */
+ * list (only TableName; doc/protocol.md, Filtering tables). */
 enum filter_target { FILTER_ENTITIES, FILTER_TABLES };
 
 /* Result of comparing values of unrelated types (String property vs Int32
- * literal, Int32 property vs Double literal, ...; SPEC 6.5, 16 row 13). */
+ * literal, Int32 property vs Double literal, ...; doc/protocol.md, Filter evaluation). */
 enum filter_mismatch {
     FILTER_MISMATCH_FALSE = 0,     /* default: false for all six operators */
     FILTER_MISMATCH_CLOUDSTUB = 1, /* eq/gt/ge false, ne/lt/le true */
 };
 
-/* Switches of one compile (SPEC 15.6), kept in the filter. */
+/* Switches of one compile (doc/protocol.md, Configuration switches), kept in the filter. */
 struct filter_options {
     enum filter_mismatch mismatch;
-    int max_comparisons; /* > 0: more comparisons -> InvalidInput (SPEC 6.7) */
+    int max_comparisons; /* > 0: more comparisons -> InvalidInput (doc/protocol.md, Query errors) */
     int tables_strict;   /* 1: Query Tables filter naming another property
-                            than TableName -> InternalError (SPEC 6.7); 0:
+                            than TableName -> InternalError (doc/protocol.md, Query errors); 0:
                             compiles, but matches nothing (default) */
 };
 
@@ -115,7 +115,7 @@ int filter_needs_keys(const struct filter *f);
  * TableName compares ordinally and case-sensitively), else 0. */
 int filter_match_table(const struct filter *f, const char *name, size_t len);
 
-/* Ordinal comparison of two UTF-8 strings by UTF-16 code units (SPEC 4.11):
+/* Ordinal comparison of two UTF-8 strings by UTF-16 code units (doc/protocol.md, String order):
  * <0, 0, >0. Equal to memcmp order except that characters >= U+10000 sort
  * before U+E000..U+FFFF. Used for keys and string values alike. */
 int filter_strcmp16(const char *a, size_t an, const char *b, size_t bn);

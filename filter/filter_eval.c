@@ -1,9 +1,9 @@
 /* filter_eval.c - evaluates a compiled $filter against one entity or one
- * table name (SPEC 6.5).
+ * table name (doc/protocol.md, Filter evaluation).
  *
  * Every comparison is "property OP literal". A property the entity lacks
  * makes the comparison false whatever the operator; numbers widen only as
- * SPEC 6.5's table allows (Int32 literal: Int32/Int64/Double properties;
+ * the table of doc/protocol.md, Filter evaluation allows (Int32 literal: Int32/Int64/Double properties;
  * Int64 literal: Int64/Double; Double literal: Double); any other pair of
  * types is a mismatch, decided by the one switch filter_options.mismatch. */
 #include <math.h>

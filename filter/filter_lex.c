@@ -1,4 +1,4 @@
-/* filter_lex.c - $filter tokens (SPEC 6.2, 6.4).
+/* filter_lex.c - $filter tokens (doc/protocol.md, Filter tokens; Filter literals).
  *
  * Words are identifiers and keywords; the parser decides which. Literals
  * are decoded here, once: strings lose their doubled quotes, numbers get
@@ -10,7 +10,7 @@
 #include "codec/edm.h"
 #include "filter/filter_ast.h"
 
-/* SPEC 6.2 whitespace: SP, HTAB, and (REC) CR, LF. */
+/* Whitespace (doc/protocol.md, Filter tokens): SP, HTAB, and (REC) CR, LF. */
 static int is_space(unsigned char c)
 {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
@@ -22,7 +22,7 @@ static int is_digit(unsigned char c)
 }
 
 /* Identifier characters: ASCII letters, '_', and any non-ASCII byte (the
- * letters of other scripts; SPEC 4.4). Digits only after the first. */
+ * letters of other scripts; doc/protocol.md, Property names). Digits only after the first. */
 static int is_word_start(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;

@@ -1,4 +1,4 @@
-/* filter_parse.c - $filter grammar (SPEC 6.3) into the tree of filter_ast.h.
+/* filter_parse.c - $filter grammar (doc/protocol.md, Filter grammar) into the tree of filter_ast.h.
  *
  *   filter  = or-expr END
  *   or-expr = and-expr *("or" and-expr)        n-ary FN_OR

@@ -1,6 +1,6 @@
 /* fault.h - fault injection rules: 503 ServerBusy, 500 OperationTimedOut,
  * added latency and connection resets, for testing client retry logic
- * (SPEC 13.2).
+ * (doc/protocol.md, Token buckets).
  *
  * A rule applies to an account ("*" or empty: any), optionally one table
  * (case-insensitive) and optionally one PartitionKey of it, and to some

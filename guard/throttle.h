@@ -1,4 +1,4 @@
-/* throttle.h - token buckets per partition and per account (SPEC 13.2).
+/* throttle.h - token buckets per partition and per account (doc/protocol.md, Token buckets).
  *
  * The service's scalability targets are stated in entities per second: one
  * bucket per partition (account, table, PartitionKey) and one per account,

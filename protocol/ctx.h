@@ -75,7 +75,7 @@ struct req_ctx {
 
     char request_id[40];
     const char *version;       /* effective version: the known version whose
-                                * behaviour applies (service.c, SPEC 12.1) */
+                                * behaviour applies (service.c, doc/protocol.md, Service versions) */
     const char *version_echo;  /* x-ms-version to answer (the version as sent,
                                 * also when newer than any known); NULL: version */
     const struct account_cfg *account;
@@ -127,7 +127,7 @@ struct req_ctx {
     int64_t run_n, page_n;     /* entities of the run, of the page */
 };
 
-/* reply.c: answers. reply_error picks JSON or storage XML (SPEC 9.1.4). */
+/* reply.c: answers. reply_error picks JSON or storage XML (doc/protocol.md, Choosing the error format). */
 void reply_error(struct req_ctx *c, enum terr e);
 void reply_error_msg(struct req_ctx *c, enum terr e, const char *message);
 /* Sets the message (len bytes) that names the value of error e, for the
@@ -142,9 +142,9 @@ void reply_finish(struct req_ctx *c);
 /* odata.metadata prefix: BASE + "/$metadata#" */
 const char *reply_metadata_url(struct req_ctx *c, const char *suffix);
 
-/* odata.c: content negotiation (SPEC 2.3, 2.4). 0 or the error to send. */
+/* odata.c: content negotiation (doc/protocol.md, Content negotiation). 0 or the error to send. */
 enum terr odata_negotiate(struct req_ctx *c, int body_needed);
-/* Prefer header (SPEC 2.5). */
+/* Prefer header (doc/protocol.md, Prefer). */
 void odata_prefer(struct req_ctx *c);
 /* Whether c's version still serves Atom (before 2015-12-11). */
 int odata_atom_allowed(const struct req_ctx *c);
@@ -213,14 +213,14 @@ void op_batch(struct req_ctx *c);
  * same one (NULL otherwise): the later operations need not look it up
  * again (on a shared store that is a read per operation). */
 const struct table_info *batch_table(struct req_ctx *c);
-/* One table, one PartitionKey, each RowKey once (SPEC 8.4). */
+/* One table, one PartitionKey, each RowKey once (doc/protocol.md, Batch limits). */
 enum terr batch_check_entity(struct req_ctx *c, const struct entity_write *w);
 
 /* ops_query.c */
 void op_query_entities(struct req_ctx *c);
 
 /* service.c: throttling and fault injection of the operations that find
- * their partition late (SPEC 13.2). A batch is admitted once its first
+ * their partition late (doc/protocol.md, Token buckets). A batch is admitted once its first
  * operation is routed (sub), at one token per operation (n), before any
  * backend access; a failure is the batch's top-level answer. A query is
  * checked (buckets not empty) once planned, then charged one token per
@@ -245,16 +245,16 @@ void service_advise_query(struct req_ctx *c, const struct table_info *t,
 void service_advise_throttled(struct req_ctx *c, const char *table, size_t table_len,
                               const char *pk, size_t pk_len);
 
-/* ops_service.c: CORS (SPEC 3.17, 11.4). op_cors_headers adds the CORS
+/* ops_service.c: CORS (doc/protocol.md, Preflight requests; CORS). op_cors_headers adds the CORS
  * headers of an actual request; called once the response is complete. */
 void op_preflight(struct req_ctx *c);
 void op_cors_headers(struct req_ctx *c);
 
-/* ops_acl.c: Get/Set Table ACL (SPEC 3.12, 3.13, 11.3). */
+/* ops_acl.c: Get/Set Table ACL (doc/protocol.md, Get Table ACL; Set Table ACL). */
 void op_get_acl(struct req_ctx *c);
 void op_set_acl(struct req_ctx *c);
 
-/* ops_props.c: service properties and stats (SPEC 3.14-3.16, 11.1, 11.2). */
+/* ops_props.c: service properties and stats (doc/protocol.md, Get Service Properties). */
 void op_get_service_properties(struct req_ctx *c);
 void op_set_service_properties(struct req_ctx *c);
 void op_get_service_stats(struct req_ctx *c);

@@ -1,6 +1,6 @@
 /* odata.c - format negotiation (JSON metadata levels, and Atom for the
- * versions before 2015-12-11) and the Prefer header (SPEC 2.3.1, 2.4,
- * 2.5, 12.2). */
+ * versions before 2015-12-11) and the Prefer header (doc/protocol.md, Content negotiation;
+ * OData version headers; Prefer; Service versions). */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +145,7 @@ enum terr odata_negotiate(struct req_ctx *c, int body_needed)
     }
     c->level = ODATA_MINIMAL;
     if (!accept || !*accept) {
-        /* The documented default is Atom (SPEC 2.3.1 rule 8): served
+        /* The documented default is Atom (doc/protocol.md, Content negotiation, rule 5): served
          * before 2015-12-11; later it matters only when a body has to be
          * produced. */
         if (atom_ok) {
@@ -188,7 +188,7 @@ enum terr odata_negotiate(struct req_ctx *c, int body_needed)
     return TERR_MediaTypeNotSupported;
 
 version:;
-    /* JSON needs OData 3.0 and x-ms-version 2013-08-15 or later (SPEC 2.4). */
+    /* JSON needs OData 3.0 and x-ms-version 2013-08-15 or later (doc/protocol.md, OData version headers). */
     const char *max = request_header(c->req, "MaxDataServiceVersion");
     const char *dsv = request_header(c->req, "DataServiceVersion");
     int ov = max ? odata_version(max) : odata_version(dsv);

@@ -10,7 +10,7 @@
 #define ENTITY_WRITE (OPF_WRITES | OPF_BODY_ENTITY | OPF_CHANGESET)
 
 /* Rights (struct auth_need: which SAS letters and resource types an
- * operation needs, SPEC 10.7, 10.8, 8.5), under the REST API's name of
+ * operation needs, doc/protocol.md, Account SAS; Table SAS), under the REST API's name of
  * the operation (refusal explanations). */
 #define ADD_UPDATE (AUTH_P_ADD | AUTH_P_UPDATE)
 #define RAUD (AUTH_P_READ | AUTH_P_ADD | AUTH_P_UPDATE | AUTH_P_DELETE)
@@ -23,19 +23,19 @@
     {.name = nm, .write = (w), .rt_any = AUTH_RT_SERVICE, .acct_all = (all),                 \
      .table_denied = 1}
 /* entities: the letters p through either kind of SAS (upserts need a and
-   u: SPEC 16 row 23) */
+   u: doc/protocol.md, Account SAS) */
 #define NEED_ENTITY(nm, w, p)                                                                  \
     {.name = nm, .write = (w), .rt_any = AUTH_RT_OBJECT, .acct_all = (p), .table_all = (p)}
-/* a collection query accepts srt c as well as o (SPEC 16 row 33) */
+/* a collection query accepts srt c as well as o (doc/protocol.md, Account SAS) */
 #define NEED_QUERY_ENTITIES                                                                    \
     {.name = "QueryEntities", .rt_any = AUTH_RT_CONTAINER | AUTH_RT_OBJECT,                 \
      .acct_all = AUTH_P_READ, .table_all = AUTH_P_READ}
 /* the $batch envelope needs some entity right; each part is then checked
-   with its own operation's (SPEC 8.5) */
+   with its own operation's (doc/protocol.md, Batch execution) */
 #define NEED_BATCH                                                                             \
     {.name = "EntityGroupTransaction", .write = 1, .rt_any = AUTH_RT_OBJECT,                \
      .acct_any = RAUD, .table_any = RAUD}
-/* ACLs belong to the account owner (SPEC 3.12): no SAS at all */
+/* ACLs belong to the account owner (doc/protocol.md, Get Table ACL): no SAS at all */
 #define NEED_OWNER(nm, w) {.name = nm, .write = (w), .acct_denied = 1, .table_denied = 1}
 
 /* The row of an entity write: route, rights (the letters p), cost, what
@@ -185,8 +185,8 @@ static int uses_comp(enum resource res)
     return 0;
 }
 
-/* Why no row takes the request, in the order the service checks (SPEC
- * 1.4): the resource, its comp (where it has comp rows), restype, then the
+/* Why no row takes the request, in the order the service checks (doc/protocol.md,
+ * Routing table): the resource, its comp (where it has comp rows), restype, then the
  * verb (and If-Match). Sets *xml: whether the error is storage XML (all
  * the rows the comp, or its absence, leaves are XML ones). */
 static enum terr why_not(enum resource res, const char *comp, const char *restype, int *xml)

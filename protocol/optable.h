@@ -1,5 +1,5 @@
 /* optable.h - the operation table: one row per operation of the Table
- * service (SPEC 1.4), read by routing, authentication, metrics, fault
+ * service (doc/protocol.md, Routing table), read by routing, authentication, metrics, fault
  * injection, throttling and dispatch (service.c) and by $batch parts
  * (ops_batch.c). Adding an operation is one row in optable.c plus its
  * handler. Modelled on Redis's command table. Adding an operation: its enum
@@ -14,7 +14,7 @@
 #include "codec/errors.h"
 #include "store/store.h"
 
-/* Operations after routing (SPEC 1.4). OP_NONE: not routed (yet). */
+/* Operations after routing (doc/protocol.md, Routing table). OP_NONE: not routed (yet). */
 enum op {
     OP_NONE = 0,
     OP_QUERY_TABLES,
@@ -73,7 +73,7 @@ enum {
                                   negotiation or admission (CORS preflight) */
 };
 
-/* How the throttle charges an operation (SPEC 13.2, service.c). */
+/* How the throttle charges an operation (doc/protocol.md, Token buckets, service.c). */
 enum op_cost {
     OP_COST_NONE = 0,    /* never admitted (CORS preflight) */
     OP_COST_ONE,         /* one token at admission, partition from the URL */
@@ -117,7 +117,7 @@ enum optable_from {
  * when absent; a comp counts only on resources that have comp rows) and
  * If-Match present or not; a row with OPF_ANY_RESOURCE takes its verb
  * anywhere. NULL with *err set when none does, the error chosen as the
- * service does (SPEC 1.4). *xml (may be NULL) tells whether the answer,
+ * service does (doc/protocol.md, Routing table). *xml (may be NULL) tells whether the answer,
  * the error too, is storage XML rather than OData. */
 const struct op_def *optable_match(enum resource res, enum http_method m, const char *comp,
                                    const char *restype, int has_if_match,

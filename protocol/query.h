@@ -1,5 +1,5 @@
 /* query.h - query options shared by Query Tables, Query Entities and Get
- * Entity: $filter (compiled once), $select, $top (SPEC 6.9, 6.10). */
+ * Entity: $filter (compiled once), $select, $top (doc/protocol.md, $select; $top). */
 #ifndef TABLED_QUERY_H
 #define TABLED_QUERY_H
 #include <stddef.h>

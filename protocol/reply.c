@@ -1,5 +1,5 @@
 /* reply.c - error bodies and the headers every response carries
- * (SPEC 2.2, 9.1, 14). */
+ * (doc/protocol.md, Common response headers; Error bodies; Response header sets). */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -66,7 +66,7 @@ void reply_atom_content_type(struct req_ctx *c)
 }
 
 /* The batch prefix, the message text (len bytes: it may hold NUL bytes,
- * a key's value does), and the RequestId and Time lines (SPEC 9.1), in
+ * a key's value does), and the RequestId and Time lines (doc/protocol.md, Error bodies), in
  * the arena; *n its length. */
 static const char *full_message(struct req_ctx *c, const char *message, size_t len, size_t *n)
 {
@@ -113,7 +113,7 @@ void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
     if (c->prefer_echo && c->prefer)
         response_header(r, "Preference-Applied", c->prefer);
     if (e == TERR_AtomFormatNotSupported) {
-        /* OData XML error in the default namespace (SPEC 9.1.2). */
+        /* OData XML error in the default namespace (doc/protocol.md, OData XML errors). */
         response_header(r, "Content-Type", "application/xml;charset=utf-8");
         buf_puts(&r->body, "<?xml version=\"1.0\" encoding=\"utf-8\"?><error xmlns=\""
                            "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\"><code>");
@@ -122,7 +122,7 @@ void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
         xml_escape(&r->body, msg, msg_len);
         buf_puts(&r->body, "</message></error>");
     } else if (c->odata && reply_atom(c)) {
-        /* Atom requests get the OData XML error (SPEC 9.1.2). */
+        /* Atom requests get the OData XML error (doc/protocol.md, OData XML errors). */
         response_header(r, "Content-Type", "application/xml;charset=utf-8");
         response_header(r, "x-ms-error-code", info->code);
         atom_write_error(&r->body, info->code, msg, msg_len);
@@ -144,7 +144,7 @@ void reply_error_msg(struct req_ctx *c, enum terr e, const char *message)
         buf_puts(&r->body, "</m:message></m:error>");
     }
     if (r->no_body) {
-        /* HEAD: status and code only (SPEC 9.1.4). */
+        /* HEAD: status and code only (doc/protocol.md, Choosing the error format). */
         if (!response_get_header(r, "x-ms-error-code"))
             response_header(r, "x-ms-error-code", info->code);
     }

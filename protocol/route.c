@@ -11,7 +11,7 @@ static int is_ws(char ch)
 }
 
 /* True when host (without port) calls for path-style addressing: an IP
- * literal, "localhost", or a name without a dot (SPEC 1.1). */
+ * literal, "localhost", or a name without a dot (doc/protocol.md, Endpoint styles). */
 static int path_style_host(const char *h, size_t n)
 {
     if (n && h[0] == '[')
@@ -216,10 +216,10 @@ enum terr route_resource(struct req_ctx *c, const char *rest, size_t n)
         c->res = RES_SERVICE;
         return TERR_NONE;
     }
-    /* One segment only (a key cannot contain '/', SPEC 4.5). A trailing
+    /* One segment only (a key cannot contain '/', doc/protocol.md, Key values). A trailing
      * slash is tolerated. A '/' between a '(' and its ')' lies inside a
      * key predicate: the service answers that as a syntax error of the key
-     * (SPEC 4.5); a segment after the ')' is an unknown resource. */
+     * (doc/protocol.md, Key values); a segment after the ')' is an unknown resource. */
     const char *seg = rest + 1;
     size_t sl = n - 1;
     if (sl && seg[sl - 1] == '/')

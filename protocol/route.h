@@ -1,5 +1,5 @@
 /* route.h - from URL to resource: account (path- or host-style), the
- * resource path and the entity key predicate (SPEC 1.1, 1.2). */
+ * resource path and the entity key predicate (doc/protocol.md, Endpoint styles; Resource paths). */
 #ifndef TABLED_ROUTE_H
 #define TABLED_ROUTE_H
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* service.c - the request pipeline of the Table service: request id and
  * version, account and route, verb tunnelling, content negotiation,
- * dispatch to an operation, common headers (DESIGN.md "Data flow"). */
+ * dispatch to an operation, common headers (doc/architecture.md, Data flow of one request). */
 #include "protocol/service.h"
 
 #include <stdio.h>
@@ -37,7 +37,7 @@ _Static_assert(OP_COUNT <= METRICS_MAX_OPS, "core/metrics.h counts fewer operati
 /* The lent value buffer keeps its capacity up to this size. */
 #define SERVICE_BUF_KEEP_BYTES (1u << 20)
 
-/* Largest request body of any operation (SPEC 2.7). */
+/* Largest request body of any operation (doc/protocol.md, Body size limits). */
 #define PROTOCOL_MAX_BODY (4u << 20)
 
 /* A request running on its own coroutine (a store whose calls complete
@@ -219,7 +219,7 @@ static void ctx_init(struct req_ctx *c, struct service *svc, struct request *req
     service_uuid(svc, c->request_id);
 }
 
-/* Applies X-HTTP-Method tunnelling (SPEC 1.4). */
+/* Applies X-HTTP-Method tunnelling (doc/protocol.md, Routing table). */
 static enum terr tunnel_method(struct req_ctx *c)
 {
     size_t n = request_header_count(c->req, "X-HTTP-Method");
@@ -241,7 +241,7 @@ static enum terr tunnel_method(struct req_ctx *c)
     return TERR_NONE;
 }
 
-/* Picks the operation's row from verb, resource and query (SPEC 1.4);
+/* Picks the operation's row from verb, resource and query (doc/protocol.md, Routing table);
  * the table also says whether the answer is storage XML, errors too. */
 static enum terr match_op(struct req_ctx *c)
 {
@@ -262,7 +262,7 @@ static enum terr match_op(struct req_ctx *c)
     return TERR_NONE;
 }
 
-/* OData query options the service does not support (SPEC 1.3, 6.7). */
+/* OData query options the service does not support (doc/protocol.md, Query parameters; Query errors). */
 static int unsupported_option(const struct req_ctx *c)
 {
     static const char *const opts[] = {"$orderby", "$skip", "$expand", "$inlinecount",
@@ -278,7 +278,7 @@ static int unsupported_option(const struct req_ctx *c)
 }
 
 /* Sets the effective version from the value v a request sent; refuses a
- * version the service would not take (SPEC 12.1, version_behaviour). */
+ * version the service would not take (doc/protocol.md, Service versions, version_behaviour). */
 static enum terr use_version(struct req_ctx *c, const char *v)
 {
     const char *k = version_behaviour(&c->svc->version_memo, v, c->svc->set.strict_versions);
@@ -289,7 +289,7 @@ static enum terr use_version(struct req_ctx *c, const char *v)
     return TERR_NONE;
 }
 
-/* Version of the request (SPEC 12.1). A request authorized by a SAS (sig
+/* Version of the request (doc/protocol.md, Service versions). A request authorized by a SAS (sig
  * in the query and no Authorization header, as auth_check tells them
  * apart) runs at its api-version, else at its signed version sv; its
  * x-ms-version header is ignored ("Versioning for Azure Storage": the
@@ -339,7 +339,7 @@ void service_auth_op(struct req_ctx *c)
     op->secondary = c->secondary;
 }
 
-/* Authenticates and authorizes the routed request (SPEC 10). */
+/* Authenticates and authorizes the routed request (doc/protocol.md, Authentication). */
 static enum terr authenticate(struct req_ctx *c)
 {
     service_auth_op(c);
@@ -347,7 +347,7 @@ static enum terr authenticate(struct req_ctx *c)
     return terr_from_auth(s);
 }
 
-/* ---- throttling and fault injection (SPEC 13.2, guard/throttle.h,
+/* ---- throttling and fault injection (doc/protocol.md, Token buckets, guard/throttle.h,
  * guard/fault.h) ----
  *
  * Every operation is admitted right after authentication and content
@@ -566,7 +566,7 @@ static enum terr prepare(struct req_ctx *c)
     const char *rest;
     size_t rest_len;
     if ((e = route_account(c, &rest, &rest_len))) {
-        /* No key can sign for an account that does not exist (SPEC 10.2);
+        /* No key can sign for an account that does not exist (doc/protocol.md, SharedKey);
          * without authentication there is simply no such resource. */
         if (c->unknown_account && c->svc->set.auth) {
             c->auth.detail = "The account named in the request does not exist.";

@@ -1,10 +1,10 @@
 /* version.c - the known service versions and the version a request
- * gets (version.h, SPEC 12.1). */
+ * gets (version.h, doc/protocol.md, Service versions). */
 #include "protocol/version.h"
 
 #include <string.h>
 
-/* Service versions accepted in x-ms-version (SPEC 12.1), ascending. */
+/* Service versions accepted in x-ms-version (doc/protocol.md, Service versions), ascending. */
 static const char *const versions[] = {
     "2009-04-14", "2009-07-17", "2009-09-19", "2011-08-18", "2012-02-12",
     "2013-08-15", "2014-02-14", "2015-02-21", "2015-04-05", "2015-07-08",

@@ -1,5 +1,5 @@
 /* version.h - the service versions tabled knows, and which of them a
- * request's version string gets (SPEC 12.1).
+ * request's version string gets (doc/protocol.md, Service versions).
  *
  * The cloud refuses an x-ms-version it does not know; every new SDK
  * release would then break an emulator until it ships a new list. So by

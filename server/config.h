@@ -75,7 +75,7 @@ struct config {
     char tls_cert[1024];
     char tls_key[1024];
 
-    /* throttling (SPEC 13.2): token buckets, off by default */
+    /* throttling (doc/protocol.md, Token buckets): token buckets, off by default */
     int throttle;                   /* --throttle */
     double throttle_partition_rate; /* entities/s per partition, default 2000 */
     double throttle_partition_burst;/* default 2000 */
@@ -136,7 +136,7 @@ const struct account_cfg *config_find_account(const struct config *cfg, const ch
  * wildcard addresses 0.0.0.0 and :: included. */
 int config_addr_is_loopback(const char *addr);
 
-/* The development account (SPEC 10.11). */
+/* The development account (doc/protocol.md, Development account). */
 #define DEV_ACCOUNT_NAME "devstoreaccount1"
 #define DEV_ACCOUNT_KEY \
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="

@@ -1,5 +1,5 @@
 /* entity.c - the entity model: property list, merge, binary value codec and
- * the SPEC 4.12 size estimate (layout in entity.h). */
+ * the size estimate of doc/protocol.md, Entity size (layout in entity.h). */
 #include "store/entity.h"
 
 #include "core/coding.h"
@@ -74,7 +74,7 @@ long entity_find(const struct entity *e, const char *name, size_t name_len)
     return -1;
 }
 
-/* SPEC 7.2 merge: each property of src overwrites (value and type) the one
+/* Merge (doc/protocol.md, Replace and merge): each property of src overwrites (value and type) the one
  * of the same name in dst in place, or is appended. Values are shared with
  * src, not copied. */
 void entity_merge(struct arena *a, struct entity *dst, const struct entity *src)
@@ -352,7 +352,7 @@ int entity_decode(struct arena *a, const void *val, size_t len, struct entity *e
     return rc;
 }
 
-/* SPEC 4.12: 4 + 2*(len16(PK)+len16(RK)) + sum(8 + 2*len16(name) + value),
+/* doc/protocol.md, Entity size: 4 + 2*(len16(PK)+len16(RK)) + sum(8 + 2*len16(name) + value),
  * with len16 the UTF-16 length or (for a cheap bound) the byte length. */
 static size_t size_by(const struct entity *e, size_t (*len16)(const char *, size_t))
 {

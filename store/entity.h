@@ -1,7 +1,7 @@
 /* entity.h - an entity in memory, and its compact binary encoding.
  *
  * struct entity is what the protocol layer works on: keys, Timestamp and an
- * ordered list of typed custom properties (order = stored order, SPEC 5.2).
+ * ordered list of typed custom properties (order = stored order, doc/protocol.md, Member order).
  * Strings and binary values point into memory owned by someone else (the
  * request arena, a request body, or a decoded backend value): an entity
  * never owns what it points to.
@@ -112,7 +112,7 @@ int entity_cursor_next(struct entity_cursor *c, const char **name, size_t *name_
 int entity_cursor_find(struct entity_cursor *c, const char *name, size_t name_len,
                        struct edm_value *v);
 
-/* Size per SPEC 4.12 (UTF-16 based), for the 1 MiB EntityTooLarge check. */
+/* Size per doc/protocol.md, Entity size (UTF-16 based), for the 1 MiB EntityTooLarge check. */
 size_t entity_size(const struct entity *e);
 /* An upper bound of entity_size() that reads no string (byte lengths for
  * UTF-16 lengths): when it is within a limit, so is the exact size. */

@@ -49,7 +49,7 @@ char *keys_get_string(struct arena *a, const uint8_t *p, size_t n, size_t *outle
 }
 
 /* Table rows are keyed by the lower-cased name: lookups are case-insensitive
- * (SPEC 4.1) and names are ASCII alphanumerics. */
+ * (doc/protocol.md, Tables and table names) and names are ASCII alphanumerics. */
 void keys_table(struct buf *b, const char *account, const char *table, size_t table_len)
 {
     keys_table_prefix(b, account);

@@ -3,7 +3,7 @@
  * protocol/ decides what a request means; this layer carries it out on
  * storage and keeps the rules that hold for every write:
  *   - Timestamps: one per commit, strictly increasing in this process
- *     (entities written together share it, SPEC 4.10); the ETag is made of
+ *     (entities written together share it, doc/protocol.md, Timestamp and ETag); the ETag is made of
  *     it, and it is the stored value's version (backend.h). A commit's
  *     Timestamp is also above the Timestamp of every entity it replaces
  *     (max(now, last + 1, current + 1)), so an entity's versions increase
@@ -24,7 +24,7 @@
  *     version, one write conflicts and is prepared again from a fresh read,
  *     so it gets a Timestamp above the winner's. No front-end id is needed
  *     for that; Timestamps of different entities may coincide across
- *     front ends, as they may within one commit (SPEC 4.10). A delete and
+ *     front ends, as they may within one commit (doc/protocol.md, Timestamp and ETag). A delete and
  *     re-create starts again from the clock: with clocks skewed between
  *     hosts the new entity's first Timestamp may be below the deleted
  *     one's (its ETag is still new: the entity did not exist in between).

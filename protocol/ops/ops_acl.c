@@ -1,4 +1,4 @@
-/* ops_acl.c - Get Table ACL and Set Table ACL (SPEC 3.12, 3.13, 11.3):
+/* ops_acl.c - Get Table ACL and Set Table ACL (doc/protocol.md, Get Table ACL; Set Table ACL):
  * the SignedIdentifiers document, its compact encoding in the table row,
  * and the stored-policy lookup behind a table SAS `si` (acl.h). */
 #include <string.h>

@@ -1,4 +1,4 @@
-/* ops_batch.c - entity group transactions (SPEC 8): every operation of the
+/* ops_batch.c - entity group transactions (doc/protocol.md, Batch): every operation of the
  * changeset is routed and prepared against the current store (no writes),
  * and only when all succeed are they committed in one atomic apply() with
  * one shared Timestamp. The first failing operation is answered alone, its
@@ -125,10 +125,10 @@ static void add_host(struct req_ctx *c, const struct multipart_op *op, struct re
 }
 
 /* The format of batch part sub, from its own Accept and Content-Type as
- * for a top-level request (SPEC 2.3.1): an Atom or XML body, or an Accept
+ * for a top-level request (doc/protocol.md, Content negotiation): an Atom or XML body, or an Accept
  * the part cannot be answered in, fails the part (415). A part without
  * Accept takes the JSON level the envelope's Accept named, else minimal
- * metadata; the envelope's Accept never refuses anything (SPEC 8.1). */
+ * metadata; the envelope's Accept never refuses anything (doc/protocol.md, Batch envelope). */
 static enum terr part_format(const struct req_ctx *c, struct req_ctx *sub)
 {
     const struct request *sreq = sub->req;
@@ -236,7 +236,7 @@ static enum terr prepare_part(struct req_ctx *c, const struct multipart_op *op,
         odata_prefer(sub);
     if ((e = part_format(c, sub)))
         return e;
-    /* Permissions of each operation (SPEC 8.5). URL keys are known now, as
+    /* Permissions of each operation (doc/protocol.md, Batch execution). URL keys are known now, as
      * for a top-level request (a point query is checked only here); an
      * insert's keys are checked in entity_prepare once known. */
     service_auth_op(sub);
@@ -244,7 +244,7 @@ static enum terr prepare_part(struct req_ctx *c, const struct multipart_op *op,
 }
 
 /* The sub-response as the batch part carries it: the service's header
- * order (SPEC 8.6 table), DataServiceVersion 3.0; for inserts, errors and
+ * order (doc/protocol.md, Batch responses), DataServiceVersion 3.0; for inserts, errors and
  * queries, 1.0; otherwise. The part's headers point at src's strings and
  * at literals (all outlive the answer), so nothing is copied. */
 static void make_part(struct req_ctx *c, const struct response *src, const char *dsv,
@@ -308,7 +308,7 @@ static void free_subs(struct response *sresps, size_t n)
         response_free(&sresps[i]);
 }
 
-/* A batch holding one GET (SPEC 8.7). */
+/* A batch holding one GET (doc/protocol.md, Query in a batch). */
 static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
 {
     struct req_ctx sub;
@@ -322,7 +322,7 @@ static void batch_query(struct req_ctx *c, const struct multipart_batch *mb)
     if (!e)
         e = authlog_authorize(c, &sub.aop);
     enum terr busy = e ? TERR_NONE : service_batch_admit(c, &sub, op, 1);
-    if (busy) {  /* throttled: the whole batch answers 503 (SPEC 13.2) */
+    if (busy) {  /* throttled: the whole batch answers 503 (doc/protocol.md, Token buckets) */
         reply_error(c, busy);
         free_subs(&sresp, 1);
         return;

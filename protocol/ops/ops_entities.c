@@ -1,5 +1,5 @@
 /* ops_entities.c - Get, Insert, Update, Merge, upserts and Delete of one
- * entity (SPEC 3.6-3.10, 7). Writes go through entity_prepare (every check
+ * entity (doc/protocol.md, Operations; Writes). Writes go through entity_prepare (every check
  * and the resulting entity, nothing written), entity_commit (one Timestamp
  * and one atomic apply for all prepared writes) and entity_respond, which
  * $batch shares. */
@@ -18,7 +18,7 @@
  * and re-judges, so the answer is the one the new state gives. */
 #define ENTITY_WRITE_ROUNDS 8
 
-/* Parses If-Match / If-None-Match for a write (SPEC 7.3): present, "*",
+/* Parses If-Match / If-None-Match for a write (doc/protocol.md, If-Match): present, "*",
  * never (an empty value or a weak ETag this server never issues) or the
  * ETag's Timestamp. */
 static enum terr parse_precond(struct req_ctx *c, struct store_precond *p)
@@ -54,9 +54,9 @@ static enum terr parse_precond(struct req_ctx *c, struct store_precond *p)
     return TERR_NONE;
 }
 
-/* Validates the URL keys of c (SPEC 7.4). A forbidden character makes the
+/* Validates the URL keys of c (doc/protocol.md, URL keys and body keys). A forbidden character makes the
  * URL unparsable for the service: InvalidInput "Bad Request - Error in
- * query syntax." (SPEC 4.5), not the OutOfRangeInput of a body key. */
+ * query syntax." (doc/protocol.md, Key values), not the OutOfRangeInput of a body key. */
 static enum terr check_url_keys(struct req_ctx *c)
 {
     enum terr e = entity_check_key(c->pk, c->pk_len);
@@ -176,7 +176,7 @@ void op_get_entity(struct req_ctx *c)
     struct entity e = {0};
     int found = GET_UNREAD;
     uint64_t guess;
-    /* URL syntax first (SPEC 7.7 step 2), then the table. */
+    /* URL syntax first (doc/protocol.md, Validation order, step 2), then the table. */
     enum terr err = check_url_keys(c);
     if (!err)
         err = catalog_guess(c->svc->cat, c->account->name, c->table, c->table_len, &guess)
@@ -216,7 +216,7 @@ static void prepare_keys(struct req_ctx *c, struct entity_write *w, const struct
         /* The URL keys were checked before anything else. */
         if (body)
             w->e = *body;
-        /* The URL names the entity; body keys are ignored (SPEC 7.4). */
+        /* The URL names the entity; body keys are ignored (doc/protocol.md, URL keys and body keys). */
         w->e.pk = c->pk;
         w->e.pk_len = c->pk_len;
         w->e.rk = c->rk;
@@ -270,8 +270,8 @@ enum terr entity_prepare_early(struct req_ctx *c, struct entity_write *w)
     w->op = c->op;
     w->del = c->op == OP_DELETE_ENTITY;
     /* URL keys are URL syntax: checked before the table and the body, so a
-     * key with a forbidden character in both answers as the URL's (SPEC
-     * 4.5, 7.7 step 2). */
+     * key with a forbidden character in both answers as the URL's (doc/protocol.md,
+     * URL keys and body keys; Validation order, step 2). */
     enum terr err = c->op != OP_INSERT_ENTITY ? check_url_keys(c) : TERR_NONE;
     if (err)
         return err;
@@ -298,7 +298,7 @@ enum terr entity_prepare_early(struct req_ctx *c, struct entity_write *w)
     if (c->batch && (err = batch_check_entity(c, w)))
         return err;
     if (c->in_batch || c->op == OP_INSERT_ENTITY) {
-        /* A SAS key range can be checked only now (SPEC 8.5, 10.8). */
+        /* A SAS key range can be checked only now (doc/protocol.md, Batch execution; Table SAS). */
         c->aop.pk = w->e.pk;
         c->aop.pk_len = w->e.pk_len;
         c->aop.rk = w->e.rk;
@@ -312,7 +312,7 @@ enum terr entity_prepare_early(struct req_ctx *c, struct entity_write *w)
     if (c->op != OP_INSERT_ENTITY && (err = parse_precond(c, &pc)))
         return err;
     if (w->del && !pc.present) {
-        /* Inside a batch a DELETE without If-Match means "*" (SPEC 3.10). */
+        /* Inside a batch a DELETE without If-Match means "*" (doc/protocol.md, Delete Entity). */
         if (!c->in_batch)
             return TERR_MissingRequiredHeader;
         pc.present = pc.any = 1;

@@ -1,10 +1,10 @@
 /* ops_props.c - Get/Set Table Service Properties and Get Table Service
- * Stats (SPEC 3.14-3.16, 11.1, 11.2).
+ * Stats (doc/protocol.md, Service properties document; Get Service Stats).
  *
  * An account's properties are stored at keys_props(account) as the very
  * document Get returns (canonical XML, so storing and loading reuse the
  * reader and the writer). Every request with an Origin and every GET/HEAD
- * needs the account's CORS rules (SPEC 11.4), so decoded properties are
+ * needs the account's CORS rules (doc/protocol.md, CORS), so decoded properties are
  * cached in the service (svc->props), one slot per account; Set writes the
  * backend, then drops the slot so the next use reloads it. */
 #include <stdio.h>
@@ -87,8 +87,8 @@ static void props_read(struct service *svc, struct arena *a, const char *account
 }
 
 /* How long a front end on a shared store trusts its cached properties:
- * another front end may have set them (DESIGN: service properties are
- * read on every CORS request, so not a read per request). */
+ * another front end may have set them (doc/architecture.md, Several front ends on one store:
+ * service properties are read on every CORS request, so not a read per request). */
 #define PROPS_SHARED_TTL_US 1000000u
 
 /* The cached properties of account, loading them when needed (on a

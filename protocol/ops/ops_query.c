@@ -1,6 +1,6 @@
 /* ops_query.c - Query Entities: one page of a table in (PartitionKey,
  * RowKey) order, filtered, projected, with continuation tokens
- * (SPEC 3.5, 6.10-6.12). A page is computed within one event-loop turn. */
+ * (doc/protocol.md, Query Entities; Continuation). A page is computed within one event-loop turn. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -218,7 +218,7 @@ void op_query_entities(struct req_ctx *c)
         plan.n = 1;
     }
 
-    if ((err = service_query_admit(c, &plan))) {  /* buckets not empty (SPEC 13.2) */
+    if ((err = service_query_admit(c, &plan))) {  /* buckets not empty (doc/protocol.md, Token buckets) */
         buf_free(&resume);
         reply_error(c, err);
         return;
@@ -305,7 +305,7 @@ void op_query_entities(struct req_ctx *c)
     buf_free(&end);
     buf_free(&resume);
     log_debug("query %s: %ld rows examined, %d returned", t->name, pg.examined, pg.count);
-    service_query_done(c);  /* the page's entities, charged after it (SPEC 13.2) */
+    service_query_done(c);  /* the page's entities, charged after it (doc/protocol.md, Token buckets) */
     if (c->svc->advisor && rc == 0)
         service_advise_query(c, t, &plan, (uint64_t)pg.examined, (uint64_t)pg.count);
     if (rc != 0) {

@@ -1,5 +1,5 @@
-/* ops_service.c - CORS: the preflight operation (SPEC 3.17) and the CORS
- * headers of actual requests (SPEC 11.4), evaluated against the account's
+/* ops_service.c - CORS: the preflight operation (doc/protocol.md, Preflight requests) and the CORS
+ * headers of actual requests (doc/protocol.md, CORS), evaluated against the account's
  * stored rules (ops_props.c). */
 #include <string.h>
 
@@ -52,7 +52,7 @@ static const char *response_header_names(struct req_ctx *c)
 }
 
 /* The CORS headers of an actual request: cors_actual() decides, row by
- * row of the service's Vary table (SPEC 11.4). */
+ * row of the service's Vary table (doc/protocol.md, CORS). */
 void op_cors_headers(struct req_ctx *c)
 {
     if (c->op == OP_PREFLIGHT || !c->account)

@@ -1,5 +1,5 @@
 /* ops_tables.c - Create Table, Delete Table, Query Tables, Get Table
- * (SPEC 3.1-3.4, 4.1). */
+ * (doc/protocol.md, Operations; Tables and table names). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 
 #define TABLE_PAGE_MAX 1000
 
-/* Validates a new table name; TERR_NONE when it may be created (SPEC 3.3:
+/* Validates a new table name; TERR_NONE when it may be created (doc/protocol.md, Create Table:
  * length, then characters, then the reserved name). */
 static enum terr check_table_name(const char *s, size_t n)
 {

@@ -71,7 +71,7 @@ def rfc1123():
 
 
 def signed_headers(method, path, content_type="", atom=False):
-    """SharedKey headers (SPEC 10.2) for METHOD /ACCOUNT+path; atom: ask
+    """SharedKey headers (doc/protocol.md, SharedKey) for METHOD /ACCOUNT+path; atom: ask
     for AtomPub XML at a version that serves it."""
     date = rfc1123()
     resource = "/%s/%s%s" % (ACCOUNT, ACCOUNT, path)
@@ -85,7 +85,7 @@ def signed_headers(method, path, content_type="", atom=False):
 
 
 def account_sas():
-    """An account SAS query string (SPEC 10.7) for table reads and writes,
+    """An account SAS query string (doc/protocol.md, Account SAS) for table reads and writes,
     valid until 2099: static, so wrk replays it and the server verifies its
     signature on every request."""
     f = [("sv", VERSION), ("ss", "t"), ("srt", "sco"), ("sp", "rwdlacu"),

@@ -70,7 +70,7 @@ def http(sock, method, path, body=b""):
 
 
 def account_sas():
-    """"?" and an account SAS (SPEC 10.7) of devstoreaccount1 for tables,
+    """"?" and an account SAS (doc/protocol.md, Account SAS) of devstoreaccount1 for tables,
     valid until 2099."""
     key = base64.b64decode("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
                            "K1SZFPTOtr/KBHBeksoGMGw==")

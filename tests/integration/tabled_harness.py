@@ -8,7 +8,7 @@
           status 1 on any failure; a crashing check is one "not ok" and the
           run goes on.
   Http    a small HTTP/1.1 client over raw sockets that signs requests with
-          SharedKey (SPEC 10.2) and parses responses exactly as sent
+          SharedKey (doc/protocol.md, SharedKey) and parses responses exactly as sent
           (header order and duplicates kept, chunked bodies decoded).
   raw_*   send arbitrary bytes (malformed requests) and read what comes back.
 
@@ -55,7 +55,7 @@ GUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
 RFC1123_RE = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d "
                         r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
                         r"\d{4} \d\d:\d\d:\d\d GMT$")
-# Emission form of Edm.DateTime / Timestamp (SPEC 4.6.1): no trailing zeros
+# Emission form of Edm.DateTime / Timestamp (doc/protocol.md, Edm value forms): no trailing zeros
 # in the fraction, no dot when the fraction is zero.
 EMITTED_DT_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{0,6}[1-9])?Z$")
 SANITIZER_RE = re.compile(r"AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer"
@@ -336,7 +336,7 @@ class Server:
     # -- addresses ------------------------------------------------------------
     @property
     def base(self):
-        """Path-style BASE (SPEC 5.4) as the server should print it."""
+        """Path-style BASE (doc/protocol.md, Metadata URLs) as the server should print it."""
         return "http://%s:%d/%s" % (self.host, self.port, DEV_ACCOUNT)
 
     def conn_str(self):
@@ -353,7 +353,7 @@ class Server:
 
 
 # --------------------------------------------------------------------------
-# Signing (SPEC 10.2)
+# Signing (doc/protocol.md, SharedKey)
 
 
 def rfc1123(t=None):
@@ -678,7 +678,7 @@ class Conn:
 def quote_key(value):
     """Builds the quoted-key text of a key predicate as current SDKs do:
     doubled single quotes, then percent-encoding of everything that is not
-    an RFC 3986 pchar (SPEC 1.2.1)."""
+    an RFC 3986 pchar (doc/protocol.md, Key encoding in URLs)."""
     return pct_encode(value.replace("'", "''"))
 
 
@@ -686,7 +686,7 @@ _PCHAR = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._
 
 
 def pct_encode(value):
-    """Percent-encodes every byte that is not a pchar (SPEC 1.2.1 encoder)."""
+    """Percent-encodes every byte that is not a pchar (doc/protocol.md, Key encoding in URLs encoder)."""
     return "".join(chr(b) if b in _PCHAR else "%%%02X" % b for b in value.encode("utf-8"))
 
 
@@ -823,13 +823,13 @@ def dt_ticks(text):
 
 
 def etag_for(timestamp):
-    """The ETag the service derives from a Timestamp (SPEC 4.10)."""
+    """The ETag the service derives from a Timestamp (doc/protocol.md, Timestamp and ETag)."""
     return "W/\"datetime'%s'\"" % timestamp.replace(":", "%3A")
 
 
 def dotnet_r(x):
     """Formats a finite double like .NET "R" plus the ODataLib ".0" rule
-    (SPEC 4.6.1 / 15.2): shortest round-trip digits, scientific notation with
+    (doc/protocol.md, Edm value forms): shortest round-trip digits, scientific notation with
     'E+XX' when the exponent is >= 15 or < -5, '.0' on integral values."""
     if x == 0:
         return "-0.0" if str(x).startswith("-") else "0.0"

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Integration test: Table ACL, service properties, service stats and CORS
-(SPEC 3.12-3.17, 11, 14.6-14.8, 14.10; checklist 17.12 and the stored-policy
-items 278-279 of 17.11).  Raw HTTP through the harness's signing client for
+(doc/protocol.md, Operations; Service properties, ACL and CORS; Response header
+sets; Stored access policies).  Raw HTTP through the harness's signing client for
 exact bodies and headers, and the Python SDK (azure-data-tables 12.4.2) for
 set/get_table_access_policy, get/set_service_properties and a SAS made by
 generate_table_sas that names a stored policy.  Prints TAP."""
@@ -115,7 +115,7 @@ class T:
 
     # -- checks ---------------------------------------------------------------
     def xml_error(self, r, status, code, what):
-        """Status, x-ms-error-code, storage XML body and header set (SPEC 9.1.3, 14.8)."""
+        """Status, x-ms-error-code, storage XML body and header set (doc/protocol.md, Storage XML errors; XML error)."""
         p = []
         if r.status != status:
             p.append("status %s" % r.status)
@@ -135,7 +135,7 @@ class T:
         self.tap.ok(not p, what, "; ".join(p))
 
     def xml_ok(self, r, body, what):
-        """200 with exactly body, application/xml, SPEC 14.6 headers."""
+        """200 with exactly body, application/xml, the headers of doc/protocol.md, XML success."""
         p = []
         if r.status != 200:
             p.append("status %s" % r.status)
@@ -153,7 +153,7 @@ class T:
         self.tap.ok(not p, what, "; ".join(p))
 
     def empty_ok(self, r, status, what):
-        """SPEC 14.7: status, Content-Length 0, no Content-Type/Cache-Control."""
+        """doc/protocol.md, XML empty success: status, Content-Length 0, no Content-Type/Cache-Control."""
         p = []
         if r.status != status:
             p.append("status %s body %r" % (r.status, r.body[:300]))
@@ -166,7 +166,7 @@ class T:
 
 
 # --------------------------------------------------------------------------
-# Service properties (SPEC 3.14, 3.15, 11.1; items 282-289)
+# Service properties (doc/protocol.md, Get Service Properties; Set Service Properties; Service properties document)
 
 
 def test_props(t):
@@ -195,7 +195,7 @@ def test_props(t):
                 "</AllowedMethods><AllowedOrigins>*</AllowedOrigins><AllowedHeaders />"
                 "<ExposedHeaders /><MaxAgeInSeconds>5</MaxAgeInSeconds></CorsRule></Cors>")
     tap.ok(body.endswith(cors_out + "</StorageServiceProperties>"),
-           "289 Get after Set returns the CORS rules in stored order, elements in SPEC 11.1.2 order",
+           "289 Get after Set returns the CORS rules in stored order, elements in the service's order",
            body)
 
     r = t.set_props(props_doc(metrics("HourMetrics", "true", "true",
@@ -211,7 +211,7 @@ def test_props(t):
            "<Days>1</Days></RetentionPolicy></MinuteMetrics>" in body and LOGGING_OUT in body
            and cors_out in body, "metrics replaced, Logging and Cors kept", body)
 
-    # validation (SPEC 11.1.3)
+    # validation (doc/protocol.md, Service properties: validation)
     r = t.set_props(XML_DECL + "<StorageServiceProperties />")
     t.xml_error(r, 400, "InvalidXmlDocument", "285 <StorageServiceProperties /> -> 400 "
                 "InvalidXmlDocument")
@@ -310,7 +310,7 @@ def test_props(t):
 
 
 # --------------------------------------------------------------------------
-# Stats (SPEC 3.16, item 294)
+# Stats (doc/protocol.md, Get Service Stats)
 
 
 def test_stats(t):
@@ -328,7 +328,7 @@ def test_stats(t):
 
 
 # --------------------------------------------------------------------------
-# Table ACL (SPEC 3.12, 3.13, 11.3; items 290-293)
+# Table ACL (doc/protocol.md, Get Table ACL; Set Table ACL; Stored access policies)
 
 
 def test_acl(t):
@@ -391,7 +391,7 @@ def test_acl(t):
     tap.eq(t.x("PUT", "/acltab?comp=acl", body=acl_doc(signed_id("i" * 64))).status, 204,
            "Id of 64 characters -> 204")
 
-    # body size limit at the boundary (SPEC 3.13)
+    # body size limit at the boundary (doc/protocol.md, Set Table ACL)
     base = acl_doc(signed_id("pad", perm="r"))
     exact = base.replace("</SignedIdentifiers>", " " * (10000 - len(base)) + "</SignedIdentifiers>")
     tap.eq(len(exact), 10000, "(a 10,000-byte ACL document)")
@@ -434,7 +434,7 @@ def test_acl(t):
 
 
 # --------------------------------------------------------------------------
-# CORS (SPEC 3.17, 11.4; items 295-303)
+# CORS (doc/protocol.md, Preflight requests; CORS)
 
 
 def cors_view(r):
@@ -487,7 +487,7 @@ def test_cors(t):
     t.xml_error(r, 400, "InvalidHeaderValue", "295 preflight without Origin -> 400 "
                 "InvalidHeaderValue")
     tap.ok("A required CORS header is not present." in r.body.decode(), "295 ... with the "
-           "SPEC message", r.body)
+           "service's message", r.body)
     r = t.preflight(Origin="http://a.example")
     t.xml_error(r, 400, "InvalidHeaderValue", "preflight without Access-Control-Request-Method "
                 "-> 400 InvalidHeaderValue")
@@ -522,7 +522,7 @@ def test_cors(t):
            and r.has("x-ms-request-id") and r.has("x-ms-version") and r.has("Date")
            and not r.has("Content-Type") and not r.has("Cache-Control"),
            "297/303 unsigned preflight matching a rule (resource need not exist) -> 200 with "
-           "Allow-Origin/Methods/Headers/Max-Age/Credentials (SPEC 14.10)", repr(r))
+           "Allow-Origin/Methods/Headers/Max-Age/Credentials ", repr(r))
     r = t.preflight(**{"Origin": "http://a.example", acrm: "GET"})
     tap.ok(r.status == 200 and not r.has("Access-Control-Allow-Headers"),
            "no requested headers -> no Access-Control-Allow-Headers", repr(r))

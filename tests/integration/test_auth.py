@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Integration test of authentication and authorization (SPEC 10, checklist
-17.11): the Python SDK (Debian azure-data-tables 12.4.2) with a named key,
+"""Integration test of authentication and authorization (doc/protocol.md,
+Authentication): the Python SDK (Debian azure-data-tables 12.4.2) with a named key,
 the printed connection string, a second account and its secondary key;
 account SAS and table SAS (key ranges, permissions, batches, stored
 policies beyond test_acl_props.py); expired / not yet valid / wrong IP /
@@ -8,8 +8,8 @@ wrong protocol tokens; hand-signed SharedKey and SharedKeyLite requests with
 each signed component changed by one byte; the SDK entity life cycle over
 HTTPS with a self-signed certificate made at test time.
 
-Every signature is computed here from the SPEC's string-to-sign definitions
-(checked first against the SPEC's worked examples), independently of the
+Every signature is computed here from the string-to-sign definitions of
+doc/protocol.md (checked first against its signing examples), independently of the
 server code.  Prints TAP."""
 import base64
 import datetime
@@ -57,7 +57,7 @@ PROPS = "?restype=service&comp=properties"
 
 
 # --------------------------------------------------------------------------
-# Signing, written from SPEC 10.2, 10.3, 10.7 and 10.8
+# Signing, written from doc/protocol.md, SharedKey; SharedKeyLite; Account SAS; Table SAS
 
 
 def hmac_b64(key_b64, text):
@@ -66,7 +66,7 @@ def hmac_b64(key_b64, text):
 
 
 def canonical_resource(account, target):
-    """SPEC 10.2: "/" ACCOUNT + the encoded path as in the request line +
+    """doc/protocol.md, SharedKey: "/" ACCOUNT + the encoded path as in the request line +
     "?comp=" value when the query has comp (no other parameter)."""
     path, _, query = target.partition("?")
     res = "/" + account + path
@@ -79,17 +79,17 @@ def canonical_resource(account, target):
 
 
 def sk_sts(verb, md5, ctype, date, resource):
-    """SharedKey string-to-sign (SPEC 10.2)."""
+    """SharedKey string-to-sign (doc/protocol.md, SharedKey)."""
     return "%s\n%s\n%s\n%s\n%s" % (verb, md5, ctype, date, resource)
 
 
 def lite_sts(date, resource):
-    """SharedKeyLite string-to-sign (SPEC 10.3)."""
+    """SharedKeyLite string-to-sign (doc/protocol.md, SharedKeyLite)."""
     return "%s\n%s" % (date, resource)
 
 
 def account_sas_sts(account, f):
-    """SPEC 10.7 (every field followed by LF; ses from 2020-12-06)."""
+    """doc/protocol.md, Account SAS (every field followed by LF; ses from 2020-12-06)."""
     names = ["sp", "ss", "srt", "st", "se", "sip", "spr", "sv"]
     if f.get("sv", "") >= "2020-12-06":
         names.append("ses")
@@ -97,7 +97,7 @@ def account_sas_sts(account, f):
 
 
 def table_sas_sts(account, table, f):
-    """SPEC 10.8 for sv >= 2015-04-05 (no LF after erk)."""
+    """doc/protocol.md, Table SAS for sv >= 2015-04-05 (no LF after erk)."""
     parts = [f.get("sp"), f.get("st"), f.get("se"), "/table/%s/%s" % (account, table.lower()),
              f.get("si"), f.get("sip"), f.get("spr"), f.get("sv"), f.get("spk"), f.get("srk"),
              f.get("epk"), f.get("erk")]
@@ -154,8 +154,8 @@ def flip(s, i=0):
 
 
 def check_spec_vectors(tap):
-    """The signers above reproduce the SPEC's worked examples, so every
-    other check relies on the SPEC's definition and not on the server's."""
+    """The signers above reproduce the signing examples of doc/protocol.md, so
+    every other check relies on the documented definition, not on the server's."""
     d = "Mon, 03 Jun 2024 10:00:00 GMT"
     base = "/" + DEV
     vectors = [
@@ -178,22 +178,22 @@ def check_spec_vectors(tap):
          "pw2syiP4AiFUxlzgLqcyKOHjM5CkunuRcZuqYLF6UgY="),
     ]
     for n, sts, want in vectors:
-        tap.eq(hmac_b64(DEV_KEY, sts), want, "test signer reproduces SPEC 10.4 example %s" % n)
+        tap.eq(hmac_b64(DEV_KEY, sts), want, "test signer reproduces SharedKey signing example %s" % n)
     f = dict(sp="rwdlau", ss="t", srt="sco", se="2024-06-30T00:00:00Z", spr="https,http")
     tap.eq(hmac_b64(DEV_KEY, account_sas_sts(DEV, dict(f, sv="2019-02-02"))),
            "zZkvQxHWbHGHXRDThQQDBpm6i3XCS9TBIZeuAfd38ms=",
-           "test signer reproduces SPEC 10.7 example sv 2019-02-02")
+           "test signer reproduces the account SAS example sv 2019-02-02")
     tap.eq(hmac_b64(DEV_KEY, account_sas_sts(DEV, dict(f, sv="2021-06-08"))),
            "6n6i+WzMXaKZxl18bKSE+IQl0oGHxdJVkXOemoGAurA=",
-           "test signer reproduces SPEC 10.7 example sv 2021-06-08 (ses line)")
+           "test signer reproduces the account SAS example sv 2021-06-08 (ses line)")
     tap.eq(hmac_b64(DEV_KEY, table_sas_sts(DEV, "orders", dict(
         sp="raud", st="2024-06-01T00:00:00Z", se="2024-06-30T00:00:00Z", spr="https,http",
         sv="2019-02-02"))), "Y9/tQllFNTtwkBUUZIpTyJWCQZIS2N+EKyRUZ0YKSlE=",
-        "test signer reproduces SPEC 10.8 example 1")
+        "test signer reproduces table SAS example 1")
     tap.eq(hmac_b64(DEV_KEY, table_sas_sts(DEV, "orders", dict(
         sp="r", se="2024-06-30T00:00:00Z", spk="p1", epk="p1", sv="2019-02-02"))),
         "Y8uZu1iFNOIUlhGuWgPRZEwtH/0NLB/gRR/ln+kNzpw=",
-        "test signer reproduces SPEC 10.8 example 2 (key range)")
+        "test signer reproduces table SAS example 2 (key range)")
 
 
 # --------------------------------------------------------------------------
@@ -273,7 +273,7 @@ class Raw:
 
 
 def sign_headers(method, target, hd, scheme="SharedKey", account=DEV, key=DEV_KEY, alter=None):
-    """hd plus the Authorization header computed from them (SPEC 10.2/10.3)."""
+    """hd plus the Authorization header computed from them (doc/protocol.md, SharedKey; SharedKeyLite)."""
     alter = alter or {}
 
     def get(name):
@@ -315,7 +315,7 @@ def error_code(r):
 
 def check_error(tap, r, status, code, what, message_re=None):
     """status, the code in the body and (when sent, and always with an XML
-    body) the same code in x-ms-error-code (SPEC 9.1)."""
+    body) the same code in x-ms-error-code (doc/protocol.md, Error bodies)."""
     p = []
     if r.status != status:
         p.append("status %s (want %s)" % (r.status, status))
@@ -430,7 +430,7 @@ def test_sdk_credentials(c):
     tap = c.tap
     srv = c.srv
     tap.eq(srv.conn_str_printed, srv.conn_str(),
-           "the printed connection string is SPEC 10.11's, on the server's port")
+           "the printed connection string is the development account's, on the server's port")
     svc = TableServiceClient.from_connection_string(srv.conn_str_printed, **CLIENT_KW)
     sdk_ok(tap, "connection string: create_table", lambda: svc.create_table("authconn"))
     tc = TableClient.from_connection_string(srv.conn_str_printed, "authconn", **CLIENT_KW)
@@ -474,15 +474,15 @@ def test_sdk_credentials(c):
     unknown = TableServiceClient(c.endpoint,
                                  credential=AzureNamedKeyCredential("nosuchacct", DEV_KEY),
                                  **CLIENT_KW)
-    sdk_error(tap, "unknown account in the credential -> 403 AuthenticationFailed (SPEC 10.2)",
+    sdk_error(tap, "unknown account in the credential -> 403 AuthenticationFailed",
               lambda: list(unknown.list_tables()), 403, "AuthenticationFailed")
-    # An account missing from the URL: no key can sign for it, so SPEC 10.2's
+    # An account missing from the URL: no key can sign for it, so (doc/protocol.md, SharedKey) the
     # 403 AuthenticationFailed (with --auth off: 404, test_unknown_account_noauth).
     ep_unknown = "http://%s:%d/nosuchacct" % (srv.host, srv.port)
     nowhere = TableServiceClient(ep_unknown,
                                  credential=AzureNamedKeyCredential("nosuchacct", DEV_KEY),
                                  **CLIENT_KW)
-    sdk_error(tap, "unknown account in the URL -> 403 AuthenticationFailed (SPEC 10.2)",
+    sdk_error(tap, "unknown account in the URL -> 403 AuthenticationFailed",
               lambda: nowhere.create_table("x1"), 403, "AuthenticationFailed")
     r = h.Http(srv).request("GET", "/nosuchacct/Tables", absolute=True)
     tap.eq((r.status, r.error_code()), (403, "AuthenticationFailed"),
@@ -491,7 +491,7 @@ def test_sdk_credentials(c):
 
 
 # --------------------------------------------------------------------------
-# Account SAS (SPEC 10.7)
+# Account SAS (doc/protocol.md, Account SAS)
 
 
 def test_account_sas(c):
@@ -505,11 +505,11 @@ def test_account_sas(c):
                                     AccountSasPermissions.from_string(sp), exp)
 
     full = gen("sco", "rwdlacu")
-    # the SDK's token and this test's signer agree (both follow SPEC 10.7)
+    # the SDK's token and this test's signer agree (both follow doc/protocol.md, Account SAS)
     q = dict(urllib.parse.parse_qsl(full))
     mine = dict(urllib.parse.parse_qsl(account_sas(q["sp"], q["srt"], q["ss"], q["se"],
                                                    sv=q["sv"])))
-    tap.eq(mine.get("sig"), q.get("sig"), "generate_account_sas signs as SPEC 10.7 says")
+    tap.eq(mine.get("sig"), q.get("sig"), "generate_account_sas signs the account SAS string-to-sign")
 
     svc = c.service(full)
     sdk_ok(tap, "account SAS sco/rwdlacu: create_table", lambda: svc.create_table("acctsas2"))
@@ -612,7 +612,7 @@ def test_account_sas(c):
            lambda: c.service(gen("c", "d")).delete_table("madec"))
     c.owner.delete_table("madew")
 
-    # upserts need a and u (SPEC 10.7 [REC])
+    # upserts need a and u (doc/protocol.md, Account SAS [REC])
     for sp in ("a", "u"):
         t = c.table("acctsas", gen("o", sp))
         sdk_error(tap, "account SAS sp=%s: upsert (replace) -> AuthorizationPermissionMismatch"
@@ -728,7 +728,7 @@ def sas_versions(tap, c, table_q):
 
 
 # --------------------------------------------------------------------------
-# Table SAS (SPEC 10.8): permissions, key ranges, batches
+# Table SAS (doc/protocol.md, Table SAS): permissions, key ranges, batches
 
 
 PKS = ["p0", "p1", "p2", "p3"]
@@ -737,7 +737,7 @@ RANGE = dict(spk="p1", srk="r1", epk="p2", erk="r2")
 
 
 def in_range(pk, rk, spk=None, srk=None, epk=None, erk=None):
-    """SPEC 10.8's key-range predicate (ordinal comparison)."""
+    """The key-range predicate of doc/protocol.md, Table SAS (ordinal comparison)."""
     lo = spk is None or pk > spk or (pk == spk and (srk is None or rk >= srk))
     hi = epk is None or pk < epk or (pk == epk and (erk is None or rk <= erk))
     return lo and hi
@@ -764,7 +764,7 @@ def test_table_sas(c):
     sas = gen("raud", **rng)
     q = dict(urllib.parse.parse_qsl(sas))
     mine = dict(urllib.parse.parse_qsl(table_sas("ranged", q["sp"], q["se"], **RANGE)))
-    tap.eq(mine.get("sig"), q.get("sig"), "generate_table_sas signs as SPEC 10.8 says")
+    tap.eq(mine.get("sig"), q.get("sig"), "generate_table_sas signs the table SAS string-to-sign")
     t = c.table("ranged", sas)
 
     # reads never see outside the range (272)
@@ -1015,7 +1015,7 @@ def test_table_sas(c):
 
 
 def utf16_key(s):
-    """Ordinal UTF-16 code-unit order (SPEC 4.11)."""
+    """Ordinal UTF-16 code-unit order (doc/protocol.md, String order)."""
     return s.encode("utf-16-be")
 
 
@@ -1056,9 +1056,9 @@ def test_range_edges(c):
     tap.ok(r.status in (204, 400) and after[("p0", "r1")] == before[("p0", "r1")] and
            ("p0", "r1") in after and len(after) == len(before),
            "upsert to an in-range URL with out-of-range body keys leaves the outside entity "
-           "alone (SPEC 7.4: URL keys, or 400)", "status %s" % r.status)
+           "alone (URL keys, or 400)", "status %s" % r.status)
 
-    # UTF-16 order of the range (SPEC 4.11, 10.8)
+    # UTF-16 order of the range (doc/protocol.md, String order; Table SAS)
     c.owner.create_table("unirange")
     u = c.table("unirange")
     pks = ["a", "\ue000", "\ue000x", "\U00010000", "\U00010000x", "\uffff", "\ud7ff"]
@@ -1094,7 +1094,7 @@ def test_range_edges(c):
 
 
 def test_batch_query(c, sas, want):
-    """A $batch holding one GET under a key-range table SAS (SPEC 8.7)."""
+    """A $batch holding one GET under a key-range table SAS (doc/protocol.md, Query in a batch)."""
     tap = c.tap
     base = "http://%s:%d/%s" % (c.srv.host, c.srv.port, DEV)
 
@@ -1247,7 +1247,7 @@ def test_sas_validity(c):
                (now + hour).strftime("%Y-%m-%dT%H:%MZ"),
                (now + hour).strftime("%Y-%m-%dT%H:%M:%S.1234567Z")):
         r = c.raw.sas("GET", "/valid()", table_sas("valid", "r", se=se))
-        check_ok(tap, r, 200, "SAS time format se=%s accepted (SPEC 10.9)" % se)
+        check_ok(tap, r, 200, "SAS time format se=%s accepted" % se)
 
     # 277: source IP. generate_table_sas 12.4.2 passes ip_address_or_range
     # under a name generate_table ignores (the token has no sip), so the
@@ -1268,7 +1268,7 @@ def test_sas_validity(c):
                           "AuthorizationSourceIPMismatch")
     r = c.raw.sas("GET", "/valid()", table_sas("valid", "r", sip="10.1.2.3"))
     check_error(tap, r, 403, "AuthorizationSourceIPMismatch", "raw: sip mismatch names the "
-                "source IP in the message (SPEC 9.2)",
+                "source IP in the message",
                 r"using this source IP 127\.0\.0\.1")
 
     # 276: protocol
@@ -1294,10 +1294,10 @@ def test_sas_forms(c):
     ent = "/forms(PartitionKey='p',RowKey='1')"
     se = iso(hours=1)
 
-    # account SAS from 2020-12-06 signs an ses line (SPEC 10.7)
+    # account SAS from 2020-12-06 signs an ses line (doc/protocol.md, Account SAS)
     for sv in ("2015-04-05", "2021-06-08"):
         r = c.raw.sas("GET", ent, account_sas("r", "o", sv=sv))
-        check_ok(tap, r, 200, "account SAS sv=%s signed as SPEC 10.7 -> 200" % sv)
+        check_ok(tap, r, 200, "account SAS sv=%s signed with its version's string-to-sign -> 200" % sv)
     f = dict(sv="2021-06-08", ss="t", srt="o", sp="r", se=se)
     old_form = hmac_b64(DEV_KEY, account_sas_sts(DEV, dict(f, sv="2019-02-02"))
                         .replace("2019-02-02", "2021-06-08"))
@@ -1305,7 +1305,7 @@ def test_sas_forms(c):
     check_error(tap, r, 403, "AuthenticationFailed", "account SAS sv=2021-06-08 signed without "
                 "the ses line -> 403 AuthenticationFailed")
 
-    # table SAS string-to-sign eras (SPEC 10.8)
+    # table SAS string-to-sign eras (doc/protocol.md, Table SAS)
     def old_table_sas(sv, canonical, sp="r"):
         parts = [sp, "", se, canonical, "", sv, "", "", "", ""]
         return sas_query(dict(sv=sv, tn="forms", sp=sp, se=se),
@@ -1343,7 +1343,7 @@ def test_sas_forms(c):
     r = c.raw.sas("GET", ent, table_sas("forms", "r", spr="ftp"))
     check_error(tap, r, 403, "AuthenticationFailed", "SAS spr=ftp -> 403 AuthenticationFailed")
 
-    # SPEC 10.1: the Authorization header goes first
+    # doc/protocol.md, Choosing the scheme: the Authorization header goes first
     hd, _ = sign_headers("GET", "/%s%s?%s" % (DEV, ent, q), c.raw.base_headers())
     r = c.raw.send("GET", "/%s%s?%s" % (DEV, ent, q), hd)
     check_ok(tap, r, 200, "valid SharedKey beside a valid SAS -> 200")
@@ -1355,7 +1355,7 @@ def test_sas_forms(c):
     check_error(tap, r, 403, "AuthenticationFailed", "bad SharedKey beside a valid SAS -> 403 "
                 "AuthenticationFailed (the SAS is not a fallback)")
 
-    # the read-only secondary endpoint (SPEC 1.1, 10.2, 10.6)
+    # the read-only secondary endpoint (doc/protocol.md, Endpoint styles; SharedKey; Account key rights)
     sec = "/%s-secondary" % DEV
     hd, _ = sign_headers("GET", sec + "/forms()", c.raw.base_headers())
     r = c.raw.send("GET", sec + "/forms()", hd)
@@ -1404,7 +1404,7 @@ def test_sharedkey_raw(c):
         r = raw.signed("GET", "/Tables", scheme=scheme)
         check_ok(tap, r, 200, "scheme name %s (case-insensitive) -> 200" % scheme)
 
-    # SharedKeyLite (SPEC 10.3)
+    # SharedKeyLite (doc/protocol.md, SharedKeyLite)
     r = raw.signed("GET", "/Tables", scheme="SharedKeyLite")
     check_ok(tap, r, 200, "251 SharedKeyLite Query Tables -> 200")
     r = raw.signed("POST", "/rawsk", scheme="SharedKeyLite",
@@ -1415,7 +1415,7 @@ def test_sharedkey_raw(c):
     r = raw.signed("PUT", "/rawsk(PartitionKey='p',RowKey='lite')", scheme="SharedKeyLite",
                    body={"v": 2}, headers=[("Content-Type", "application/json;odata=nometadata"),
                                            ("If-Match", "*")])
-    check_ok(tap, r, 204, "SharedKeyLite: verb and Content-Type are not signed (SPEC 10.3)")
+    check_ok(tap, r, 204, "SharedKeyLite: verb and Content-Type are not signed")
     r = raw.signed("GET", "/Tables", scheme="SharedKeyLite",
                    alter={"date": lambda d: flip(d, 5)})
     check_error(tap, r, 403, "AuthenticationFailed", "SharedKeyLite with the date signed one "
@@ -1438,7 +1438,7 @@ def test_sharedkey_raw(c):
     check_error(tap, r, 403, "AuthenticationFailed", "a SharedKeyLite signature under the "
                 "SharedKey scheme -> 403 AuthenticationFailed")
 
-    # each signed component one byte off (SPEC 10.2)
+    # each signed component one byte off (doc/protocol.md, SharedKey)
     body = json.dumps({"PartitionKey": "p", "RowKey": "md5", "v": 1})
     md5 = base64.b64encode(hashlib.md5(body.encode()).digest()).decode()
     r = raw.signed("POST", "/rawsk", body=body, headers=[("Content-MD5", md5)])
@@ -1497,16 +1497,16 @@ def test_sharedkey_raw(c):
     names = sorted(e["RowKey"] for e in r.json()["value"]) if r.status == 200 else None
     tap.eq(names, ["1", "lite", "md5"], "no refused write created an entity")
 
-    # the error detail quotes the string the server signed (SPEC 10.2 [OBS])
+    # the error detail quotes the string the server signed (doc/protocol.md, SharedKey [OBS])
     hd, sts = sign_headers("GET", "/%s/%s" % (DEV, PROPS), raw.base_headers("application/xml"),
                            alter={"sig": flip})
     r = raw.send("GET", "/%s/%s" % (DEV, PROPS), hd)
     check_error(tap, r, 403, "AuthenticationFailed", "bad SharedKey on an XML operation: "
-                "detail quotes the string to sign of SPEC 10.2",
+                "detail quotes the SharedKey string to sign",
                 re.escape("Server used following string to sign: '%s'" % sts
                           .replace("&", "&amp;")))
 
-    # dates (SPEC 10.5)
+    # dates (doc/protocol.md, Request dates)
     for minutes, ok in ((-16, False), (16, False), (-14, True), (14, True)):
         d = h.rfc1123(time.time() + minutes * 60)
         r = raw.signed("GET", "/Tables", date=d)
@@ -1588,7 +1588,7 @@ def test_sharedkey_raw(c):
     r = raw.send("GET", "/%s/Tables" % DEV, raw.base_headers() +
                  [("Authorization", "SharedKey %s" % DEV)])
     check_error(tap, r, 400, "InvalidAuthenticationInfo", "Authorization without ':SIGNATURE' "
-                "-> 400 InvalidAuthenticationInfo (SPEC 9.2)")
+                "-> 400 InvalidAuthenticationInfo")
     r = raw.send("GET", "/%s/Tables" % DEV, raw.base_headers() +
                  [("Authorization", "SharedKeyX %s:%s" % (DEV, "A" * 43 + "="))])
     check_error(tap, r, 400, "InvalidAuthenticationInfo", "unknown Authorization scheme -> 400 "

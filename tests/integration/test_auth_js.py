@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Integration test: authentication through the JavaScript Azure Tables SDK
-(@azure/data-tables), by tests/js/test_auth_js.mjs (SPEC 10, 17.11).
+(@azure/data-tables), by tests/js/test_auth_js.mjs (doc/protocol.md, Authentication).
 
 Finds or installs the SDK as test_sdk_js.py does (find_or_install), makes a
 self-signed P-256 certificate for 127.0.0.1 with the openssl command in a

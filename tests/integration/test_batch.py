@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Integration test: entity group transactions ($batch, SPEC 8 and checklist
-17.9 items 207-241) with raw HTTP and the Python SDK (submit_transaction).
+"""Integration test: entity group transactions ($batch,
+doc/protocol.md, Batch) with raw HTTP and the Python SDK (submit_transaction).
 
 Raw requests are built here byte by byte (CRLF or LF, quoted boundaries,
 Content-ID in either place, relative, path-style and host-style URLs) and
@@ -302,7 +302,7 @@ class BatchTests:
                                                           h.quote_key(pk), h.quote_key(rk))
 
     def location(self, table, pk, rk):
-        """Location the service sends for an entity (SPEC 3.7)."""
+        """Location the service sends for an entity (doc/protocol.md, Insert Entity)."""
         return self.eurl(table, pk, rk, self.srv.base)
 
     def table(self, name):
@@ -491,7 +491,7 @@ class BatchTests:
         tap.eq(self.get(T, "p1", "untouched").body, before_untouched,
                "an entity the batch did not name is untouched")
 
-    # -- 217-224 and SPEC 8.3: what real clients send ----------------------------
+    # -- 217-224 and doc/protocol.md, Batch parser tolerance: what real clients send --
     def tolerated(self, what, T, body, ct, rks, cids=None):
         """body (inserting rks into partition 'tol' of T) must succeed."""
         r, ans, err = batch(self.http, body, ct=ct)
@@ -629,7 +629,7 @@ class BatchTests:
         got = entities(self.http, T, "PartitionKey eq 'tol' and RowKey eq 'tricky'")
         tap.eq(got.get(("tol", "tricky"), {}).get("S"), tricky, "the string is stored intact")
 
-    # -- 224 (other side), SPEC 8.3 step 5: the URL must name our account --------
+    # -- 224 (other side), doc/protocol.md, Batch parser tolerance: the URL must name our account --------
     def test_foreign_urls(self):
         tap, T = self.tap, "BtForeign"
         self.table(T)
@@ -678,7 +678,7 @@ class BatchTests:
             tap.ok(p.body.startswith(b'{"odata.error":{"code":"EntityAlreadyExists","message":'
                                      b'{"lang":"en-US","value":"1:The specified entity already'
                                      b' exists.\\nRequestId:'),
-                   "failure body is the JSON error of SPEC 9.1.1", p.body)
+                   "failure body is the JSON error", p.body)
             tap.ok(r.body.endswith(("}}}\r\n--%s--\r\n--%s--\r\n" % (ans.cb, ans.bb)).encode()),
                    "failure part body ends with a single CRLF before the closing delimiter",
                    r.body[-200:])
@@ -786,7 +786,7 @@ class BatchTests:
                             "InvalidDuplicateRow", 1)
         self.unchanged("231/232: duplicate rows", T, before)
 
-        # all tables named must be the same (SPEC 8.4)
+        # all tables named must be the same (doc/protocol.md, Batch limits)
         self.table("BtFail2")
         ops = [self.ins(T, "p", "x1"), self.ins("BtFail2", "p", "x2")]
         r, ans, err = batch(self.http, changeset_body(ops))
@@ -976,7 +976,7 @@ class BatchTests:
                "234: 4 MiB + 1 byte -> top-level 413 RequestBodyTooLarge")
         tap.eq(r.error()[1].split("\n")[0] if r.error()[1] else None,
                "The request body is too large and exceeds the maximum permissible limit.",
-               "234: RequestBodyTooLarge message (SPEC 2.7)")
+               "234: RequestBodyTooLarge message of the 4 MiB limit")
         tap.eq(r.h("Content-Type"), CT_MIN, "234: JSON error body")
         self.unchanged("234: 4 MiB + 1 byte", T, before)
         # the same body sent with chunked framing (no Content-Length)
@@ -1069,7 +1069,7 @@ class BatchTests:
         tap.eq({rk: user_props(e) for (pk, rk), e in got.items()}, want,
                "100 mixed operations: the table holds exactly the expected entities")
 
-    # -- 239 / SPEC 8.7: a batch holding one query --------------------------------
+    # -- 239 / doc/protocol.md, Query in a batch: a batch holding one query --------------------------------
     def test_query(self):
         tap, T = self.tap, "BtQuery"
         self.table(T)
@@ -1096,7 +1096,7 @@ class BatchTests:
                                         ("DataServiceVersion", "3.0;"),
                                         ("Content-Type", h.JSON_CT % level),
                                         ("ETag", direct.h("ETag"))]),
-                   "239: 200 part with the headers of SPEC 8.7 (%s)" % level)
+                   "239: 200 part with the single-query headers (%s)" % level)
             tap.eq(p.body, direct.body, "239: the part's entity JSON is what Get Entity "
                    "returns (%s)" % level)
             tap.ok(r.body == ("--%s\r\n" % ans.bb).encode() + p.raw +
@@ -1478,12 +1478,12 @@ class BatchTests:
                op("POST", self.turl(T.upper()), {"PartitionKey": "p", "RowKey": "uc"})]
         r, ans, err = batch(self.http, changeset_body(ops))
         tap.ok(ans is not None and [p.status for p in ans.parts] == [201, 201],
-               "one table named in two casings is one table (SPEC 4.1)", err)
+               "one table named in two casings is one table", err)
         got = entities(self.http, T, "PartitionKey eq 'p'")
         tap.ok(("p", "lc") in got and ("p", "uc") in got, "both rows are in the table",
                sorted(got))
 
-    # -- SAS: every operation needs its own permission (SPEC 8.5, 10.9) -------------------
+    # -- SAS: every operation needs its own permission (doc/protocol.md, Batch execution) --
     def test_sas(self):
         tap = self.tap
         if IMPORT_ERROR is not None:

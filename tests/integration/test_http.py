@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Integration test: raw HTTP against tabled with exact status, header and
-body checks (SPEC checklist 17.1-17.7 and 17.10, minus $filter, $top,
+body checks (doc/protocol.md: routing, headers, tables, entities, writes, errors; minus $filter, $top,
 pagination, $batch, authentication, ACL and CORS, which other tests cover).
 
 Every request is signed with SharedKey by the harness.  Bodies are compared
@@ -27,8 +27,8 @@ MIB = 1024 * 1024
 TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$")
 MSG_RE = re.compile(r"^(.*)\nRequestId:([^\n]*)\nTime:([^\n]*)$", re.S)
 
-# First line of the message for codes whose text SPEC 7.1, 9.2, 9.3 and
-# 4.3 give in full (a tuple lists the accepted variants).
+# First line of the message for codes whose text doc/protocol.md (Write outcomes,
+# Error codes, Entity limits) and codec/errors.c give in full (a tuple lists the accepted variants).
 MESSAGES = {
     "TableNotFound": "The table specified does not exist.",
     "ResourceNotFound": "The specified resource does not exist.",
@@ -238,9 +238,9 @@ class HttpTests:
 
     def check_error(self, resp, status, code, what, level="minimalmetadata", message=None,
                     prefer=None):
-        """Status and code (one check), then the JSON error shape of SPEC
-        9.1.1 and headers of 14.5 (one check), then the message text when
-        SPEC gives it (one check). code may be a tuple of accepted codes."""
+        """Status and code (one check), then the JSON error shape and header
+        set (doc/protocol.md, JSON errors; JSON error) (one check), then the
+        message text when MESSAGES gives it (one check). code may be a tuple of accepted codes."""
         got_code = resp.error_code()
         codes = code if isinstance(code, tuple) else (code,)
         if not self.ok(resp.status == status and got_code in codes,
@@ -312,7 +312,7 @@ class HttpTests:
         return p
 
     def header_problems(self, resp, json_body):
-        """Headers every OData response carries (SPEC 2.2, 14.1-14.5)."""
+        """Headers every OData response carries (doc/protocol.md, Common response headers; Response header sets)."""
         p = []
         if resp.h("Cache-Control") != "no-cache":
             p.append("Cache-Control %r, want no-cache" % resp.h("Cache-Control"))
@@ -341,7 +341,7 @@ class HttpTests:
 
     def check_json_ok(self, resp, what, status=200, level="minimalmetadata", etag=False,
                       location=None, prefer=None):
-        """Status and the header set of SPEC 14.1 / 14.2 (one check each)."""
+        """Status and the header set of doc/protocol.md, JSON success; Created (one check each)."""
         self.ok(resp.status == status, "%s -> %d" % (what, status),
                 "got %s %s" % (resp.status, h._short(resp.body, 600)))
         p = self.header_problems(resp, json_body=True)
@@ -364,7 +364,7 @@ class HttpTests:
         self.ok(not p, "%s: header set" % what, "\n".join(p) + "\nheaders: %r" % resp.headers)
 
     def check_no_content(self, resp, what, etag, location=None, prefer=None, status=204):
-        """Status and the header set of SPEC 14.3 / 14.4."""
+        """Status and the header set of doc/protocol.md, Insert without content; No content."""
         self.ok(resp.status == status, "%s -> %d" % (what, status),
                 "got %s %s" % (resp.status, h._short(resp.body, 600)))
         p = self.header_problems(resp, json_body=False)
@@ -467,7 +467,7 @@ GROUPS = []
 
 
 # --------------------------------------------------------------------------
-# 17.3 Tables
+# Tables
 
 
 @add_group
@@ -594,7 +594,7 @@ def tables_delete(t):
 
 
 # --------------------------------------------------------------------------
-# 17.1 Routing and URLs
+# Routing and URLs
 
 
 @add_group
@@ -618,7 +618,7 @@ def routing(t):
     r = t.req("GET", "/%s?foo=bar&x-unknown=1" % name)
     t.eq(r.status, 200, "unknown non-$ query parameters are ignored")
     r = t.req("GET", "/%s?comp=list" % name)
-    # JSON or storage XML body: SPEC 9.1.4 does not say which for comp=
+    # JSON or storage XML body: doc/protocol.md, Choosing the error format does not say which for comp=
     t.eq((r.status, r.error_code()), (400, "InvalidQueryParameterValue"),
          "unknown comp on a table -> 400 InvalidQueryParameterValue")
     for opt in ("$orderby=RowKey", "$skip=1", "$expand=x", "$inlinecount=allpages", "$count=true"):
@@ -703,7 +703,7 @@ def key_predicates(t):
     found("/%s(PartitionKey='x%%25y',RowKey='~!$&()*+,;=:@')" % name, 5,
           "%25 in a key and raw sub-delims")
     found("/%s(PartitionKey='O''Neil%%20%%22A%%22',RowKey='r%%201-%%C3%%BC')" % name, 6,
-          "the SPEC 1.2.1 example key")
+          "the key-encoding example key")
     r = t.req("GET", "/%s(PartitionKey='k1',RowKey='r1')" % name.lower(),
               headers={"Accept": h.ACCEPT["fullmetadata"]})
     t.eq(member(t.jbody(r), "odata.type"), "%s.%s" % (ACCOUNT, name),
@@ -714,15 +714,15 @@ def key_predicates(t):
     r = t.get(name, pk, rk, level="fullmetadata")
     j = t.jbody(r)
     t.eq(member(j, "odata.id"), t.base + "/" + name + keypart,
-         "odata.id encodes keys per SPEC 1.2.1")
+         "odata.id encodes keys as the service does")
     t.eq(member(j, "odata.editLink"), name + keypart, "odata.editLink encodes keys the same way")
     t.req("DELETE", t.ep(name, pk, rk), headers={"If-Match": "*"})
     r = t.insert(name, {"PartitionKey": pk, "RowKey": rk})
-    t.eq(r.h("Location"), t.base + "/" + name + keypart, "Location encodes keys per SPEC 1.2.1")
+    t.eq(r.h("Location"), t.base + "/" + name + keypart, "Location encodes keys as the service does")
     t.req("DELETE", t.ep(name, pk, rk), headers={"If-Match": "*"})
     r = t.insert(name, {"PartitionKey": pk, "RowKey": rk}, headers={"Prefer": "return-no-content"})
     t.eq((r.h("Location"), r.h("DataServiceId")), (t.base + "/" + name + keypart,) * 2,
-         "Location and DataServiceId on 204 encode keys per SPEC 1.2.1")
+         "Location and DataServiceId on 204 encode keys as the service does")
     for pk, rk, want in (("x%y", "~!$&()*+,;=:@", "(PartitionKey='x%25y',RowKey='~!$&()*+,;=:@')"),
                          ("", "", "(PartitionKey='',RowKey='')"),
                          ("\U0001F600", "a\u00a0b",
@@ -749,7 +749,7 @@ def key_predicates(t):
 
 
 # --------------------------------------------------------------------------
-# 17.2 Headers and content negotiation
+# Headers and content negotiation
 
 
 @add_group
@@ -847,13 +847,13 @@ def negotiation(t):
             p.append("missing " + name_)
     if b"<StorageServiceProperties" not in r.body:
         p.append("body %r" % r.body[:200])
-    t.ok(not p, "Get Service Properties: 200 XML without Cache-Control/nosniff (SPEC 14.6)",
+    t.ok(not p, "Get Service Properties: 200 XML without Cache-Control/nosniff",
          "\n".join(p) + "\n%r" % r.headers)
     t.http.delete_table(name)
 
 
 def check_odata_xml_error(t, r, status, code, what):
-    """SPEC 9.1.2: OData XML error in the default namespace."""
+    """doc/protocol.md, OData XML errors: OData XML error in the default namespace."""
     t.eq((r.status, r.error_code()), (status, code), "%s -> %d %s" % (what, status, code))
     text = r.body.decode("utf-8", "replace")
     m = re.match(r'^(?:\ufeff)?<\?xml version="1\.0" encoding="utf-8"\?>'
@@ -876,7 +876,7 @@ def check_odata_xml_error(t, r, status, code, what):
 
 
 # --------------------------------------------------------------------------
-# 17.4 / 17.5 Entity reads and Edm types, exact at every metadata level
+# Entity reads and Edm types, exact at every metadata level
 
 
 def S(text):
@@ -1197,7 +1197,7 @@ def entity_reads(t):
 
 
 # --------------------------------------------------------------------------
-# 17.7 Writes, If-Match, Prefer, X-HTTP-Method, Timestamp
+# Writes, If-Match, Prefer, X-HTTP-Method, Timestamp
 
 
 @add_group
@@ -1373,7 +1373,7 @@ def if_match(t):
     ts = etag[len("W/\"datetime'"):-2]
     # Values that are no (weak) ETag at all: 400 InvalidInput. A strong
     # ETag counts among them: the service wants W/ (Azure/Azurite#1229 and
-    # its tests, written against the service; SPEC 7.3).
+    # its tests, written against the service; doc/protocol.md, If-Match).
     for bad, why in (("\"datetime'%s'\"" % ts, "no W/ prefix"),
                      ("\"x\"", "a strong ETag"),
                      ("W/datetime'%s'" % ts, "no quotes"),
@@ -1510,7 +1510,7 @@ def concurrency(t):
 
 
 # --------------------------------------------------------------------------
-# 17.6 Entity limits (accepted boundaries; the rejections are bad inputs)
+# Entity limits (accepted boundaries; the rejections are bad inputs)
 
 
 @add_group
@@ -1552,7 +1552,7 @@ def limits(t):
     t.eq(r.status, 200, "1,024-character keys are addressable in the URL")
     r = t.req("PUT", t.ep(name, "\u00fc" * 1024, "x"), body={"V": 1})
     t.eq(r.status, 204, "a 1,024-character non-ASCII key through the URL is accepted")
-    # entity size per SPEC 4.12: 4 + 2*(len PK + len RK) + sum(8 + 2*len name + value)
+    # entity size per doc/protocol.md, Entity size: 4 + 2*(len PK + len RK) + sum(8 + 2*len name + value)
     big = [("s%02d" % i, js("a" * 32768)) for i in range(15)]    # 15 * 65,554
     base_size = 4 + 2 * (1 + 1) + 15 * (8 + 2 * 3 + 4 + 2 * 32768)  # PK, RK 1 char each
     room = 1048576 - base_size - (8 + 2 * 1 + 4)                  # binary property "b"
@@ -1562,10 +1562,10 @@ def limits(t):
                         ("b", js(base64.b64encode(b"z" * n).decode()))])
         r = t.req("POST", "/" + name, body=body)
         if status == 201:
-            t.eq(r.status, 201, "an entity of exactly 1,048,576 bytes (SPEC 4.12) is accepted")
+            t.eq(r.status, 201, "an entity of exactly 1,048,576 bytes by the size estimate is accepted")
         else:
             t.check_error(r, 400, "EntityTooLarge",
-                          "an entity of 1,048,577 bytes (SPEC 4.12)")
+                          "an entity of 1,048,577 bytes by the size estimate")
     t.http.delete_table(name)
 
 
@@ -1644,7 +1644,7 @@ def max_keys(t):
 
 
 # --------------------------------------------------------------------------
-# 17.10 Errors: XML operations
+# Errors: XML operations
 
 
 @add_group
@@ -1661,7 +1661,7 @@ def xml_errors(t):
                  r'</m:error>$', text)
     p = []
     if not m:
-        p.append("not the SPEC 9.1.3 <m:error> body: %r" % text[:600])
+        p.append("not the storage XML <m:error> body: %r" % text[:600])
     else:
         if m.group(1) != "InvalidXmlDocument":
             p.append("code %r" % m.group(1))
@@ -1674,7 +1674,7 @@ def xml_errors(t):
     for name in ("Cache-Control", "X-Content-Type-Options"):
         if r.has(name):
             p.append("unexpected " + name)
-    t.ok(not p, "XML operation error: <m:error> body and SPEC 14.8 headers", "\n".join(p))
+    t.ok(not p, "XML operation error: <m:error> body and the XML error header set", "\n".join(p))
     t.alive("malformed service properties XML")
 
 
@@ -1877,7 +1877,7 @@ def bad_names_keys_limits(t):
     bad_body(t, name, js({"V": 1}), 400, "KeyValueTooLarge",
              "a 1,025-character key in the URL of a PUT", method="PUT",
              path=t.ep(name, "k" * 1025, "r"))
-    # Forbidden key characters in a body: 400 OutOfRangeInput (SPEC 4.5
+    # Forbidden key characters in a body: 400 OutOfRangeInput (doc/protocol.md, Key values
     # corrected, issue 14 point 1), in an insert and in an upsert body; the
     # message names the key and its value (test_range_messages.py has more).
     out_of_range = "The '%s' parameter of value '%s' is out of range."
@@ -1900,7 +1900,7 @@ def bad_names_keys_limits(t):
                  "%s with a body RowKey containing #" % method, method=method,
                  path=t.ep(name, "a", "r"), headers=hdrs, message=out_of_range % ("RowKey", "r#"))
     # The same characters in URL keys: the service cannot parse the URL
-    # and says so (azure-storage-net#386; SPEC 4.5), for every verb, and
+    # and says so (azure-storage-net#386; doc/protocol.md, Key values), for every verb, and
     # before the body is looked at.
     for ch in ("%2F", "%5C", "%23", "%3F", "%09", "%7F", "%C2%85"):
         bad_body(t, name, js({"V": 1}), 400, "InvalidInput",
@@ -2242,7 +2242,7 @@ def http_layer(t):
                        headers={"Expect": "100-continue"})
     head, _, body = ins.partition(b"\r\n\r\n")
     try:
-        # SPEC 15.1: answer 100 Continue or just read the body; never stall
+        # doc/protocol.md, HTTP framing: answer 100 Continue or just read the body; never stall
         with socket.create_connection((t.srv.host, t.srv.port), timeout=5) as s:
             s.sendall(head + b"\r\n\r\n")
             got = b""
@@ -2285,7 +2285,8 @@ def http_layer(t):
 
 
 def all_responses(t):
-    """SPEC 2.2 on every response this run received (17.2 #21)."""
+    """The headers of doc/protocol.md, Common response headers on every response
+    this run received."""
     seen = t.http.seen
     bad_id, bad_ver, bad_date, ids = [], [], [], {}
     for method, path, version, r in seen:

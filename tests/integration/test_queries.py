@@ -1,16 +1,16 @@
 #!/usr/bin/python3
-"""Integration test: Query Entities and Query Tables (SPEC 6, 3.1, 3.5,
-checklist 17.8 and 17.3 items 58-61) with the Python SDK (azure-data-tables
+"""Integration test: Query Entities and Query Tables (doc/protocol.md,
+Queries; Query Tables; Query Entities) with the Python SDK (azure-data-tables
 12.4.2: query_entities / list_entities with parameters, select,
 results_per_page and by_page) and raw HTTP (exact pages, headers and
 continuation tokens).
 
 Three servers: the main one holds a table with entities of every Edm type,
 absent properties and one property name carrying a different type in each
-entity, the SPEC 6.6 `orders` table and a 2,500-entity paging table; a
+entity, the `orders` table of doc/protocol.md, Filter examples and a 2,500-entity paging table; a
 second one runs with --scan-budget 100 (partial and empty pages); a third
 one holds only tables for Query Tables. Expected filter results come from a
-small reference evaluator of SPEC 6.5 below (typed comparison, numeric
+small reference evaluator of doc/protocol.md, Filter evaluation below (typed comparison, numeric
 widening, missing property and type mismatch false), and the order from
 UTF-16 ordinal key order. Prints TAP."""
 import base64
@@ -38,12 +38,12 @@ CLIENT_KW = dict(retry_total=0, connection_timeout=10, read_timeout=30)
 BUDGET = 100
 
 # --------------------------------------------------------------------------
-# Typed values and the reference evaluator (SPEC 6.5)
+# Typed values and the reference evaluator (doc/protocol.md, Filter evaluation)
 
 I32, I64, DBL = "Edm.Int32", "Edm.Int64", "Edm.Double"
 BOOL, DT, GUID, BIN, STR = "Edm.Boolean", "Edm.DateTime", "Edm.Guid", "Edm.Binary", "Edm.String"
 NUMERIC = {I32, I64, DBL}
-# (literal type, property type) pairs compared numerically (SPEC 6.5 table)
+# (literal type, property type) pairs compared numerically (doc/protocol.md, Filter evaluation table)
 WIDEN = {(I32, I32), (I32, I64), (I32, DBL), (I64, I64), (I64, DBL), (DBL, DBL)}
 OPS = {
     "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "gt": lambda a, b: a > b,
@@ -102,7 +102,7 @@ def sortkey(pv):
 
 
 def ocmp(pv, op, lit):
-    """SPEC 6.5: property value pv (None = absent) op literal lit."""
+    """doc/protocol.md, Filter evaluation: property value pv (None = absent) op literal lit."""
     if pv is None:
         return False
     pt, lt = pv[0], lit[0]
@@ -141,7 +141,7 @@ def wire(pv):
 
 
 def tok(key):
-    """The continuation token naming key (SPEC 6.12: 1!<n>!<base64, = -> ->)."""
+    """The continuation token naming key (doc/protocol.md, Continuation: 1!<n>!<base64, = -> ->)."""
     b = base64.b64encode(key.encode("utf-8")).decode("ascii").replace("=", "-")
     return "1!%d!%s" % (len(b), b)
 
@@ -386,7 +386,7 @@ def insert_typed(tap, http, table, pk, rk, props):
 
 
 def simulate(cands, pred, limit=1000, budget=0, start=0):
-    """The server's page algorithm (SPEC 6.12) over candidate rows cands
+    """The server's page algorithm (doc/protocol.md, Continuation) over candidate rows cands
     (the planned ranges, in key order) from index start: returns (indices of
     the page's entities, index of the token's entity or None)."""
     items, examined = [], 0
@@ -544,7 +544,7 @@ class Tests:
             tap.eq([r for p in pages for r in p], [e["RowKey"][1] for e in self.qall],
                    "%s: list_entities with select=RowKey in key order" % lv)
 
-    # -- SPEC 6.6 ---------------------------------------------------------------
+    # -- doc/protocol.md, Filter examples ---------------------------------------------------------------
     def test_spec_orders(self):
         tap = self.tap
         http = self.http
@@ -587,13 +587,13 @@ class Tests:
                 r = self.raw("orders", [("$filter", q(text))], level=lv)
                 got = raw_keys(r)
                 got = None if got is None else ["%s/%s" % k for k in got]
-                tap.eq((r.status, got), (200, want), "SPEC 6.6 %s: %r" % (lv, text))
+                tap.eq((r.status, got), (200, want), "filter example %s: %r" % (lv, text))
         for text, status, code in (("Qty eq Total", 501, "NotImplemented"),
                                    ("Qty eq", 400, "InvalidInput")):
             r = self.raw("orders", [("$filter", q(text))])
-            tap.eq((r.status, r.error_code()), (status, code), "SPEC 6.6: %r -> %d %s"
+            tap.eq((r.status, r.error_code()), (status, code), "filter example: %r -> %d %s"
                    % (text, status, code))
-        # point query vs filter query (SPEC 6.13)
+        # point query vs filter query (doc/protocol.md, Point query vs filter query)
         r = self.http.get_entity("orders", "a", "9")
         tap.eq((r.status, r.error_code()), (404, "ResourceNotFound"),
                "point query of a missing entity -> 404 ResourceNotFound")
@@ -803,7 +803,7 @@ class Tests:
                    "raw $filter=%r -> 200, the right entities" % text)
             tap.ok(r.json().get("odata.metadata") == self.srv.base + "/$metadata#qall",
                    "raw $filter=%r: odata.metadata of the feed" % text, r.body[:300])
-        # arithmetic: 501 NotImplemented [REC], 400 InvalidInput acceptable (SPEC 6.3)
+        # arithmetic: 501 NotImplemented [REC], 400 InvalidInput acceptable (doc/protocol.md, Filter grammar)
         r = self.raw("qall", [("$filter", q("I add 1 eq 2"))])
         tap.isin((r.status, r.error_code()), [(501, "NotImplemented"), (400, "InvalidInput")],
                  "$filter with arithmetic (add) -> 501 NotImplemented or 400 InvalidInput")
@@ -903,7 +903,7 @@ class Tests:
                               [("$filter", q("PartitionKey eq 'P3' or PartitionKey eq 'P1'")),
                                ("$top", "333")],
                               allp, 333, 0, "two partitions, $top=333", cands=part)
-        # the 1001st entity of a 1001-entity result: 1000 + 1 (SPEC 17.8 197)
+        # the 1001st entity of a 1001-entity result: 1000 + 1 (doc/protocol.md, Continuation)
         r = self.raw("paged", [("$filter", q("Idx le 1000"))])
         tap.eq((len(value_of(r)), r.h("x-ms-continuation-NextPartitionKey"),
                 r.h("x-ms-continuation-NextRowKey")),
@@ -1101,7 +1101,7 @@ class Tests:
         r = http.get("/Tables?$filter=%s&$top=2&NextTableName=%s" % (flt, q(tok("orders"))))
         tap.eq((tnames(r), r.has("x-ms-continuation-NextTableName")),
                (["orders", "ore"], False), "follow-up page: the last 2, no continuation")
-        # SPEC 17.3 items 60-61: $top=2 over 3 tables, then the rest
+        # Query Tables (doc/protocol.md, $top): $top=2 over 3 tables, then the rest
         flt = q("TableName ge 'ord' and TableName lt 'orf'")
         r = http.get("/Tables?$filter=%s&$top=2" % flt)
         tap.eq((tnames(r), r.h("x-ms-continuation-NextTableName")),

@@ -45,7 +45,7 @@ ATOM_ACCEPT = "application/atom+xml,application/xml"
 GENERIC = "One of the request inputs is out of range."
 MSG_RE = re.compile(r"^(.*)\nRequestId:[^\n]*\nTime:[^\n]*$", re.S)
 
-# Every forbidden character (SPEC 4.5) with a name for the report.
+# Every forbidden character (doc/protocol.md, Key values) with a name for the report.
 FORBIDDEN = [("/", "/"), ("\\", "backslash"), ("#", "#"), ("?", "?"), ("\t", "TAB"),
              ("\n", "LF"), ("\r", "CR"), ("\x00", "NUL"), ("\x01", "U+0001"),
              ("\x1f", "U+001F"), ("\x7f", "U+007F"), ("\x80", "U+0080"), ("\x85", "U+0085"),

@@ -34,7 +34,7 @@ CLIENT_KW = dict(retry_total=0, connection_timeout=10, read_timeout=20)
 def code_of(err):
     """The service error code carried by an SDK exception, as a string.
     Some SDK 12.4.2 paths (create_entity) re-raise azure-core's exception,
-    which only reads x-ms-error-code (absent on JSON errors, SPEC 9.1.1);
+    which only reads x-ms-error-code (absent on JSON errors, doc/protocol.md, JSON errors);
     then the code is read from the response body the SDK received."""
     c = getattr(err, "error_code", None)
     c = getattr(c, "value", c)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Integration test: service versions (SPEC 12.1, issue 14 point 10), raw
+"""Integration test: service versions (doc/protocol.md, Service versions, issue 14 point 10), raw
 requests against two servers: the default one accepts any well-formed
 x-ms-version from 2009-04-14 on (a newer one acts as the newest known, one
 between known versions as the nearest older known one, and the answer

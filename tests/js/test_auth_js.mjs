@@ -2,7 +2,7 @@
 // Azure Tables SDK (@azure/data-tables): named keys, connection strings, a
 // second account's secondary key, account SAS, table SAS with key ranges and
 // stored access policies, SAS time windows, HTTPS, and a token credential
-// (SPEC 10, 17.11; doc/protocol-notes.md).
+// (doc/protocol.md, Authentication; doc/protocol-notes.md).
 // Run by tests/integration/test_auth_js.py, which starts one tabled with an
 // HTTP and an HTTPS listener and passes:
 //   TABLED_CONN            the HTTP connection string the server printed
@@ -12,7 +12,7 @@
 //   TABLED_JS_DEPS         the node_modules directory holding @azure/data-tables
 //   NODE_EXTRA_CA_CERTS    the server's self-signed certificate (node trusts
 //                          it; certificate verification stays on)
-// Every expected status and error code is the service's (SPEC 10.7-10.9 and
+// Every expected status and error code is the service's (doc/protocol.md, Account SAS; Table SAS; SAS checks and
 // the "SAS error codes" page), not whatever tabled happens to answer.
 // Prints TAP and exits 1 when a check fails.
 import { randomBytes } from "node:crypto";
@@ -22,7 +22,7 @@ const env = process.env;
 
 // The service error code of an SDK error: RestError.code when the SDK set it
 // to a service code, else the code in the JSON ("odata.error") or storage
-// XML (<m:code>, SPEC 9.1.3) body it received, else x-ms-error-code.
+// XML (<m:code>, doc/protocol.md, Storage XML errors) body it received, else x-ms-error-code.
 function codeOf(err) {
   if (err && err.code && !/^[A-Z_]+$/.test(err.code)) return err.code;
   const res = err && err.response;
@@ -55,7 +55,7 @@ async function expectError(name, fn, status, codes) {
 }
 
 // expectBatchError: a transaction must fail with this status and code, the
-// message naming the failed operation's index ("N:...", SPEC 8.6).
+// message naming the failed operation's index ("N:...", doc/protocol.md, Batch responses).
 async function expectBatchError(name, fn, status, code, index) {
   try {
     await fn();
@@ -349,7 +349,7 @@ async function main() {
        [{ partitionKey: "b", rowKey: "5", v: 2 }, { partitionKey: "b", rowKey: "9", v: 0, w: 1 }, null],
        "range SAS: update, upsert and delete inside the range");
 
-    // A batch is checked operation by operation (SPEC 8.5): one entity
+    // A batch is checked operation by operation (doc/protocol.md, Batch execution): one entity
     // outside the range refuses the whole batch.
     await expectBatchError("range SAS: a batch whose 2nd entity is outside the range -> 403 AuthorizationFailure at 1",
                            () => tc.submitTransaction([["create", { partitionKey: "c", rowKey: "3" }],
@@ -362,7 +362,7 @@ async function main() {
     eq(await keys(tc, { queryOptions: { filter: odata`PartitionKey eq ${"c"}` } }),
        [["c", "1"], ["c", "2"], ["c", "4"]], "range SAS: a batch inside the range is applied");
 
-    // Only partition keys bounded (SPEC checklist 272).
+    // Only partition keys bounded (doc/protocol.md, Table SAS).
     const part = tableSas(RT, { permissions: { query: true }, startPartitionKey: "b", endPartitionKey: "b" });
     eq(await keys(sasTable(RT, part)), [["b", "1"], ["b", "5"], ["b", "9"]],
        "table SAS spk=b, epk=b: listEntities returns exactly partition b");

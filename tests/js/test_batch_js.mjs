@@ -1,4 +1,4 @@
-// Integration test: entity group transactions ($batch, SPEC 8) through the
+// Integration test: entity group transactions ($batch, doc/protocol.md, Batch) through the
 // JavaScript Azure Tables SDK (@azure/data-tables submitTransaction) against
 // a running tabled.  Run by tests/integration/test_batch_js.py, which starts
 // the server and passes:
@@ -45,7 +45,7 @@ async function expectFail(name, fn, status, code, index, message) {
     return err;
   }
 }
-// ---- raw signed reads (SPEC 10.2) for byte-for-byte snapshots -------------
+// ---- raw signed reads (doc/protocol.md, SharedKey) for byte-for-byte snapshots -------------
 
 function parseConn(s) {
   const out = {};

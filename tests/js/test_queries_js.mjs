@@ -14,7 +14,7 @@ const conn = process.env.TABLED_CONN;
 const connBudget = process.env.TABLED_CONN_BUDGET;
 const budget = Number(process.env.TABLED_BUDGET || "0");
 
-// The service's continuation token for key (SPEC 6.12).
+// The service's continuation token for key (doc/protocol.md, Continuation).
 function tok(key) {
   const b = Buffer.from(key, "utf8").toString("base64").replace(/=/g, "-");
   return `1!${b.length}!${b}`;
@@ -53,7 +53,7 @@ async function pagesOf(iter, settings) {
 const keyOf = (e) => `${e.partitionKey}/${e.rowKey}`;
 const sizes = (pages) => pages.map((p) => p.length);
 
-// The server's page algorithm (SPEC 6.12) over ents: page sizes.
+// The server's page algorithm (doc/protocol.md, Continuation) over ents: page sizes.
 function expectedSizes(ents, pred, limit, scanBudget) {
   const out = [];
   let start = 0;

@@ -2,7 +2,7 @@
 """gen_auth_vectors.py - signatures for tests/unit/test_auth.c, computed
 independently of tabled's C code with Python's hmac/hashlib/base64.
 
-Every vector is a string-to-sign built here from SPEC 10.2-10.8, signed with
+Every vector is a string-to-sign built here from doc/protocol.md, Authentication, signed with
 HMAC-SHA256 under an account key. SAS vectors also carry the query string a
 client would send (values percent-encoded with urllib.parse.quote).
 
@@ -10,8 +10,9 @@ client would send (values percent-encoded with urllib.parse.quote).
   gen_auth_vectors.py --update FILE   replace the block in FILE
   gen_auth_vectors.py --check FILE    exit 1 when FILE's block is stale
 
-The SPEC's worked examples (10.4, 10.7, 10.8) are asserted against the
-signatures printed in the SPEC, so the SPEC and this script agree.
+The signing examples of doc/protocol.md (Signing examples, Account SAS,
+Table SAS) are asserted against the signatures printed there, so the
+document and this script agree.
 """
 import base64
 import hashlib
@@ -71,7 +72,7 @@ def vectors():
     def sk(name, sts, key=DEV_KEY):
         out.append((name, sts, sign(sts, key), None))
 
-    # SPEC 10.4 worked examples 1-7.
+    # doc/protocol.md, Signing examples: its seven rows.
     sk("sk_ex1", sharedkey_sts("GET", "/devstoreaccount1/Tables"))
     sk("sk_ex2", sharedkey_sts("POST", "/devstoreaccount1/orders", ctype="application/json"))
     sk("sk_ex3", sharedkey_sts("GET", "/devstoreaccount1/orders", comp="acl"))
@@ -97,14 +98,14 @@ def vectors():
     # x-ms-date precedence: a client that signed the Date header instead.
     sk("sk_signed_date", sharedkey_sts("GET", "/devstoreaccount1/Tables",
                                        date="Mon, 03 Jun 2024 10:05:00 GMT"))
-    # Secondary endpoint: primary account name (SPEC), -secondary name (Azurite).
+    # Secondary endpoint: primary account name (doc/protocol.md, SharedKey), -secondary name (Azurite).
     sk("sk_sec", sharedkey_sts("GET", "/devstoreaccount1-secondary/Tables"))
     sk("sk_sec_azurite", sharedkey_sts("GET", "/devstoreaccount1-secondary/Tables",
                                        account="devstoreaccount1-secondary"))
     # Signed with the normalised path, sent with %27 for the quotes.
     sk("sk_norm", sharedkey_sts("GET", "/devstoreaccount1/orders(PartitionKey='p%201',RowKey='r1')"))
 
-    # Account SAS (SPEC 10.7).
+    # Account SAS (doc/protocol.md, Account SAS).
     def acct(name, key=DEV_KEY, **kw):
         p = {"sv": "2019-02-02", "ss": "t", "srt": "sco", "sp": "rwdlau", "se": SE,
              "spr": "https,http"}
@@ -145,7 +146,7 @@ def vectors():
     acct("acct_badsp", sp="rz")
     acct("acct_nose", se=None)
 
-    # Table SAS (SPEC 10.8).
+    # Table SAS (doc/protocol.md, Table SAS).
     def tbl(name, key=DEV_KEY, table="orders", **kw):
         p = {"sv": "2019-02-02", "tn": table, "sp": "raud", "se": SE}
         p.update(kw)
@@ -186,7 +187,7 @@ def vectors():
     return out
 
 
-SPEC_SIGS = {
+DOC_SIGS = {
     "sk_ex1": "RUq4XM417CVbxkx6JpDNtbNMmkSwaIGXqPkpyjkGUVU=",
     "sk_ex2": "vt/zfJC+Lx2PXZmY5izhSEbZmld5YtUapeUJvIIFMh8=",
     "sk_ex3": "5iHHiSq0KkMfzdnv1xDjNBtHlUb3uzOBHydmCPARS9E=",
@@ -223,8 +224,8 @@ def c_string(s):
 def block():
     vs = vectors()
     for name, sts, sig, _ in vs:
-        if name in SPEC_SIGS and SPEC_SIGS[name] != sig:
-            sys.exit("SPEC mismatch for %s: %s != %s" % (name, sig, SPEC_SIGS[name]))
+        if name in DOC_SIGS and DOC_SIGS[name] != sig:
+            sys.exit("signing example mismatch for %s: %s != %s" % (name, sig, DOC_SIGS[name]))
     assert vs[0][1] == "GET\n\n\nMon, 03 Jun 2024 10:00:00 GMT\n/devstoreaccount1/devstoreaccount1/Tables"
     lines = [BEGIN, "static const struct vec vectors[] = {"]
     for name, sts, sig, q in vs:

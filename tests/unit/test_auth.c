@@ -1,7 +1,7 @@
 /* test_auth.c - SharedKey, SharedKeyLite, SAS, Bearer and the permission
- * model of auth/ (SPEC 10, 17.11). Expected signatures come from
+ * model of auth/ (doc/protocol.md, Authentication). Expected signatures come from
  * tests/unit/gen_auth_vectors.py (Python hmac/hashlib), never from the code
- * under test; the SPEC's worked examples are among them. */
+ * under test; the signing examples of doc/protocol.md are among them. */
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -644,7 +644,7 @@ static void test_sharedkey_dates(void)
 {
     struct treq t;
 
-    /* x-ms-date wins over Date (SPEC 10.2, 16 row 10). */
+    /* x-ms-date wins over Date (doc/protocol.md, SharedKey; Request dates). */
     treq_init(&t, "GET", "/devstoreaccount1/Tables");
     treq_header(&t, "Date", "Mon, 03 Jun 2024 10:05:00 GMT");
     treq_header(&t, "x-ms-date", DATE);
@@ -760,7 +760,7 @@ static void test_sharedkey_keys_and_accounts(void)
     op.secondary = 1;
     TEST_EQ_INT(check_op(&t, &op), AUTH_OK, "stats on the secondary");
 
-    /* Path normalisation (SPEC 10.2 step 2). */
+    /* Path normalisation (doc/protocol.md, SharedKey). */
     sk_req(&t, "GET", "/devstoreaccount1/orders(PartitionKey=%27p%201%27,RowKey=%27r1%27)", "SharedKey",
            V("sk_norm")->sig);
     TEST_EQ_INT(check(&t, AUTH_OP_GET_ENTITY, "orders"), AUTH_OK,
@@ -1514,7 +1514,7 @@ static void test_sas_cache(void)
                 AUTH_FAILED, "a verified SAS of one account does not sign for another");
 }
 
-/* The permission table of SPEC 10.7 / 10.8 for every operation kind. */
+/* The permission table of doc/protocol.md, Account SAS; Table SAS for every operation kind. */
 static void test_sas_permissions(void)
 {
     enum auth_status OK = AUTH_OK, AF = AUTH_FAILURE, PM = AUTH_PERMISSION_MISMATCH,
@@ -1628,7 +1628,7 @@ static void test_sas_ranges_and_batch(void)
     TEST_CHECK(auth_key_compare("\xee\x80\x80", 3, "\xf0\x90\x80\x80", 4) > 0, "U+E000 after U+10000");
     TEST_CHECK(auth_key_compare("\xed\x9f\xbf", 3, "\xf0\x90\x80\x80", 4) < 0, "U+D7FF before U+10000");
 
-    /* Batch: the envelope, then every sub-operation (SPEC 8.5). */
+    /* Batch: the envelope, then every sub-operation (doc/protocol.md, Batch execution). */
     TEST_EQ_INT(sas("tbl_r", AUTH_OP_BATCH, NULL), AUTH_OK, "batch envelope under sp=r");
     struct auth_result batch = res;
     op = op_keys(AUTH_OP_INSERT_ENTITY, "orders", "p1", "r1");

@@ -363,7 +363,7 @@ static void test_size(void)
     want += 8 + 2 + 16;
     add(&e, "B", EDM_BOOLEAN);
     want += 8 + 2 + 1;
-    TEST_EQ_INT(entity_size(&e), want, "SPEC 4.12 formula over every type");
+    TEST_EQ_INT(entity_size(&e), want, "entity size estimate over every type");
     /* the bound counts bytes: PK 3 (2 units), RK 4 (2), S 7 (3) */
     TEST_EQ_INT(entity_size_bound(&e), want + 2 * (1 + 2 + 4),
                 "the bound counts each UTF-8 byte as a UTF-16 unit");

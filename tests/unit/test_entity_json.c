@@ -94,7 +94,7 @@ static int same_props(const struct entity *a, const struct entity *b)
     return 1;
 }
 
-/* The SPEC 5.1 request body plus a few extra values. */
+/* An entity body of every type (doc/protocol.md, Request bodies) plus a few extra values. */
 static const char SAMPLE[] =
     "{\"PartitionKey\":\"2024\",\n \"RowKey\":\"0001\",\n \"Total\":12.5,\n \"Qty\":3,\n"
     " \"Sku@odata.type\":\"Edm.Int64\",\"Sku\":\"9007199254740993\",\n"
@@ -109,7 +109,7 @@ static const char SAMPLE[] =
 static void test_parse_sample(void)
 {
     struct entity e;
-    TEST_EQ_INT(parse(SAMPLE, &e), TERR_NONE, "SPEC 5.1 sample parses");
+    TEST_EQ_INT(parse(SAMPLE, &e), TERR_NONE, "sample body of every type parses");
     TEST_EQ_STR(e.pk, "2024", "PartitionKey");
     TEST_EQ_STR(e.rk, "0001", "RowKey");
     TEST_EQ_INT(e.pk_len + e.rk_len, 8, "key lengths");
@@ -406,7 +406,7 @@ static void test_parse_errors(void)
         { "{\"PartitionKey\":\"a\",\"RowKey\":\"\\u0085\"}", TERR_OutOfRangeInput, "key with U+0085" },
         { "{\"PartitionKey\":\"\\u009f\",\"RowKey\":\"b\"}", TERR_OutOfRangeInput, "key with U+009F" },
         /* OutOfRangeInput is the service's answer for a forbidden key
-         * character in a body (SPEC 4.5 corrected; it was InvalidInput). */
+         * character in a body (doc/protocol.md, Key values; it was InvalidInput). */
         { "{\"PartitionKey\":\"a\",\"RowKey\":\"\\u001f\"}", TERR_OutOfRangeInput, "key with U+001F" },
         { "{\"PartitionKey\":\"a\",\"RowKey\":\"\\u0080\"}", TERR_OutOfRangeInput, "key with U+0080" },
         { "{\"PartitionKey\":\"a\\r\\n\",\"RowKey\":\"b\"}", TERR_OutOfRangeInput, "key with CR LF" },
@@ -633,7 +633,7 @@ static void test_limits(void)
         buf_puts(&b, "\"}");
         enum terr r = parse_buf(&b, &e);
         if (extra == 0) {
-            TEST_EQ_INT(r, TERR_NONE, "entity of exactly 1 MiB (SPEC 4.12) accepted");
+            TEST_EQ_INT(r, TERR_NONE, "entity of exactly 1 MiB by the size estimate accepted");
             TEST_EQ_INT(entity_size(&e), 1048576, "its size is 1048576");
         } else {
             TEST_EQ_INT(r, TERR_EntityTooLarge, "entity of 1 MiB + 2 rejected");
@@ -1043,7 +1043,7 @@ static void test_etag(void)
     char out[64];
     int64_t t = ticks_of("2022-02-01T20:52:35.2732889Z"), got = 0;
     size_t n = entity_etag(t, out);
-    TEST_EQ_STR(out, "W/\"datetime'2022-02-01T20%3A52%3A35.2732889Z'\"", "ETag text (SPEC 4.10)");
+    TEST_EQ_STR(out, "W/\"datetime'2022-02-01T20%3A52%3A35.2732889Z'\"", "ETag text from the Timestamp");
     TEST_EQ_INT(n, strlen(out), "ETag length");
     TEST_EQ_INT(entity_etag_parse(out, n, &got), 0, "ETag parses back");
     TEST_EQ_INT(got, t, "same ticks");
@@ -1070,7 +1070,7 @@ static void test_etag(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         TEST_EQ_INT(entity_etag_parse(bad[i], strlen(bad[i]), &got), -1, bad[i]);
     /* Any weak ETag is well-formed (If-Match: 412 when stale); strong or
-     * unquoted values and lists are not (400; SPEC 7.3, Azurite#1229). */
+     * unquoted values and lists are not (400; doc/protocol.md, If-Match, Azurite#1229). */
     static const char *weak[] = {
         "W/\"wrong\"", "w/\"wrong\"", "W/\"\"", "W/\"datetime'junk'\"",
         "W/\"datetime'2022-02-01T20%3A52%3A35.2732889Z'\"", "W/\"a\\\"b\"",

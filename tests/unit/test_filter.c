@@ -1,4 +1,4 @@
-/* test_filter.c - $filter lexer, parser, evaluator and planner (SPEC 6). */
+/* test_filter.c - $filter lexer, parser, evaluator and planner (doc/protocol.md, Queries). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,7 +345,7 @@ static void test_errors(void)
     check_syntax("T eq time'12:00'", 9);    /* unknown prefix: word then string */
 
     /* Grammar. */
-    check_syntax("Qty eq", 6);                /* SPEC 6.6 last row */
+    check_syntax("Qty eq", 6);                /* last row of doc/protocol.md, Filter examples */
     check_syntax("a eq 1 eq 2", 7);           /* 165 non-associative */
     check_syntax("", 0);
     check_syntax("   ", 3);
@@ -702,7 +702,7 @@ static void test_strcmp16(void)
     TEST_CHECK(filter_strcmp16("\xff", 1, "\xfe", 1) > 0, "invalid bytes compare as bytes");
 }
 
-/* SPEC 6.5 numeric widening: literal type x property type. */
+/* Numeric widening (doc/protocol.md, Filter evaluation): literal type x property type. */
 static void test_widening(void)
 {
     struct ent i32, i64, dbl;
@@ -867,7 +867,7 @@ static void test_logic(void)
     TEST_CHECK(f && f->root->kind == FN_AND && f->root->nkids == 3, "and chain is one node");
 }
 
-/* SPEC 6.6: the three entities of table orders and each filter's rows. */
+/* doc/protocol.md, Filter examples: the three entities of table orders and each filter's rows. */
 static void test_spec_examples(void)
 {
     static struct ent rows[3];
@@ -908,7 +908,7 @@ static void test_spec_examples(void)
         {"Timestamp ge datetime'2000-01-01T00:00:00Z'", "a/1 a/2 b/1"},
         {"Qty eq 'x'", ""},
         {"(PartitionKey eq 'a' or PartitionKey eq 'b') and Active eq true", "a/1 b/1"},
-        /* 17.8 extras */
+        /* more cases */
         {"3 lt Qty", "a/2"},
         {"Sku eq 10L", "a/1"},
         {"Sku eq 10.0", ""},
@@ -938,7 +938,7 @@ static void test_spec_examples(void)
                     strcat(got, rows[r].e.rk);
                 }
         }
-        snprintf(what, sizeof what, "SPEC 6.6: %s", table[i].filter);
+        snprintf(what, sizeof what, "filter example: %s", table[i].filter);
         TEST_EQ_STR(got, table[i].rows, what);
     }
     check_code("Qty eq Total", TERR_NotImplemented);
@@ -973,7 +973,7 @@ static void test_tables(void)
     TEST_EQ_INT(filter_match_table(f, "b", 1), 1, "tables: not");
     TEST_EQ_INT(filter_match(f, NULL), 0, "tables filter never matches entities");
 
-    /* SPEC 6.8 / 17.8 #206: other properties -> empty result. */
+    /* doc/protocol.md, Filtering tables: other properties -> empty result. */
     f = compile_t("Name eq 'orders'", FILTER_TABLES);
     TEST_CHECK(f != NULL, "tables: other property compiles");
     TEST_EQ_INT(filter_match_table(f, "orders", 6), 0, "tables: other property never matches");

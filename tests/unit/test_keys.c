@@ -63,7 +63,7 @@ static int to_utf16(const struct skey *k, uint16_t *out)
     return n;
 }
 
-/* Ordinal UTF-16 comparison, the service's rule (SPEC 4.11). */
+/* Ordinal UTF-16 comparison, the service's rule (doc/protocol.md, String order). */
 static int cmp16(const struct skey *a, const struct skey *b)
 {
     uint16_t ua[2 * MAXCP], ub[2 * MAXCP];

@@ -1,6 +1,6 @@
-/* test_multipart.c - the $batch codec: parser tolerances (SPEC 8.3), the
- * examples of SPEC 8.2/8.7, malformed envelopes, limits, truncation, and
- * byte-exact responses (SPEC 8.6/8.7). */
+/* test_multipart.c - the $batch codec: parser tolerances (doc/protocol.md, Batch parser tolerance), the
+ * a changeset and a single query (doc/protocol.md, Query in a batch), malformed envelopes, limits, truncation, and
+ * byte-exact responses (doc/protocol.md, Batch responses; Query in a batch). */
 #include "codec/ctlscan.h"
 #include "codec/multipart.h"
 
@@ -60,7 +60,7 @@ static const char *body_of(const struct multipart_op *op)
 
 static const char *CT = "multipart/mixed; boundary=batch_7f1c2e";
 
-/* SPEC 8.2 concrete request (written with LF; crlf() makes it wire form). */
+/* A three-operation changeset (Batch request body; written with LF; crlf() makes it wire form). */
 static const char *EX82 =
     "--batch_7f1c2e\n"
     "Content-Type: multipart/mixed; boundary=changeset_91ab04\n"
@@ -97,7 +97,7 @@ static const char *EX82 =
     "--changeset_91ab04--\n"
     "--batch_7f1c2e--\n";
 
-/* SPEC 8.7 query request. */
+/* A batch holding one query (doc/protocol.md, Query in a batch). */
 static const char *EX87 =
     "--batch_ab12\n"
     "Content-Type: application/http\n"
@@ -108,7 +108,7 @@ static const char *EX87 =
     "\n"
     "--batch_ab12--\n";
 
-/* Checks the parse of the SPEC 8.2 example (either line ending). */
+/* Checks the parse of the changeset example above (either line ending). */
 static void check_ex82(const char *body, const char *label)
 {
     struct multipart_batch b;
@@ -957,7 +957,7 @@ static void test_write_success(void)
     buf_init(&out);
     multipart_write_changeset(&out, "6855a671-22eb-4f57-aac9-e4249f5fe499",
                               "d62db986-87c1-44e6-80ca-45aafe557be2", parts, 3);
-    TEST_EQ_STR(out.data, expect, "SPEC 8.6 success response, byte for byte");
+    TEST_EQ_STR(out.data, expect, "changeset success response, byte for byte");
     TEST_EQ_INT(out.len, strlen(expect), "success response length");
     buf_free(&out);
 
@@ -1110,7 +1110,7 @@ static void test_write_failure(void)
     buf_init(&out);
     multipart_write_changeset(&out, "fe2c3109-0555-4011-abe3-55d0c32a4ca2",
                               "a2395820-82ca-4a23-bd49-290bfa44f306", &part, 1);
-    TEST_EQ_STR(out.data, expect, "SPEC 8.6 failure response, byte for byte");
+    TEST_EQ_STR(out.data, expect, "changeset failure response, byte for byte");
     buf_free(&out);
     response_free(&resp);
 }
@@ -1147,7 +1147,7 @@ static void test_write_query(void)
     struct buf out;
     buf_init(&out);
     multipart_write_query(&out, "11111111-2222-4333-8444-555555555555", &part);
-    TEST_EQ_STR(out.data, expect, "SPEC 8.7 query response, byte for byte");
+    TEST_EQ_STR(out.data, expect, "single-query batch response, byte for byte");
     buf_free(&out);
 
     /* a 404 query answer with a Content-ID echo */

@@ -108,7 +108,7 @@ static void test_paths(void)
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t/extra"), TERR_InvalidUri,
                 "two segments");
     /* A raw '/' inside a key predicate is a syntax error of the key, as the
-     * service reports it (azure-storage-net#386, SPEC 4.5). */
+     * service reports it (azure-storage-net#386, doc/protocol.md, Key values). */
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a/b',RowKey='r')"),
                 TERR_InvalidInputQuerySyntax, "raw / inside a key predicate");
     TEST_EQ_INT(route(&c, &req, a, "127.0.0.1", "/devstoreaccount1/t(PartitionKey='a',RowKey='r')/x"),
@@ -125,7 +125,7 @@ static void test_paths(void)
 static void test_tokens(void)
 {
     struct arena *a = arena_new(4096);
-    TEST_EQ_STR(token_encode(a, "Smith", 5), "1!8!U21pdGg-", "SPEC 6.12 token example");
+    TEST_EQ_STR(token_encode(a, "Smith", 5), "1!8!U21pdGg-", "continuation token naming Smith");
     const char *k;
     size_t kl;
     TEST_EQ_INT(token_decode(a, "1!8!U21pdGg-", 12, &k, &kl), 0, "token decodes");

@@ -74,7 +74,7 @@ static void test_entity_path(void)
     const char *pk = "O'Neil \"A\"", *rk = "r 1-\xc3\xbc";
     url_entity_path(&b, "orders", pk, strlen(pk), rk, strlen(rk));
     TEST_EQ_STR(b.data, "orders(PartitionKey='O''Neil%20%22A%22',RowKey='r%201-%C3%BC')",
-                "SPEC 1.2.1 example");
+                "key with quote, blank, double quote and non-ASCII");
     buf_reset(&b);
     url_entity_path(&b, "t1", "", 0, "''", 2);
     TEST_EQ_STR(b.data, "t1(PartitionKey='',RowKey='''''')", "empty key and doubled quotes");
