@@ -243,13 +243,13 @@ static int sq_sync(struct backend_store *st, char *err, size_t errlen)
             return errno == ENOENT ? BACKEND_OK : BACKEND_IOERR;   /* nothing written yet */
         /* the log's directory entry is durable once, when first seen */
         int dfd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int bad = dfd < 0 || fsync(dfd) != 0;
+        int bad = dfd < 0 || fsync(dfd) != 0, why = errno;
         if (dfd >= 0)
             close(dfd);
         if (bad) {
             close(st->wal_fd);
             st->wal_fd = -1;
-            snprintf(err, errlen, "sqlite: fsync of %s failed: %s", st->dir, strerror(errno));
+            snprintf(err, errlen, "sqlite: fsync of %s failed: %s", st->dir, strerror(why));
             return BACKEND_IOERR;
         }
     }

@@ -19,6 +19,7 @@
  * it). Every check prints one TAP line; the last line is "N passed, M
  * failed", and the exit status is 0 only when nothing failed (1: a check
  * failed, 2: usage). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,22 @@ static int bc_usage_error(const char *what, const char *arg)
     fprintf(stderr, "tabled-backend-check: %s%s%s\n", what, arg ? ": " : "", arg ? arg : "");
     fprintf(stderr, "Run tabled-backend-check --help for the options.\n");
     return 2;
+}
+
+/* Makes dir and its missing parents (mkdir -p); 0 or -1 with errno. */
+static int bc_mkdirs(const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        if (mkdir(p, 0700) != 0 && errno != EEXIST)
+            return -1;
+        *s = '/';
+    }
+    return mkdir(p, 0700) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 /* Runs the model suite in dir (created by the plug-in's open). */
@@ -188,7 +205,12 @@ int main(int argc, char **argv)
     char suite_dir[4200], model_dir[4200];
     snprintf(suite_dir, sizeof suite_dir, "%s/suite", data);
     snprintf(model_dir, sizeof model_dir, "%s/model", data);
-    if ((mkdir(suite_dir, 0700) != 0 && access(suite_dir, W_OK) != 0)) {
+    if (bc_mkdirs(data) != 0) {
+        fprintf(stderr, "tabled-backend-check: cannot make %s: %s: give a writable --data DIR\n",
+                data, strerror(errno));
+        return 2;
+    }
+    if (mkdir(suite_dir, 0700) != 0 && access(suite_dir, W_OK) != 0) {
         fprintf(stderr, "tabled-backend-check: cannot make %s: give a writable --data DIR\n",
                 suite_dir);
         return 2;
