@@ -112,8 +112,8 @@ def main():
         if p.returncode:
             tap.diag(p.stderr.decode()[-3000:])
         want = {dirs["bindir"] + "/tabled", dirs["bindir"] + "/azurite-table",
-                dirs["bindir"] + "/azurite",
-                dirs["man1dir"] + "/tabled.1", dirs["man5dir"] + "/tabled.conf.5",
+                dirs["bindir"] + "/azurite", dirs["bindir"] + "/tabled-backend-check",
+                dirs["man1dir"] + "/tabled.1", dirs["man1dir"] + "/tabled-backend-check.1", dirs["man5dir"] + "/tabled.conf.5",
                 dirs["man1dir"] + "/azurite-table.1", dirs["man1dir"] + "/azurite.1",
                 dirs["tabledconfdir"] + "/tabled.conf",
                 dirs["tabledincludedir"] + "/backends/backend.h",

@@ -1,5 +1,5 @@
 /* backend_suite.h - helpers shared by the parts of the backend conformance
- * suite (test_backend.c: the checks every backend passes;
+ * suite (backend_suite.c: the checks every backend passes;
  * test_backend_v2.c: interface version 2 and deferred completion;
  * test_backend_durable.c: reopen, kill -9, disk-full and flat-file
  * recovery checks of the durable backends). */
@@ -20,9 +20,22 @@ extern int bt_durable;                  /* data survives close/reopen */
 extern const char *bt_backend_name;     /* name or plug-in path */
 extern const char *bt_section_cmd;      /* -s CMD: a shared store per section, or NULL */
 
+/* Runs every section against one backend: name is a built-in name or a
+   plug-in path, label names its checks. dir NULL: a fresh temporary
+   directory, removed afterwards. version: the interface version it must
+   have (0: any). durable: the data survives close and reopen (the reopen,
+   kill -9 and disk-full sections run). params: its options, or NULL.
+   Returns 0, or -1 when the backend could not even be found. */
+int bt_run_backend(const char *label, const char *name, int version, int durable,
+                   const char *const *params, const char *dir);
+/* Names the checks that follow "[label] ..." (outside bt_run_backend). */
+void bt_set_label(const char *label);
+/* Checks made so far through bt_check, and how many failed. */
+void bt_totals(int *n, int *failed);
+
 /* One TAP check, named with the label of the backend run ("[leveldb]
    point: get hit"). tap.h keeps its counters per file, so every part of
-   the suite reports through this one function of test_backend.c. */
+   the suite reports through this one function of backend_suite.c. */
 int bt_check(int ok, const char *file, int line, const char *what);
 #define BT_CHECK(cond, what) bt_check(!!(cond), __FILE__, __LINE__, (what))
 #define BT_EQ_INT(a, b, what)                                                          \
