@@ -22,7 +22,7 @@ static uint64_t ffidx_node_bytes(const struct ffidx_node *n)
 void ffidx_init(struct ffidx *ix, uint64_t seed)
 {
     memset(ix, 0, sizeof(*ix));
-    skl_init(&ix->sl, offsetof(struct ffidx_node, sk), seed);
+    skl_init(&ix->sl, offsetof(struct ffidx_node, sk), seed, 0);   /* gets come in random order */
 }
 
 /* Frees the linked nodes (the list's) and the queued ones (the bulk
@@ -191,8 +191,8 @@ static void ffidx_mkqsort(struct ffidx_bulk_ent *a, size_t n, size_t d, int budg
 }
 
 /* Sorts the queued writes and merges them into the list in one ascending
- * pass: the list's finger (the predecessors of the last key on every
- * level) moves forward, so each search costs about the log of the gap. */
+ * pass: the predecessors of the last key on every level (update[]) only
+ * move forward, so the merge costs O(queued + existing). */
 static void ffidx_bulk_merge(struct ffidx *ix)
 {
     size_t n = ix->nbulk;
@@ -206,6 +206,7 @@ static void ffidx_bulk_merge(struct ffidx *ix)
         budget += 2;
     ffidx_mkqsort(a, n, 0, budget * 4);
 
+    struct skl_node *update[SKL_MAX_HEIGHT] = {NULL};
     size_t i = 0;
     while (i < n) {
         /* the group of equal keys a[i..j); the highest seq wins */
@@ -216,13 +217,20 @@ static void ffidx_bulk_merge(struct ffidx *ix)
                 win = j;
             j++;
         }
-        /* ascending keys: the list's finger makes each search start where
-         * the last one ended */
+        /* ascending keys: each search starts from the last one's update[] */
         struct ffidx_node *w = a[win].node;
-        struct ffidx_node *old = (w->sk.flags & FFIDX_TOMB)
-                                     ? ffidx_remove(ix, ffidx_key(w), w->sk.klen)
-                                     : ffidx_put(ix, w);
-        ffidx_node_free(ix, old);
+        struct skl_node *old = skl_find_ge_from(&ix->sl, ffidx_key(w), w->sk.klen, update);
+        if (old && skl_node_cmp(old, ffidx_key(w), w->sk.klen) != 0)
+            old = NULL;
+        if (old) {
+            skl_unlink(&ix->sl, old, update, NULL);
+            ix->live_bytes -= ffidx_node_bytes(ffidx_of(old));
+            skl_node_free(&ix->sl, old);
+        }
+        if (!(w->sk.flags & FFIDX_TOMB)) {
+            skl_link(&ix->sl, &w->sk, update);
+            ix->live_bytes += ffidx_node_bytes(w);
+        }
         for (size_t k = i; k < j; k++)
             if (k != win || (w->sk.flags & FFIDX_TOMB))
                 ffidx_node_free(ix, a[k].node);

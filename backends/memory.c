@@ -95,7 +95,7 @@ static int mem_open(const struct backend_options *opt, struct backend_store **ou
         return BACKEND_NOMEM;
     }
     skl_init(&st->sl, offsetof(struct mem_node, sk),
-             0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)st);
+             0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)st, 1);
     *out = st;
     return BACKEND_OK;
 }

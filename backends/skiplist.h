@@ -55,12 +55,17 @@ struct skl {
     size_t count;               /* linked nodes */
     size_t node_off;            /* offset of struct skl_node in the owner's node */
     struct skl_cursor *cursors; /* registered cursors (intrusive list) */
-    /* The finger: the last node before the last key searched, linked or
-     * unlinked on every level below height (NULL meaning the head), valid
-     * while finger_ok; cleared by nothing else, as every unlink leaves the
-     * predecessors of the unlinked key, which are all still linked. */
-    struct skl_node *finger[SKL_MAX_HEIGHT];
+    /* The finger (when use_finger): the last node before the last key
+     * searched, linked or unlinked on every level below height (NULL
+     * meaning the head), valid while finger_ok. Every unlink leaves it on
+     * the predecessors of the unlinked key, which are all still linked. It
+     * pays where searches move a little forward (the memory backend's
+     * get-then-put of one key, a batch in one partition); for keys in
+     * random order (the flat-file index's gets) keeping it costs more
+     * than it saves, and ascending runs can use skl_find_ge_from(). */
+    int use_finger;
     int finger_ok;
+    struct skl_node *finger[SKL_MAX_HEIGHT];
 };
 
 /* The key bytes of n. */
@@ -83,12 +88,14 @@ static inline size_t skl_node_size(const struct skl *sl, const struct skl_node *
 }
 
 /* Starts an empty list whose owner's nodes hold their struct skl_node at
- * byte node_off; seed picks the node heights (0: a fixed seed). */
-static inline void skl_init(struct skl *sl, size_t node_off, uint64_t seed)
+ * byte node_off; seed picks the node heights (0: a fixed seed);
+ * use_finger: searches keep and start from the finger (see struct skl). */
+static inline void skl_init(struct skl *sl, size_t node_off, uint64_t seed, int use_finger)
 {
     memset(sl, 0, sizeof *sl);
     sl->height = 1;
     sl->node_off = node_off;
+    sl->use_finger = use_finger;
     sl->rng = seed ? seed : 0x9E3779B97F4A7C15ull;
 }
 
@@ -173,13 +180,14 @@ static inline int skl_node_cmp(const struct skl_node *n, const void *key, size_t
 
 /* Returns the first node with key >= key (NULL: none) and, when update is
  * not NULL, fills update[lvl] with the last node before it on every level
- * below height (NULL meaning the head); the finger then holds the same.
+ * below height (NULL meaning the head); with use_finger the finger then
+ * holds the same.
  *
  * Searches mostly move a little forward from the last one: the keys of a
- * batch in one partition, an insert after the get that checked it, a
- * sorted bulk load. When the finger's level-0 node still sorts before key,
- * so does every finger node (each lies at or before the one a level
- * below), and each is a valid place to start its level from. The search
+ * batch in one partition, an insert after the get that checked it. When
+ * the finger's level-0 node still sorts before key, so does every finger
+ * node (each lies at or before the one a level below), and each is a
+ * valid place to start its level from. The search
  * starts each level from the finger while no level above needed a step,
  * else from where the level above ended, as a plain search does. Either
  * way every start sorts before key, so the result is the same; only the
@@ -212,9 +220,28 @@ static inline struct skl_node *skl_find_ge(struct skl *sl, const void *key, size
         stop = n;
         update[lvl] = x;
     }
-    memcpy(sl->finger, update, (size_t)sl->height * sizeof *update);
-    sl->finger_ok = 1;
+    if (sl->use_finger) {
+        memcpy(sl->finger, update, (size_t)sl->height * sizeof *update);
+        sl->finger_ok = 1;
+    }
     return *skl_slot(sl, x, 0);
+}
+
+/* skl_find_ge() for keys given in ascending order, with the caller's
+ * finger: each level starts from update[lvl] (NULL meaning the head),
+ * which must sort before key (as the previous search's update[] does for
+ * a larger key, also after a link or unlink there); update then holds the
+ * new predecessors. A sorted run of n keys costs O(n + list size). */
+static inline struct skl_node *skl_find_ge_from(struct skl *sl, const void *key, size_t klen,
+                                                struct skl_node **update)
+{
+    for (int lvl = sl->height - 1; lvl >= 0; lvl--) {
+        struct skl_node *x = update[lvl], *n;
+        while ((n = *skl_slot(sl, x, lvl)) && skl_node_cmp(n, key, klen) < 0)
+            x = n;
+        update[lvl] = x;
+    }
+    return *skl_slot(sl, update[0], 0);
 }
 
 /* The node holding exactly key, or NULL. */
@@ -230,9 +257,9 @@ static inline struct skl_node *skl_seek(struct skl *sl, const void *key, size_t 
     return klen ? skl_find_ge(sl, key, klen, NULL) : sl->head[0];
 }
 
-/* Links n after the predecessors in update (from skl_find_ge() on its
- * key), raising the list height when needed; the finger then stands just
- * after n. Cannot fail. */
+/* Links n after the predecessors in update (from skl_find_ge() or
+ * skl_find_ge_from() on its key), raising the list height when needed;
+ * the finger (with use_finger) then stands just after n. Cannot fail. */
 static inline void skl_link(struct skl *sl, struct skl_node *n, struct skl_node **update)
 {
     for (int lvl = sl->height; lvl < n->height; lvl++)
@@ -244,16 +271,18 @@ static inline void skl_link(struct skl *sl, struct skl_node *n, struct skl_node 
         n->next[lvl] = *slot;
         *slot = n;
     }
-    for (int lvl = 0; lvl < sl->height; lvl++)
-        sl->finger[lvl] = lvl < n->height ? n : update[lvl];
-    sl->finger_ok = 1;
+    if (sl->use_finger) {
+        for (int lvl = 0; lvl < sl->height; lvl++)
+            sl->finger[lvl] = lvl < n->height ? n : update[lvl];
+        sl->finger_ok = 1;
+    }
     sl->count++;
 }
 
 /* Unlinks old, whose predecessors are in update (from skl_find_ge() on its
  * key), and moves the cursors that would return it next to repl (which
  * the caller links at once) or, when repl is NULL, to its successor. The
- * finger is left on the predecessors. Cannot fail. */
+ * finger (with use_finger) is left on the predecessors. Cannot fail. */
 static inline void skl_unlink(struct skl *sl, struct skl_node *old, struct skl_node **update,
                               struct skl_node *repl)
 {
@@ -267,8 +296,10 @@ static inline void skl_unlink(struct skl *sl, struct skl_node *old, struct skl_n
     for (struct skl_cursor *c = sl->cursors; c; c = c->next_c)
         if (c->next == old)
             c->next = repl ? repl : old->next[0];
-    memcpy(sl->finger, update, (size_t)sl->height * sizeof *update);
-    sl->finger_ok = 1;
+    if (sl->use_finger) {
+        memcpy(sl->finger, update, (size_t)sl->height * sizeof *update);
+        sl->finger_ok = 1;
+    }
     sl->count--;
 }
 

@@ -22,6 +22,7 @@
 
 #include "backends/bkey.h"
 #include "backends/skiplist.h"
+#include "core/rand.h"
 #include "tests/unit/tap.h"
 
 #define KEY_MAX 4
@@ -48,14 +49,10 @@ static struct mentry model[MODEL_MAX];
 static size_t nmodel;
 static uint64_t rng_state;
 
-/* xorshift64 for the test's own choices. */
+/* The test's own choices. */
 static uint64_t rnd(void)
 {
-    uint64_t x = rng_state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return rng_state = x;
+    return rand_xorshift64(&rng_state);
 }
 
 /* A random key: 0 to KEY_MAX bytes from an alphabet with 0x00 and bytes
@@ -166,10 +163,10 @@ struct mcur {
 };
 
 /* Random operations against the model; returns the number of failures. */
-static int random_ops(long ops, uint64_t seed)
+static int random_ops(long ops, uint64_t seed, int use_finger)
 {
     struct skl sl;
-    skl_init(&sl, offsetof(struct tnode, sk), seed);
+    skl_init(&sl, offsetof(struct tnode, sk), seed, use_finger);
     struct mcur cur[NCURSORS];
     memset(cur, 0, sizeof cur);
     nmodel = 0;
@@ -289,8 +286,8 @@ static int random_ops(long ops, uint64_t seed)
         fails++;
         TEST_CHECK(0, "the list's structure is sound at the end");
     }
-    printf("# seed %llu: %ld new keys, %ld replaced, %ld removed (%ld under a cursor), "
-           "%ld cursor steps, %zu keys left\n", (unsigned long long)seed, n_put, n_repl, n_rm,
+    printf("# seed %llu, finger %s: %ld new keys, %ld replaced, %ld removed (%ld under a cursor), "
+           "%ld cursor steps, %zu keys left\n", (unsigned long long)seed, use_finger ? "on" : "off", n_put, n_repl, n_rm,
            n_moved, n_step, nmodel);
     int still_open = -1;
     for (int c = 0; c < NCURSORS; c++)
@@ -308,12 +305,14 @@ static int random_ops(long ops, uint64_t seed)
     return fails;
 }
 
-/* An ascending run (as the flat-file bulk load does): every key lands and
- * the finger stays correct across a removal in the middle. */
+/* An ascending run (as the flat-file bulk load does, with
+ * skl_find_ge_from() and the caller's update[]): every key lands, also
+ * across removals in between. */
 static void test_ascending(void)
 {
     struct skl sl;
-    skl_init(&sl, offsetof(struct tnode, sk), 7);
+    skl_init(&sl, offsetof(struct tnode, sk), 7, 0);
+    struct skl_node *update[SKL_MAX_HEIGHT] = {NULL};
     int ok = 1;
     for (uint32_t i = 0; i < 5000; i++) {
         uint8_t k[4] = {(uint8_t)(i >> 24), (uint8_t)(i >> 16), (uint8_t)(i >> 8), (uint8_t)i};
@@ -323,13 +322,24 @@ static void test_ascending(void)
             break;
         }
         tnode_of(n)->val = i;
-        if (skl_put(&sl, n))
-            ok = 0;
-        if (i % 100 == 50) {            /* remove an earlier key, then go on */
-            uint8_t r[4] = {0, 0, (uint8_t)((i - 25) >> 8), (uint8_t)(i - 25)};
-            struct skl_node *old = skl_remove(&sl, r, sizeof r);
-            ok &= old != NULL;
-            skl_node_free(&sl, old);
+        struct skl_node *at = skl_find_ge_from(&sl, k, sizeof k, update);
+        if (at)
+            ok = 0;                     /* nothing sorts after the newest key */
+        skl_link(&sl, n, update);
+        if (i % 100 == 50) {            /* then a key of its own, removed */
+            uint8_t r[5] = {k[0], k[1], k[2], k[3], 0};
+            struct skl_node *t = skl_node_new(&sl, r, sizeof r, 0);
+            if (!t) {
+                ok = 0;
+                break;
+            }
+            tnode_of(t)->val = i;
+            at = skl_find_ge_from(&sl, r, sizeof r, update);
+            skl_link(&sl, t, update);
+            at = skl_find_ge_from(&sl, r, sizeof r, update);
+            ok &= at == t;
+            skl_unlink(&sl, t, update, NULL);
+            skl_node_free(&sl, t);
         }
     }
     uint32_t prev = 0, seen = 0;
@@ -338,8 +348,8 @@ static void test_ascending(void)
             ok = 0;
         prev = tnode_of(n)->val;
     }
-    TEST_CHECK(ok && seen == 5000 - 50 && sl.count == seen,
-               "an ascending run of puts with removals in between stays ordered");
+    TEST_CHECK(ok && seen == 5000 && sl.count == seen,
+               "an ascending run linked with skl_find_ge_from, with removals between, stays ordered");
     skl_free(&sl);
 }
 
@@ -352,7 +362,7 @@ int main(int argc, char **argv)
     test_ascending();
     int fails = 0;
     for (int run = 0; run < 4; run++)
-        fails += random_ops(ops / 4, seed + (uint64_t)run);
+        fails += random_ops(ops / 4, seed + (uint64_t)run, run % 2);   /* finger on and off */
     TEST_EQ_INT(fails, 0, "random puts, removes, finds, seeks and cursor steps match the model");
     return test_done();
 }
