@@ -95,7 +95,7 @@ static void copy_ranges(struct snap *s, const struct snap_range *r, size_t n)
         /* insertion sort: a few hundred tables at most, once */
         size_t j = i;
         while (j > 0 && bkey_cmp(s->r[s->by_lo[j - 1]].lo, s->r[s->by_lo[j - 1]].lo_len,
-                                s->r[i].lo, s->r[i].lo_len) > 0) {
+                                 s->r[i].lo, s->r[i].lo_len) > 0) {
             s->by_lo[j] = s->by_lo[j - 1];
             j--;
         }
