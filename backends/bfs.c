@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -107,67 +106,4 @@ int bfs_status(int e)
     if (e < 0)
         e = -e;
     return e == ENOSPC || e == EDQUOT ? BACKEND_FULL : BACKEND_IOERR;
-}
-
-/* The value of "name=value" in params, or NULL. */
-static const char *bfs_param(const char *const *params, const char *name)
-{
-    size_t n = strlen(name);
-    const char *found = NULL;
-    for (; params && *params; params++)
-        if (strncmp(*params, name, n) == 0 && (*params)[n] == '=')
-            found = *params + n + 1;        /* the last one wins */
-    return found;
-}
-
-int bfs_param_size(const char *const *params, const char *name, uint64_t min, uint64_t max,
-                   uint64_t *out)
-{
-    const char *v = bfs_param(params, name);
-    if (!v)
-        return 0;
-    if (*v < '0' || *v > '9')
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno)
-        return -1;
-    unsigned shift = 0;
-    if (*end == 'k' || *end == 'K')
-        shift = 10;
-    else if (*end == 'm' || *end == 'M')
-        shift = 20;
-    else if (*end == 'g' || *end == 'G')
-        shift = 30;
-    if (shift) {
-        end++;
-        if (*end == 'i' || *end == 'B' || *end == 'b')
-            end += (*end == 'i' && (end[1] == 'B' || end[1] == 'b')) ? 2 : 1;
-        if (x > (UINT64_MAX >> shift))
-            return -1;
-        x <<= shift;
-    }
-    if (*end || x < min || x > max)
-        return -1;
-    *out = x;
-    return 1;
-}
-
-int bfs_param_bool(const char *const *params, const char *name, int *out)
-{
-    const char *v = bfs_param(params, name);
-    if (!v)
-        return 0;
-    if (!strcasecmp(v, "on") || !strcasecmp(v, "1") || !strcasecmp(v, "yes") ||
-        !strcasecmp(v, "true")) {
-        *out = 1;
-        return 1;
-    }
-    if (!strcasecmp(v, "off") || !strcasecmp(v, "0") || !strcasecmp(v, "no") ||
-        !strcasecmp(v, "false")) {
-        *out = 0;
-        return 1;
-    }
-    return -1;
 }

@@ -1,6 +1,7 @@
 /* bfs.h - small file-system helpers shared by the durable backends: full
  * reads and writes at an offset, mkdir -p, directory fsync, the data
- * directory lock, "name=value" options and errno-to-status mapping. */
+ * directory lock and errno-to-status mapping. (Options are parsed by
+ * option rows: backends/bopts.h.) */
 #ifndef TABLED_BFS_H
 #define TABLED_BFS_H
 #include <stddef.h>
@@ -23,13 +24,5 @@ int bfs_lock(int dirfd, const char *name);
 /* BACKEND_FULL for ENOSPC/EDQUOT, else BACKEND_IOERR (e is a positive or
  * negative errno). */
 int bfs_status(int e);
-/* Finds "name=value" in a NULL-terminated params array and parses value as
- * a size with an optional K, M or G suffix (powers of 1024). Returns 0 and
- * leaves *out alone when the name is absent, 1 when set, -1 when the value
- * is malformed or outside [min, max]. */
-int bfs_param_size(const char *const *params, const char *name, uint64_t min, uint64_t max,
-                   uint64_t *out);
-/* Like bfs_param_size for on/off (also 1/0, yes/no, true/false). */
-int bfs_param_bool(const char *const *params, const char *name, int *out);
 
 #endif

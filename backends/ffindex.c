@@ -1,232 +1,85 @@
 /* ffindex.c - the flatfile backend's ordered in-memory index (see
- * ffindex.h): a skip list with p = 1/4, cursors that survive writes, and a
- * sort-then-link bulk load for start-up. */
+ * ffindex.h): the shared skip list (backends/skiplist.h) with the bytes
+ * each node stands for in the log, and a sort-then-link bulk load for
+ * start-up. */
 #include "backends/ffindex.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/rand.h"
 
 #define FFIDX_BULK_CHUNK ((size_t)1 << 22)  /* queued writes merged at once */
 #define FFIDX_SMALL_SORT 16                 /* insertion sort below this */
 
-int ffidx_cmp(const void *a, size_t alen, const void *b, size_t blen)
+/* Bytes a live node stands for in the log (for the garbage estimate). */
+static uint64_t ffidx_node_bytes(const struct ffidx_node *n)
 {
-    size_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c)
-        return c;
-    return alen < blen ? -1 : alen > blen ? 1 : 0;
+    return (uint64_t)n->sk.klen + n->vlen + FFIDX_ENTRY_OVERHEAD;
 }
 
-/* Compares node n's key with key. */
-static int ffidx_node_cmp(const struct ffidx_node *n, const void *key, size_t klen)
-{
-    return ffidx_cmp(ffidx_key(n), n->klen, key, klen);
-}
-
+/* An empty index; seed picks the node heights. */
 void ffidx_init(struct ffidx *ix, uint64_t seed)
 {
     memset(ix, 0, sizeof(*ix));
-    ix->height = 1;
-    ix->rng = seed ? seed : 0x9E3779B97F4A7C15ull;
+    skl_init(&ix->sl, offsetof(struct ffidx_node, sk), seed, 0);   /* gets come in random order */
 }
 
+/* Frees the linked nodes (the list's) and the queued ones (the bulk
+ * array's), and detaches the cursors. */
 void ffidx_free(struct ffidx *ix)
 {
-    for (struct ffidx_cursor *c = ix->cursors; c; c = c->next_c) {
-        c->attached = 0;
-        c->next = NULL;
-    }
-    ix->cursors = NULL;
-    struct ffidx_node *n = ix->head[0];
-    while (n) {
-        struct ffidx_node *next = n->next[0];
-        free(n);
-        n = next;
-    }
+    skl_free(&ix->sl);
     for (size_t i = 0; i < ix->nbulk; i++)
-        free(ix->bulk[i].node);
+        ffidx_node_free(ix, ix->bulk[i].node);
     free(ix->bulk);
-    memset(ix->head, 0, sizeof(ix->head));
     ix->bulk = NULL;
     ix->nbulk = ix->capbulk = 0;
-    ix->count = 0;
     ix->live_bytes = 0;
-    ix->height = 1;
 }
 
-/* Random node height: each extra level with probability 1/4. */
-static int ffidx_random_height(struct ffidx *ix)
-{
-    uint32_t r = (uint32_t)(rand_xorshift64(&ix->rng) >> 32);
-    int h = 1;
-    while (h < FFIDX_MAX_HEIGHT && (r & 3) == 0) {
-        h++;
-        r >>= 2;
-    }
-    return h;
-}
-
+/* A node with a copy of key and no value yet. */
 struct ffidx_node *ffidx_node_new(struct ffidx *ix, const void *key, size_t klen)
 {
-    int h = ffidx_random_height(ix);
-    struct ffidx_node *n = malloc(sizeof(*n) + (size_t)h * sizeof(n->next[0]) + klen);
+    struct ffidx_node *n = ffidx_of(skl_node_new(&ix->sl, key, klen, 0));
     if (!n)
         return NULL;
     n->loc[0] = n->loc[1] = 0;
     n->vlen = 0;
-    n->klen = (uint32_t)klen;
     n->cgen = 0;
-    n->height = (uint8_t)h;
-    n->flags = 0;
-    if (klen)
-        memcpy(ffidx_key(n), key, klen);
     return n;
 }
 
-/* Forward pointer slot at level lvl after x (x NULL: the head). */
-static struct ffidx_node **ffidx_slot(struct ffidx *ix, struct ffidx_node *x, int lvl)
+/* Frees an unlinked node: its one block. */
+void ffidx_node_free(struct ffidx *ix, struct ffidx_node *n)
 {
-    return x ? &x->next[lvl] : &ix->head[lvl];
+    if (n)
+        skl_node_free(&ix->sl, &n->sk);
 }
 
-/* First node >= key; fills update[] with the predecessors on every level
- * in use when update is not NULL. */
-static struct ffidx_node *ffidx_search(struct ffidx *ix, const void *key, size_t klen,
-                                       struct ffidx_node **update)
-{
-    struct ffidx_node *x = NULL;
-    for (int lvl = ix->height - 1; lvl >= 0; lvl--) {
-        struct ffidx_node *n;
-        while ((n = *ffidx_slot(ix, x, lvl)) && ffidx_node_cmp(n, key, klen) < 0)
-            x = n;
-        if (update)
-            update[lvl] = x;
-    }
-    return *ffidx_slot(ix, x, 0);
-}
-
+/* Point lookup through the list (with its finger). */
 struct ffidx_node *ffidx_find(struct ffidx *ix, const void *key, size_t klen)
 {
-    struct ffidx_node *n = ffidx_search(ix, key, klen, NULL);
-    return n && ffidx_node_cmp(n, key, klen) == 0 ? n : NULL;
+    return ffidx_of(skl_find(&ix->sl, key, klen));
 }
 
-struct ffidx_node *ffidx_find_ge(struct ffidx *ix, const void *key, size_t klen)
-{
-    return klen ? ffidx_search(ix, key, klen, NULL) : ix->head[0];
-}
-
-/* Bytes a live node stands for in the log (for the garbage estimate). */
-static uint64_t ffidx_node_bytes(const struct ffidx_node *n)
-{
-    return (uint64_t)n->klen + n->vlen + FFIDX_ENTRY_OVERHEAD;
-}
-
-/* Links n after the predecessors in update[] (NULL = head), raising the
- * list height when needed. */
-static void ffidx_link(struct ffidx *ix, struct ffidx_node *n, struct ffidx_node **update)
-{
-    for (int lvl = ix->height; lvl < n->height; lvl++)
-        update[lvl] = NULL;
-    if (n->height > ix->height)
-        ix->height = n->height;
-    for (int lvl = 0; lvl < n->height; lvl++) {
-        struct ffidx_node **slot = ffidx_slot(ix, update[lvl], lvl);
-        n->next[lvl] = *slot;
-        *slot = n;
-    }
-    ix->count++;
-    ix->live_bytes += ffidx_node_bytes(n);
-}
-
-/* Unlinks old (whose predecessors are in update[]) and moves the cursors
- * that would return it next to repl, or to its successor. */
-static void ffidx_unlink(struct ffidx *ix, struct ffidx_node *old, struct ffidx_node **update,
-                         struct ffidx_node *repl)
-{
-    for (int lvl = 0; lvl < old->height; lvl++) {
-        struct ffidx_node **slot = ffidx_slot(ix, update[lvl], lvl);
-        if (*slot == old)
-            *slot = old->next[lvl];
-    }
-    while (ix->height > 1 && ix->head[ix->height - 1] == NULL)
-        ix->height--;
-    for (struct ffidx_cursor *c = ix->cursors; c; c = c->next_c)
-        if (c->next == old)
-            c->next = repl ? repl : old->next[0];
-    ix->count--;
-    ix->live_bytes -= ffidx_node_bytes(old);
-}
-
+/* skl_put(), keeping live_bytes. */
 struct ffidx_node *ffidx_put(struct ffidx *ix, struct ffidx_node *n)
 {
-    struct ffidx_node *update[FFIDX_MAX_HEIGHT];
-    struct ffidx_node *old = ffidx_search(ix, ffidx_key(n), n->klen, update);
-    if (old && ffidx_node_cmp(old, ffidx_key(n), n->klen) != 0)
-        old = NULL;
-    if (old) {
-        /* Unlink first (update[] stays valid: old's predecessors are not
-         * old), then link n at the same place. */
-        for (int lvl = 0; lvl < old->height; lvl++) {
-            struct ffidx_node **slot = ffidx_slot(ix, update[lvl], lvl);
-            if (*slot == old)
-                *slot = old->next[lvl];
-        }
-        ix->count--;
+    struct ffidx_node *old = ffidx_of(skl_put(&ix->sl, &n->sk));
+    if (old)
         ix->live_bytes -= ffidx_node_bytes(old);
-        ffidx_link(ix, n, update);
-        while (ix->height > 1 && ix->head[ix->height - 1] == NULL)
-            ix->height--;
-        for (struct ffidx_cursor *c = ix->cursors; c; c = c->next_c)
-            if (c->next == old)
-                c->next = n;
-        return old;
-    }
-    ffidx_link(ix, n, update);
-    return NULL;
-}
-
-struct ffidx_node *ffidx_remove(struct ffidx *ix, const void *key, size_t klen)
-{
-    struct ffidx_node *update[FFIDX_MAX_HEIGHT];
-    struct ffidx_node *old = ffidx_search(ix, key, klen, update);
-    if (!old || ffidx_node_cmp(old, key, klen) != 0)
-        return NULL;
-    ffidx_unlink(ix, old, update, NULL);
+    ix->live_bytes += ffidx_node_bytes(n);
     return old;
 }
 
-void ffidx_cursor_open(struct ffidx *ix, struct ffidx_cursor *c, const void *start, size_t slen)
+/* skl_remove(), keeping live_bytes. */
+struct ffidx_node *ffidx_remove(struct ffidx *ix, const void *key, size_t klen)
 {
-    c->attached = 1;
-    c->next = ffidx_find_ge(ix, start, slen);
-    c->prev_c = NULL;
-    c->next_c = ix->cursors;
-    if (ix->cursors)
-        ix->cursors->prev_c = c;
-    ix->cursors = c;
-}
-
-void ffidx_cursor_seek(struct ffidx *ix, struct ffidx_cursor *c, const void *key, size_t klen)
-{
-    if (c->attached)
-        c->next = ffidx_find_ge(ix, key, klen);
-}
-
-void ffidx_cursor_close(struct ffidx *ix, struct ffidx_cursor *c)
-{
-    if (!c->attached)
-        return;
-    if (c->prev_c)
-        c->prev_c->next_c = c->next_c;
-    else
-        ix->cursors = c->next_c;
-    if (c->next_c)
-        c->next_c->prev_c = c->prev_c;
-    c->attached = 0;
+    struct ffidx_node *old = ffidx_of(skl_remove(&ix->sl, key, klen));
+    if (old)
+        ix->live_bytes -= ffidx_node_bytes(old);
+    return old;
 }
 
 /* ---- bulk load ---- */
@@ -237,7 +90,7 @@ static uint64_t ffidx_chunk(const struct ffidx_node *n, size_t d)
     const uint8_t *k = ffidx_key(n);
     uint64_t v = 0;
     for (size_t i = 0; i < 8; i++)
-        v = (v << 8) | (d + i < n->klen ? k[d + i] : 0);
+        v = (v << 8) | (d + i < n->sk.klen ? k[d + i] : 0);
     return v;
 }
 
@@ -246,7 +99,7 @@ static uint64_t ffidx_chunk(const struct ffidx_node *n, size_t d)
  * padding zeros are not bytes) sorts first. */
 static unsigned ffidx_rest(const struct ffidx_node *n, size_t d)
 {
-    size_t r = n->klen > d ? n->klen - d : 0;
+    size_t r = n->sk.klen > d ? n->sk.klen - d : 0;
     return r > 8 ? 9 : (unsigned)r;
 }
 
@@ -254,7 +107,7 @@ static unsigned ffidx_rest(const struct ffidx_node *n, size_t d)
 static int ffidx_ent_cmp(const void *pa, const void *pb)
 {
     const struct ffidx_bulk_ent *a = pa, *b = pb;
-    int c = ffidx_cmp(ffidx_key(a->node), a->node->klen, ffidx_key(b->node), b->node->klen);
+    int c = bkey_cmp(ffidx_key(a->node), a->node->sk.klen, ffidx_key(b->node), b->node->sk.klen);
     if (c)
         return c;
     return a->seq < b->seq ? -1 : a->seq > b->seq;
@@ -338,7 +191,7 @@ static void ffidx_mkqsort(struct ffidx_bulk_ent *a, size_t n, size_t d, int budg
 }
 
 /* Sorts the queued writes and merges them into the list in one ascending
- * pass: fingers (the predecessors of the last key on every level) only
+ * pass: the predecessors of the last key on every level (update[]) only
  * move forward, so the merge costs O(queued + existing). */
 static void ffidx_bulk_merge(struct ffidx *ix)
 {
@@ -353,37 +206,34 @@ static void ffidx_bulk_merge(struct ffidx *ix)
         budget += 2;
     ffidx_mkqsort(a, n, 0, budget * 4);
 
-    struct ffidx_node *update[FFIDX_MAX_HEIGHT] = {NULL};
+    struct skl_node *update[SKL_MAX_HEIGHT] = {NULL};
     size_t i = 0;
     while (i < n) {
         /* the group of equal keys a[i..j); the highest seq wins */
         size_t j = i + 1, win = i;
-        while (j < n && ffidx_cmp(ffidx_key(a[j].node), a[j].node->klen, ffidx_key(a[i].node),
-                                  a[i].node->klen) == 0) {
+        while (j < n && bkey_cmp(ffidx_key(a[j].node), a[j].node->sk.klen, ffidx_key(a[i].node),
+                                 a[i].node->sk.klen) == 0) {
             if (a[j].seq > a[win].seq)
                 win = j;
             j++;
         }
+        /* ascending keys: each search starts from the last one's update[] */
         struct ffidx_node *w = a[win].node;
-        const uint8_t *key = ffidx_key(w);
-        for (int lvl = ix->height - 1; lvl >= 0; lvl--) {
-            struct ffidx_node *x = update[lvl], *nx;
-            while ((nx = *ffidx_slot(ix, x, lvl)) && ffidx_node_cmp(nx, key, w->klen) < 0)
-                x = nx;
-            update[lvl] = x;
-        }
-        struct ffidx_node *old = *ffidx_slot(ix, update[0], 0);
-        if (old && ffidx_node_cmp(old, key, w->klen) != 0)
+        struct skl_node *old = skl_find_ge_from(&ix->sl, ffidx_key(w), w->sk.klen, update);
+        if (old && skl_node_cmp(old, ffidx_key(w), w->sk.klen) != 0)
             old = NULL;
         if (old) {
-            ffidx_unlink(ix, old, update, NULL);
-            free(old);
+            skl_unlink(&ix->sl, old, update, NULL);
+            ix->live_bytes -= ffidx_node_bytes(ffidx_of(old));
+            skl_node_free(&ix->sl, old);
         }
-        if (!(w->flags & FFIDX_TOMB))
-            ffidx_link(ix, w, update);
+        if (!(w->sk.flags & FFIDX_TOMB)) {
+            skl_link(&ix->sl, &w->sk, update);
+            ix->live_bytes += ffidx_node_bytes(w);
+        }
         for (size_t k = i; k < j; k++)
-            if (k != win || (w->flags & FFIDX_TOMB))
-                free(a[k].node);
+            if (k != win || (w->sk.flags & FFIDX_TOMB))
+                ffidx_node_free(ix, a[k].node);
         i = j;
     }
     ix->nbulk = 0;

@@ -134,7 +134,7 @@ struct ff_compaction {
     uint64_t end;                   /* its size */
     uint64_t kicked;                /* bytes already handed to writeback */
     uint64_t old_size;              /* live file size when it started */
-    struct ffidx_cursor cur;        /* the key-order walk */
+    struct skl_cursor cur;          /* the key-order walk */
 };
 
 struct backend_store {
@@ -182,7 +182,7 @@ struct backend_store {
 
 struct backend_iter {
     struct backend_store *st;
-    struct ffidx_cursor cur;
+    struct skl_cursor cur;
     uint8_t *buf;                   /* key then value of the last entry */
     size_t cap;
     uint8_t *win;                   /* read-ahead: log bytes [woff, woff+wlen) */
@@ -410,10 +410,10 @@ static int ff_replay(struct backend_store *st, const uint8_t *map, uint64_t off,
             n->vlen = vl;
             n->loc[0] = (uint64_t)(p - map) + kl;
         } else {
-            n->flags = FFIDX_TOMB;
+            n->sk.flags = FFIDX_TOMB;
         }
         if (ffidx_bulk_add(&st->ix, n) != 0) {
-            free(n);
+            ffidx_node_free(&st->ix, n);
             ff_err(err, errlen, "open: out of memory rebuilding the index");
             return BACKEND_NOMEM;
         }
@@ -539,7 +539,7 @@ static int ff_recover(struct backend_store *st, char *err, size_t errlen)
     st->durable_end = st->span_start = st->end;
     if (nrec > 0)
         ff_log(st, BACKEND_LOG_INFO, "opened: %llu records, %zu live keys, %llu bytes",
-               (unsigned long long)nrec, st->ix.count, (unsigned long long)st->end);
+               (unsigned long long)nrec, ffidx_count(&st->ix), (unsigned long long)st->end);
 out:
     munmap(map, size);
     return rc;
@@ -592,7 +592,7 @@ static void ff_free_store(struct backend_store *st)
 {
     bsync_free(st->syncer);         /* first: it may be syncing st->fd */
     for (size_t i = 0; i < st->nundo; i++)
-        free(st->undo[i].old);      /* the puts are in the index */
+        ffidx_node_free(&st->ix, st->undo[i].old);  /* the puts are in the index */
     free(st->undo);
     ffidx_free(&st->ix);
     if (st->fd >= 0)
@@ -771,7 +771,7 @@ static int ff_iter_open(struct backend_store *st, const void *start, size_t star
     it->end_len = keep;
     if (keep)
         memcpy(it->end, end, keep);
-    ffidx_cursor_open(&st->ix, &it->cur, start, start_len);
+    skl_cursor_open(&st->ix.sl, &it->cur, start, start_len);
     *out = it;
     return BACKEND_OK;
 }
@@ -781,7 +781,7 @@ static int ff_iter_seek(struct backend_iter *it, const void *key, size_t klen)
     if (!it || !backend_seek_ok(key, klen))
         return BACKEND_INVALID;
     if (it->cur.attached)
-        ffidx_cursor_seek(&it->st->ix, &it->cur, key, klen);
+        skl_cursor_seek(&it->st->ix.sl, &it->cur, key, klen);
     return BACKEND_OK;
 }
 
@@ -819,9 +819,9 @@ static int ff_iter_value(struct backend_iter *it, const struct ffidx_node *n, ui
         return ff_read_value(st, n, dst);
     /* how far the span of n and its successors goes */
     uint64_t lo = loc, hi = loc + n->vlen, used = n->vlen;
-    const struct ffidx_node *m = n->next[0];
-    for (unsigned k = 0; m && k < FF_WIN_NODES; k++, m = m->next[0]) {
-        if (it->has_end && ffidx_cmp(ffidx_key(m), m->klen, it->end, it->end_len) >= 0)
+    const struct ffidx_node *m = ffidx_next(n);
+    for (unsigned k = 0; m && k < FF_WIN_NODES; k++, m = ffidx_next(m)) {
+        if (it->has_end && bkey_cmp(ffidx_key(m), m->sk.klen, it->end, it->end_len) >= 0)
             break;
         uint64_t ml = m->loc[st->parity], mlo = ml < lo ? ml : lo;
         uint64_t mhi = ml + m->vlen > hi ? ml + m->vlen : hi;
@@ -854,25 +854,25 @@ static int ff_iter_next(struct backend_iter *it, const void **key, size_t *klen,
         return BACKEND_INVALID;
     if (!it->cur.attached)
         return 0;
-    struct ffidx_node *n = it->cur.next;
+    struct ffidx_node *n = ffidx_of(it->cur.next);
     if (!n)
         return 0;
-    if (it->has_end && ffidx_cmp(ffidx_key(n), n->klen, it->end, it->end_len) >= 0) {
+    if (it->has_end && bkey_cmp(ffidx_key(n), n->sk.klen, it->end, it->end_len) >= 0) {
         it->cur.next = NULL;
         return 0;
     }
-    if (ff_reserve(&it->buf, &it->cap, (size_t)n->klen + n->vlen + 1) != 0)
+    if (ff_reserve(&it->buf, &it->cap, (size_t)n->sk.klen + n->vlen + 1) != 0)
         return BACKEND_NOMEM;
-    memcpy(it->buf, ffidx_key(n), n->klen);
-    if (ff_iter_value(it, n, it->buf + n->klen) < 0)
+    memcpy(it->buf, ffidx_key(n), n->sk.klen);
+    if (ff_iter_value(it, n, it->buf + n->sk.klen) < 0)
         return BACKEND_IOERR;
-    it->cur.next = n->next[0];
+    it->cur.next = n->sk.next[0];
     if (key)
         *key = it->buf;
     if (klen)
-        *klen = n->klen;
+        *klen = n->sk.klen;
     if (val)
-        *val = it->buf + n->klen;
+        *val = it->buf + n->sk.klen;
     if (vlen)
         *vlen = n->vlen;
     return 1;
@@ -896,7 +896,7 @@ static void ff_iter_close(struct backend_iter *it)
     if (!it)
         return;
     if (it->cur.attached)
-        ffidx_cursor_close(&it->st->ix, &it->cur);
+        skl_cursor_close(&it->st->ix.sl, &it->cur);
     free(it->win);
     free(it->buf);
     free(it);
@@ -907,7 +907,7 @@ static void ff_iter_close(struct backend_iter *it)
 /* Bytes a node held by the journal stands for. */
 static uint64_t ff_node_size(const struct ffidx_node *n)
 {
-    return sizeof(*n) + (uint64_t)n->height * sizeof(n->next[0]) + n->klen;
+    return sizeof(*n) + (uint64_t)n->sk.height * sizeof(n->sk.next[0]) + n->sk.klen;
 }
 
 /* Room for n more journal entries (BATCH mode only keeps one). 0, or -1
@@ -940,7 +940,7 @@ static void ff_durable(struct backend_store *st, uint64_t upto)
         struct ffidx_node *old = st->undo[k].old;
         if (old) {
             st->undo_bytes -= ff_node_size(old);
-            free(old);
+            ffidx_node_free(&st->ix, old);
         }
         st->undo_bytes -= sizeof(struct ff_undo);
         k++;
@@ -966,8 +966,8 @@ static void ff_undo_all(struct backend_store *st)
         if (u->old)
             gone = ffidx_put(&st->ix, u->old);   /* the put's node, or NULL */
         else
-            gone = ffidx_remove(&st->ix, ffidx_key(u->put), u->put->klen);
-        free(gone);
+            gone = ffidx_remove(&st->ix, ffidx_key(u->put), u->put->sk.klen);
+        ffidx_node_free(&st->ix, gone);
     }
     st->undo_bytes = 0;
 }
@@ -1136,7 +1136,7 @@ static int ff_reset(struct backend_store *st, char *err, size_t errlen)
 static void ff_compact_abort(struct backend_store *st, const char *why, int e)
 {
     struct ff_compaction *c = st->cmp;
-    ffidx_cursor_close(&st->ix, &c->cur);
+    skl_cursor_close(&st->ix.sl, &c->cur);
     close(c->fd);
     unlinkat(st->dirfd, FF_TMP_NAME, 0);
     st->cmp = NULL;
@@ -1170,7 +1170,7 @@ static void ff_compact_maybe_start(struct backend_store *st)
     c->end = FF_HDR_SIZE;
     c->old_size = st->end;
     st->cgen++;
-    ffidx_cursor_open(&st->ix, &c->cur, NULL, 0);
+    skl_cursor_open(&st->ix.sl, &c->cur, NULL, 0);
     st->cmp = c;
     ff_log(st, BACKEND_LOG_INFO, "compaction started: log %llu bytes, live data about %llu",
            (unsigned long long)st->end, (unsigned long long)live);
@@ -1221,7 +1221,7 @@ static void ff_compact_finish(struct backend_store *st)
         ff_log(st, BACKEND_LOG_ERROR, "compaction: directory fsync failed (%s): writes are "
                "refused until it succeeds (tried about once a second)", strerror(-r));
     }
-    ffidx_cursor_close(&st->ix, &c->cur);
+    skl_cursor_close(&st->ix.sl, &c->cur);
     if (st->syncer)
         bsync_wait(st->syncer);     /* its job may use the old descriptor */
     close(st->fd);
@@ -1245,32 +1245,32 @@ static void ff_compact_step(struct backend_store *st)
     struct ff_compaction *c = st->cmp;
     size_t used = FF_REC_HDR + FF_PAYLOAD_HDR, n = 0;
     int other = st->parity ^ 1;
-    struct ffidx_node *x = c->cur.next;
+    struct ffidx_node *x = ffidx_of(c->cur.next);
     while (x && used < st->compact_step) {
         if (x->cgen != st->cgen) {
-            size_t need = used + FFIDX_ENTRY_OVERHEAD + x->klen + x->vlen;
+            size_t need = used + FFIDX_ENTRY_OVERHEAD + x->sk.klen + x->vlen;
             if (ff_reserve(&st->rec, &st->rec_cap, need) != 0 || ff_scratch(st, n + 1) != 0) {
                 ff_compact_abort(st, "out of memory", ENOMEM);
                 return;
             }
             uint8_t *p = st->rec + used;
             p[0] = FF_OP_PUT;
-            ff_put32(p + 1, x->klen);
+            ff_put32(p + 1, x->sk.klen);
             ff_put32(p + 5, x->vlen);
-            memcpy(p + FFIDX_ENTRY_OVERHEAD, ffidx_key(x), x->klen);
-            int r = ff_read_value(st, x, p + FFIDX_ENTRY_OVERHEAD + x->klen);
+            memcpy(p + FFIDX_ENTRY_OVERHEAD, ffidx_key(x), x->sk.klen);
+            int r = ff_read_value(st, x, p + FFIDX_ENTRY_OVERHEAD + x->sk.klen);
             if (r < 0) {
                 ff_compact_abort(st, "reading the live log", r);
                 return;
             }
             st->nodes[n] = x;
-            st->voff[n] = used + FFIDX_ENTRY_OVERHEAD + x->klen;
+            st->voff[n] = used + FFIDX_ENTRY_OVERHEAD + x->sk.klen;
             n++;
             used = need;
         }
-        x = x->next[0];
+        x = ffidx_next(x);
     }
-    c->cur.next = x;
+    c->cur.next = x ? &x->sk : NULL;
     if (n) {
         ff_put64(st->rec + FF_REC_HDR, st->epoch);
         ff_put32(st->rec + FF_REC_HDR + 8, (uint32_t)n);
@@ -1328,7 +1328,7 @@ static size_t ff_encode(struct backend_store *st, const struct backend_write *w,
             st->nodes[i] = ffidx_node_new(&st->ix, w[i].key, w[i].key_len);
             if (!st->nodes[i]) {
                 for (size_t j = 0; j < i; j++)
-                    free(st->nodes[j]);
+                    ffidx_node_free(&st->ix, st->nodes[j]);
                 return 0;
             }
             st->nodes[i]->vlen = (uint32_t)w[i].val_len;
@@ -1349,7 +1349,7 @@ static size_t ff_encode(struct backend_store *st, const struct backend_write *w,
 static void ff_drop_nodes(struct backend_store *st, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        free(st->nodes[i]);
+        ffidx_node_free(&st->ix, st->nodes[i]);
 }
 
 /* The expectation check's look-up (backend_probe_fn): the index, and the
@@ -1491,7 +1491,7 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
             call->removed += old != NULL;
         }
         if (!journal) {
-            free(old);
+            ffidx_node_free(&st->ix, old);
         } else if (old || w[i].op == BACKEND_PUT) {
             st->undo[st->nundo++] = (struct ff_undo){st->nodes[i], old, st->end + size};
             st->undo_bytes += sizeof(struct ff_undo) + (old ? ff_node_size(old) : 0);

@@ -122,6 +122,7 @@
 #include <unistd.h>
 
 #include "backends/backend.h"
+#include "backends/bkey.h"
 #include "backends/bfs.h"
 #include "backends/bopts.h"
 #include "backends/bsync.h"
@@ -214,15 +215,6 @@ static void ldb_log(const struct backend_store *st, enum backend_log_level lvl, 
 static int ldb_status(const char *e)
 {
     return e && (strstr(e, "No space left") || strstr(e, "quota")) ? BACKEND_FULL : BACKEND_IOERR;
-}
-
-static int ldb_cmp(const void *a, size_t alen, const void *b, size_t blen)
-{
-    size_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c)
-        return c;
-    return alen < blen ? -1 : alen > blen ? 1 : 0;
 }
 
 /* Parses the options into st->opt (and the cache and filter it owns). */
@@ -819,7 +811,7 @@ static int ldb_iter_next(struct backend_iter *it, const void **key, size_t *klen
     }
     size_t kl = 0, vl = 0;
     const char *k = leveldb_iter_key(it->it, &kl);
-    if (it->has_end && ldb_cmp(k, kl, it->bytes, it->end_len) >= 0)
+    if (it->has_end && bkey_cmp(k, kl, it->bytes, it->end_len) >= 0)
         return 0;
     const char *v = leveldb_iter_value(it->it, &vl);
     it->advance = 1;
@@ -882,7 +874,7 @@ struct ldb_cnt {
 static int ldb_cnt_cmp(const void *a, const void *b)
 {
     const struct ldb_cnt *x = a, *y = b;
-    int c = ldb_cmp(x->key, x->key_len, y->key, y->key_len);
+    int c = bkey_cmp(x->key, x->key_len, y->key, y->key_len);
     if (c)
         return c;
     return x->i < y->i ? -1 : x->i > y->i;
@@ -905,7 +897,7 @@ static int ldb_count(struct backend_store *st, const struct backend_write *w, si
     qsort(s, n, sizeof(*s), ldb_cnt_cmp);
     int rc = BACKEND_OK, exists = 0;
     for (size_t j = 0; j < n && rc == BACKEND_OK; j++) {
-        if (j == 0 || ldb_cmp(s[j].key, s[j].key_len, s[j - 1].key, s[j - 1].key_len) != 0) {
+        if (j == 0 || bkey_cmp(s[j].key, s[j].key_len, s[j - 1].key, s[j - 1].key_len) != 0) {
             uint64_t unused;
             rc = exists = ldb_probe(st, s[j].key, s[j].key_len, 0, &unused, call->err,
                                     sizeof call->err);

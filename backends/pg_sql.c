@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/bkey.h"
 #include "backends/pg.h"
 #include "backends/postgres.h"
 
@@ -445,8 +446,7 @@ static int pg_mget_cmp(const void *a, const void *b)
 {
     const struct backend_mget *x = *(const struct backend_mget *const *)a;
     const struct backend_mget *y = *(const struct backend_mget *const *)b;
-    int c = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len : y->key_len);
-    return c ? c : (x->key_len > y->key_len) - (x->key_len < y->key_len);
+    return bkey_cmp(x->key, x->key_len, y->key, y->key_len);
 }
 
 /* A get_multi's rows given to its keys (sorted, each row found by binary
@@ -539,13 +539,11 @@ struct pg_keyref {
     size_t len, i;
 };
 
-/* Orders pg_keyrefs by key bytes, then by write index. */
+/* Orders pg_keyrefs by key, then by write index. */
 static int pg_keyref_cmp(const void *a, const void *b)
 {
     const struct pg_keyref *x = a, *y = b;
-    if (x->len != y->len)
-        return x->len < y->len ? -1 : 1;
-    int c = memcmp(x->key, y->key, x->len);
+    int c = bkey_cmp(x->key, x->len, y->key, y->len);
     if (c)
         return c;
     return (x->i > y->i) - (x->i < y->i);
@@ -565,7 +563,7 @@ static int pg_first(struct pg_op *op)
         r[i] = (struct pg_keyref){ op->w[i].key, op->w[i].key_len, i };
     qsort(r, op->n, sizeof *r, pg_keyref_cmp);
     for (size_t j = 0; j < op->n; j++) {
-        int same = j && r[j - 1].len == r[j].len && !memcmp(r[j - 1].key, r[j].key, r[j].len);
+        int same = j && bkey_cmp(r[j - 1].key, r[j - 1].len, r[j].key, r[j].len) == 0;
         op->first[r[j].i] = same ? op->first[r[j - 1].i] : r[j].i;
     }
     free(r);

@@ -89,7 +89,9 @@
 #include <string.h>
 
 #include "backends/bfs.h"
+#include "backends/bkey.h"
 #include "backends/bopts.h"
+#include "backends/checks.h"
 #include "backends/pg.h"
 #include "backends/postgres.h"
 
@@ -108,8 +110,8 @@ static int pg_ret(struct backend_call *call, int rc)
 static int pg_get_v2_run(struct backend_store *st, const void *key, size_t key_len,
                          struct backend_call *call)
 {
-    if (!key_len || key_len > 65536) {
-        snprintf(call->err, sizeof call->err, "bad key length %zu", key_len);
+    if (!backend_key_ok(key, key_len)) {
+        snprintf(call->err, sizeof call->err, "get: empty, missing or oversized key");
         return BACKEND_INVALID;
     }
     struct pg_op *op = pg_op_new(st, OP_GET, call);
@@ -134,9 +136,9 @@ static int pg_get_multi_v2_run(struct backend_store *st, struct backend_mget *ke
                                struct backend_call *call)
 {
     for (size_t i = 0; i < n; i++) {
-        if (!keys[i].key_len || keys[i].key_len > 65536) {
-            snprintf(call->err, sizeof call->err, "bad key length %zu (key %zu)",
-                     keys[i].key_len, i);
+        if (!backend_key_ok(keys[i].key, keys[i].key_len)) {
+            snprintf(call->err, sizeof call->err,
+                     "get_multi: empty, missing or oversized key (key %zu)", i);
             return BACKEND_INVALID;
         }
         keys[i].status = BACKEND_NOTFOUND;
@@ -175,16 +177,10 @@ static int pg_apply_v2_run(struct backend_store *st, const struct backend_write 
         }
         return BACKEND_OK;
     }
-    for (size_t i = 0; i < n; i++) {
-        int bad = !w[i].key_len || w[i].key_len > 65536 ||
-                  (w[i].op != BACKEND_PUT && w[i].op != BACKEND_DELETE) ||
-                  (w[i].op == BACKEND_PUT && w[i].val_len > 8u * 1024 * 1024) ||
-                  (cond && (cond[i].expect < BACKEND_EXPECT_ANY ||
-                            cond[i].expect > BACKEND_EXPECT_VERSION));
-        if (bad) {
-            snprintf(call->err, sizeof call->err, "bad write %zu", i);
-            return BACKEND_INVALID;
-        }
+    const char *why = backend_check_writes(w, cond, n);
+    if (why) {
+        snprintf(call->err, sizeof call->err, "%s", why);
+        return BACKEND_INVALID;
     }
     struct pg_op *op = pg_op_new(st, OP_APPLY, call);
     if (!op)
@@ -233,18 +229,16 @@ static int pg_iter_setpos(struct backend_iter *it, const void *key, size_t len, 
     return 0;
 }
 
-/* Byte order of backend.h: memcmp, the shorter prefix first. */
-static int pg_keycmp(const void *a, size_t al, const void *b, size_t bl)
-{
-    int c = memcmp(a, b, al < bl ? al : bl);
-    return c ? c : (al > bl) - (al < bl);
-}
-
 /* iter_open: remembers the bounds; nothing is sent. */
 static int pg_iter_open(struct backend_store *st, const void *start, size_t start_len,
                         const void *end, size_t end_len, struct backend_iter **out,
                         char *err, size_t errlen)
 {
+    const char *why = backend_check_bounds(start, start_len, end, end_len);
+    if (!st || !out || why) {
+        pg_err(err, errlen, "%s", why ? why : "iter_open: no store or no output pointer");
+        return BACKEND_INVALID;
+    }
     struct backend_iter *it = calloc(1, sizeof *it);
     if (!it || !(it->start = pg_dup(start, start_len)) ||
         (end && !(it->end = pg_dup(end, end_len))) ||
@@ -269,9 +263,11 @@ static int pg_iter_open(struct backend_store *st, const void *start, size_t star
    cursor keeps its transaction, so its snapshot too). */
 static int pg_iter_seek(struct backend_iter *it, const void *key, size_t key_len)
 {
+    if (!it || !backend_seek_ok(key, key_len))
+        return BACKEND_INVALID;
     if (it->broken)
         return it->broken;
-    if (pg_keycmp(key, key_len, it->start, it->start_len) < 0) {
+    if (bkey_cmp(key, key_len, it->start, it->start_len) < 0) {
         key = it->start;
         key_len = it->start_len;
     }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/bkey.h"
 #include "core/buf.h"
 #include "core/errfmt.h"
 
@@ -51,14 +52,6 @@ struct snap {
     struct buf val;              /* a kept value read back */
     unsigned long long nkept, kept_bytes;
 };
-
-/* Byte order of keys: memcmp, a proper prefix first. */
-static int key_cmp(const void *a, size_t al, const void *b, size_t bl)
-{
-    size_t n = al < bl ? al : bl;
-    int c = n ? memcmp(a, b, n) : 0;
-    return c ? c : al < bl ? -1 : al > bl;
-}
 
 /* Records the first failure: the snap then only reports it. */
 static void snap_fail(struct snap *s, const char *fmt, const char *detail)
@@ -102,8 +95,8 @@ static void copy_ranges(struct snap *s, const struct snap_range *r, size_t n)
         }
         /* insertion sort: a few hundred tables at most, once */
         size_t j = i;
-        while (j > 0 && key_cmp(s->r[s->by_lo[j - 1]].lo, s->r[s->by_lo[j - 1]].lo_len,
-                                s->r[i].lo, s->r[i].lo_len) > 0) {
+        while (j > 0 && bkey_cmp(s->r[s->by_lo[j - 1]].lo, s->r[s->by_lo[j - 1]].lo_len,
+                                 s->r[i].lo, s->r[i].lo_len) > 0) {
             s->by_lo[j] = s->by_lo[j - 1];
             j--;
         }
@@ -115,7 +108,7 @@ static void copy_ranges(struct snap *s, const struct snap_range *r, size_t n)
 /* Whether key k lies below range r's upper bound. */
 static int below_hi(const struct snap_range *r, const void *k, size_t kl)
 {
-    return !r->hi || key_cmp(k, kl, r->hi, r->hi_len) < 0;
+    return !r->hi || bkey_cmp(k, kl, r->hi, r->hi_len) < 0;
 }
 
 /* The range holding key k, or -1. */
@@ -125,7 +118,7 @@ static long range_of(const struct snap *s, const void *k, size_t kl)
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const struct snap_range *r = &s->r[s->by_lo[mid]];
-        if (key_cmp(r->lo, r->lo_len, k, kl) <= 0)
+        if (bkey_cmp(r->lo, r->lo_len, k, kl) <= 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -147,7 +140,7 @@ static int ahead(const struct snap *s, const void *k, size_t kl)
         return 1;
     if ((size_t)i < s->cur)
         return 0;
-    return !s->has_pos || key_cmp(k, kl, s->pos.data, s->pos.len) > 0;
+    return !s->has_pos || bkey_cmp(k, kl, s->pos.data, s->pos.len) > 0;
 }
 
 /* The store's state of key k now, through the probe cursor: 1 with the
@@ -161,7 +154,7 @@ static int probe(struct snap *s, const void *k, size_t kl, const void **v, size_
     int rc = kv_iter_next(s->probe, &gk, &gkl, v, vl);
     if (rc < 0)
         return rc;
-    return rc == 1 && key_cmp(gk, gkl, k, kl) == 0;
+    return rc == 1 && bkey_cmp(gk, gkl, k, kl) == 0;
 }
 
 /* The map's entry for k: 1 with its value, 0 when none, or a failure. */
@@ -461,7 +454,7 @@ int snap_next(struct snap *s, const void **key, size_t *key_len, const void **va
         struct snap_side *L = &s->live, *K = &s->kept;
         if (L->state == 2 && K->state == 2)
             return 0;
-        int c = L->state == 2 ? 1 : K->state == 2 ? -1 : key_cmp(L->k, L->kl, K->k, K->kl);
+        int c = L->state == 2 ? 1 : K->state == 2 ? -1 : bkey_cmp(L->k, L->kl, K->k, K->kl);
         if (c < 0) {
             /* unchanged since snap_open: from the store */
             L->state = 0;

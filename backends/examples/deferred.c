@@ -41,13 +41,14 @@
  * is outstanding, and iter_seek meanwhile, answer BACKEND_INVALID. open()
  * without backend_options.host answers BACKEND_INVALID: this backend needs
  * the server's event loop. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/backend.h"
-#include "backends/bfs.h"
+#include "backends/bopts.h"
 
 #define DFR_POISON 0xA5
 
@@ -111,14 +112,28 @@ static const struct {
     {"flatfile", &backend_flatfile_ops},
 };
 
-/* The value of "name=value" in params, or NULL. */
-static const char *dfr_param(const char *const *params, const char *name)
+/* This plug-in's own options, as rows (backends/bopts.h): parsed like a
+ * built-in backend's, the last one of a name winning. */
+struct dfr_conf {
+    char inner[16];
+    long long ms;
+};
+
+#define DFR_AT(f) .offset = offsetof(struct dfr_conf, f), .size = sizeof(((struct dfr_conf *)0)->f)
+static const struct opt dfr_rows[] = {
+    {.name = "deferred-inner", .type = OPT_STRING, DFR_AT(inner), .def = "leveldb",
+     .arg = "NAME", .help = "the backend that stores the data: leveldb, memory or flatfile"},
+    {.name = "deferred-ms", .type = OPT_INT, DFR_AT(ms), .min = 0, .max = 60000, .def = "1",
+     .arg = "MS", .help = "milliseconds from a call to its completion (0: the next loop turn)"},
+};
+
+static const struct bopt_desc dfr_opts = {
+    "deferred", dfr_rows, sizeof dfr_rows / sizeof dfr_rows[0], sizeof(struct dfr_conf)};
+
+/* 1 when param is one of this plug-in's options (a "deferred-" name). */
+static int dfr_own(const char *param)
 {
-    size_t n = strlen(name);
-    for (; params && *params; params++)
-        if (strncmp(*params, name, n) == 0 && (*params)[n] == '=')
-            return *params + n + 1;
-    return NULL;
+    return strncmp(param, "deferred-", 9) == 0;
 }
 
 /* Opens the inner store after checking the options and the host. */
@@ -136,38 +151,45 @@ static int dfr_open(const struct backend_options *opt, struct backend_store **ou
                  "lend");
         return BACKEND_INVALID;
     }
-    const char *name = dfr_param(opt->params, "deferred-inner");
-    const struct backend_ops *inner = NULL;
-    for (size_t i = 0; i < sizeof dfr_inners / sizeof dfr_inners[0]; i++)
-        if (!name || strcmp(name, dfr_inners[i].name) == 0) {
-            inner = dfr_inners[i].ops;
-            break;
-        }
-    uint64_t ms = 1;
-    if (!inner || bfs_param_size(opt->params, "deferred-ms", 0, 60000, &ms) < 0) {
-        snprintf(err, errlen, "deferred: bad deferred-inner (leveldb, memory or flatfile) or "
-                 "deferred-ms (0-60000) option");
-        return BACKEND_INVALID;
-    }
-    struct backend_store *st = calloc(1, sizeof(*st));
-    if (!st) {
-        snprintf(err, errlen, "deferred: out of memory");
-        return BACKEND_NOMEM;
-    }
-    /* The inner backend gets every option but this plug-in's own. */
+    /* This plug-in's options parsed by its rows; the inner backend gets
+     * every other one. */
     size_t n = 0;
     for (const char *const *p = opt->params; p && *p; p++)
         n++;
-    const char **rest = calloc(n + 1, sizeof *rest);
-    if (!rest) {
+    const char **own = calloc(n + 1, sizeof *own), **rest = calloc(n + 1, sizeof *rest);
+    struct backend_store *st = calloc(1, sizeof(*st));
+    if (!own || !rest || !st) {
+        free(own);
+        free(rest);
         free(st);
         snprintf(err, errlen, "deferred: out of memory");
         return BACKEND_NOMEM;
     }
-    n = 0;
-    for (const char *const *p = opt->params; p && *p; p++)
-        if (strncmp(*p, "deferred-", 9) != 0)
-            rest[n++] = *p;
+    size_t nown = 0, nrest = 0;
+    for (const char *const *p = opt->params; p && *p; p++) {
+        if (dfr_own(*p))
+            own[nown++] = *p;
+        else
+            rest[nrest++] = *p;
+    }
+    struct dfr_conf c;
+    char msg[512];
+    const struct backend_ops *inner = NULL;
+    int parsed = bopt_parse(&dfr_opts, own, &c, msg, sizeof msg);
+    free(own);
+    for (size_t i = 0; parsed == 0 && i < sizeof dfr_inners / sizeof dfr_inners[0]; i++)
+        if (strcmp(c.inner, dfr_inners[i].name) == 0)
+            inner = dfr_inners[i].ops;
+    if (!inner) {
+        free(rest);
+        free(st);
+        if (parsed < 0)
+            snprintf(err, errlen, "deferred: %s", msg);
+        else
+            snprintf(err, errlen, "deferred: unknown deferred-inner '%s' (leveldb, memory or "
+                     "flatfile)", c.inner);
+        return BACKEND_INVALID;
+    }
     struct backend_options iopt = *opt;
     iopt.params = rest;
     int rc = inner->open(&iopt, &st->inner, err, errlen);
@@ -178,7 +200,7 @@ static int dfr_open(const struct backend_options *opt, struct backend_store **ou
     }
     st->inner_ops = inner;
     st->host = h;
-    st->ms = (unsigned)ms;
+    st->ms = (unsigned)c.ms;
     *out = st;
     return BACKEND_OK;
 }

@@ -118,6 +118,8 @@ def main():
                 dirs["tabledconfdir"] + "/tabled.conf",
                 dirs["tabledincludedir"] + "/backends/backend.h",
                 dirs["tabledincludedir"] + "/backends/checks.h",
+                dirs["tabledincludedir"] + "/backends/bkey.h",
+                dirs["tabledincludedir"] + "/backends/skiplist.h",
                 dirs["pkgconfigdir"] + "/tabled-backend.pc",
                 dirs["docdir"] + "/README.md"}
         if dirs.get("systemdsystemunitdir"):

@@ -4,8 +4,8 @@
 1. #include "..." lines of every source and header, by folder:
      core/      core/ only (and the top-level config.h): the floor
      backends/  core/, backends/
-     store/     core/, backends/backend.h, backends/checks.h (the installed
-                interface headers), backends/registry.h (the built-in
+     store/     core/, backends/backend.h, backends/checks.h, backends/bkey.h
+                (installed interface headers), backends/registry.h (the built-in
                 memory backend for snapshots), store/
      auth/      core/, auth/
      guard/     core/, guard/ (throttling and fault rules: a peer of auth/)
@@ -81,6 +81,7 @@ def allowed(frm_module, frm_path, target):
         "backends": lambda: top in ("core", "backends"),
         "store": lambda: top in ("core", "store") or target in ("backends/backend.h",
                                                                 "backends/checks.h",
+                                                                "backends/bkey.h",
                                                                 "backends/registry.h"),
         "auth": lambda: top in ("core", "auth"),
         "guard": lambda: top in ("core", "guard"),
