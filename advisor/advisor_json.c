@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/jsonout.h"
 
 /* Partitions listed per table, busiest first. */
 #define JSON_PARTITIONS 20
@@ -36,28 +37,21 @@ static size_t utf8_char_len(const unsigned char *u, size_t n)
  * the document is always valid JSON for strict readers. */
 void advisor_json_string(struct buf *b, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
     buf_putc(b, '"');
+    size_t run = 0;   /* start of the well-formed bytes not yet written */
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x80) {
-            size_t len = utf8_char_len((const unsigned char *)s + i, n - i);
-            if (len) {
-                buf_append(b, s + i, len);
-                i += len - 1;
-            } else {
-                buf_puts(b, "\\ufffd");
-            }
-        } else if (c == '"' || c == '\\') {
-            buf_putc(b, '\\');
-            buf_putc(b, (char)c);
-        } else if (c < 0x20 || c == 0x7f) {
-            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            buf_append(b, e, 6);
-        } else {
-            buf_putc(b, (char)c);
+        if ((unsigned char)s[i] < 0x80)
+            continue;
+        size_t len = utf8_char_len((const unsigned char *)s + i, n - i);
+        if (len) {
+            i += len - 1;
+            continue;
         }
+        json_escape(b, s + run, i - run);   /* the escaper: core/jsonout.h */
+        buf_puts(b, "\\ufffd");
+        run = i + 1;
     }
+    json_escape(b, s + run, n - run);
     buf_putc(b, '"');
 }
 

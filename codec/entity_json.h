@@ -9,6 +9,7 @@
 #define TABLED_ENTITY_JSON_H
 #include <stddef.h>
 
+#include "core/jsonout.h"
 #include "core/arena.h"
 #include "core/buf.h"
 #include "store/entity.h"
@@ -85,8 +86,8 @@ int entity_json_write_value(struct buf *b, const char *pk, size_t pk_len, const 
                             size_t rk_len, const void *val, size_t val_len,
                             const struct entity_json_ctx *ctx);
 
-/* Appends s as a JSON string literal (quotes included, escapes per doc/protocol.md, JSON encoding). */
-void json_put_string(struct buf *b, const char *s, size_t n);
+/* json_put_string (a JSON string literal, quotes included, escapes per
+ * doc/protocol.md, JSON encoding) is core/jsonout.h's, included here. */
 
 /* ETag text W/"datetime'2024-06-03T10%3A00%3A00.1234567Z'" into out
  * (>= 64 bytes); returns its length (doc/protocol.md, Timestamp and ETag). */

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "core/errfmt.h"
+#include "core/jsonout.h"
 #include "core/rand.h"
 
 struct fault_set {
@@ -245,18 +246,7 @@ int fault_rule_check(const struct fault_rule *r, char *err, size_t errlen)
 /* Appends s as a JSON string. */
 static void json_str(struct buf *b, const char *s)
 {
-    buf_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            buf_putc(b, '\\');
-            buf_putc(b, (char)*p);
-        } else if (*p < 0x20) {
-            buf_printf(b, "\\u%04x", *p);
-        } else {
-            buf_putc(b, (char)*p);
-        }
-    }
-    buf_putc(b, '"');
+    json_put_string(b, s, strlen(s));
 }
 
 void fault_rule_json(const struct fault_rule *r, struct buf *b)
