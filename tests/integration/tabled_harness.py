@@ -918,6 +918,25 @@ if __name__ == "__main__":
     sys.exit(_relay_main(sys.argv[1:]))
 
 
+def clean_env(**extra):
+    """The environment without the calling make's job server and flags
+    (a test that runs make itself must not join make check's jobs), plus
+    extra."""
+    env = dict(os.environ)
+    for v in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "CFLAGS", "LDFLAGS"):
+        env.pop(v, None)
+    env.update(extra)
+    return env
+
+
+def run_make(*args, cwd=None, env=None, timeout=600):
+    """make -s -C DIR ARGS (DIR: the build tree, $TOP_BUILDDIR) in
+    clean_env(); the CompletedProcess, output captured."""
+    top = os.path.abspath(os.environ.get("TOP_BUILDDIR", "."))
+    return subprocess.run([os.environ.get("MAKE", "make"), "-s", "-C", cwd or top] + list(args),
+                          capture_output=True, env=env or clean_env(), timeout=timeout)
+
+
 def admin_port(srv):
     """The admin listener's port from srv's "Admin endpoint:" line."""
     for line in list(srv.stdout_lines):

@@ -56,20 +56,13 @@ try:
 except ImportError:
     BlobServiceClient = QueueServiceClient = None
 
-TOP_BUILDDIR = os.path.abspath(os.environ.get("TOP_BUILDDIR", "."))
-MAKE = os.environ.get("MAKE", "make")
 KW = dict(retry_total=0, connection_timeout=10, read_timeout=20)
 WAIT = 60  # generous bound on any start-up wait (the machine is shared)
 DEFAULT_PORTS = {"10000": "blob", "10001": "queue", "10002": "table"}
 SECRET = "sig=c2VjcmV0LXNpZ25hdHVyZQ%3D%3D"
 
 
-def make(*args):
-    env = dict(os.environ)
-    for v in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
-        env.pop(v, None)
-    return subprocess.run([MAKE, "-s", "-C", TOP_BUILDDIR] + list(args), capture_output=True,
-                          env=env, timeout=600)
+make = h.run_make
 
 
 def free_ports(n):

@@ -24,17 +24,10 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tabled_harness as h  # noqa: E402
 
-TOP_BUILDDIR = os.path.abspath(os.environ.get("TOP_BUILDDIR", "."))
 TOP_SRCDIR = os.path.abspath(os.environ.get("TOP_SRCDIR", "."))
-MAKE = os.environ.get("MAKE", "make")
 
 
-def make(*args):
-    env = dict(os.environ)
-    for v in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
-        env.pop(v, None)
-    return subprocess.run([MAKE, "-s", "-C", TOP_BUILDDIR] + list(args), capture_output=True,
-                          env=env, timeout=600)
+make = h.run_make
 
 
 def files_under(root):

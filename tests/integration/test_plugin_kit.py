@@ -28,21 +28,10 @@ import tabled_harness as h  # noqa: E402
 
 TOP_BUILDDIR = os.path.abspath(os.environ.get("TOP_BUILDDIR", "."))
 TOP_SRCDIR = os.path.abspath(os.environ.get("TOP_SRCDIR", "."))
-MAKE = os.environ.get("MAKE", "make")
 
 
-def clean_env(**extra):
-    """The environment without the calling make's job server and flags."""
-    env = dict(os.environ)
-    for v in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "CFLAGS", "LDFLAGS"):
-        env.pop(v, None)
-    env.update(extra)
-    return env
-
-
-def make(*args, cwd=TOP_BUILDDIR, env=None):
-    return subprocess.run([MAKE, "-s", "-C", cwd] + list(args), capture_output=True,
-                          env=env or clean_env(), timeout=600)
+clean_env = h.clean_env
+make = h.run_make
 
 
 def check(tap, argv, what):
