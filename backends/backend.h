@@ -1,4 +1,4 @@
-/* backend.h - the storage backend interface, version 3.
+/* backend.h - the storage backend interface, version 4.
  *
  * A backend is an ordered key/value store with atomic multi-key writes. It
  * stores opaque byte strings; it knows nothing of HTTP, JSON, tables or
@@ -40,6 +40,8 @@
  *   version 3  max_key_len, get_multi_v2 (struct backend_mget), sync_v2,
  *              compact_v2 (appended to version 2 after it was declared:
  *              they are read only from a vtable of version 3)
+ *   version 4  options (struct backend_option: the --backend-option rows
+ *              tabled checks and lists for the backend)
  *
  * Built-in backends are registered in backends/registry.c (registry.h,
  * private to tabled's build). A plug-in is a
@@ -101,9 +103,9 @@
 /* The newest interface version this header describes (and the default of
    .version for a backend built against it). */
 #ifndef TABLED_BACKEND_VERSION
-#define TABLED_BACKEND_VERSION 3
+#define TABLED_BACKEND_VERSION 4
 #endif
-#define TABLED_BACKEND_VERSION_MAX 3
+#define TABLED_BACKEND_VERSION_MAX 4
 #define TABLED_BACKEND_SYMBOL "tabled_backend_init"
 
 enum backend_status {
@@ -283,6 +285,28 @@ struct backend_options {
 
 struct backend_store;           /* one open database, opaque */
 struct backend_iter;            /* one ordered cursor, opaque */
+
+/* Version 4: one option a backend takes (--backend-option NAME=VALUE, or
+   backend-option = NAME=VALUE in a config file). tabled checks every
+   option given against the rows before open() (an unknown name, or a
+   value of the wrong kind or out of range, is refused with its name, and
+   tabled exits 2) and lists the rows in `tabled --backend PATH --help`.
+   open() still receives the NAME=VALUE strings in options->params and
+   parses them itself; the rows only describe them. */
+enum backend_option_kind {
+    BACKEND_OPTION_STRING = 0, /* any text (at most 255 bytes) */
+    BACKEND_OPTION_INT = 1,    /* a decimal integer in [min, max] */
+    BACKEND_OPTION_SIZE = 2,   /* a byte count > 0, K/M/G suffix allowed;
+                                  in [min, max] when max > 0 */
+    BACKEND_OPTION_BOOL = 3,   /* on|off (true/false, yes/no, 1/0) */
+};
+struct backend_option {
+    const char *name;          /* "cache-kb"; NULL ends the rows */
+    enum backend_option_kind kind;
+    long long min, max;        /* INT and SIZE: the accepted range */
+    const char *def;           /* the default, as text (for the list), or NULL */
+    const char *help;          /* one line: what it does */
+};
 
 struct backend_ops {
     /* The interface version this vtable was written for, 1 to
@@ -487,6 +511,14 @@ struct backend_ops {
        leaves it to its engine (postgres: autovacuum). (version 3) */
     int (*compact_v2)(struct backend_store *st, const void *lo, size_t lo_len,
                       const void *hi, size_t hi_len, struct backend_call *call);
+
+    /* ---- version 4 ---- */
+
+    /* The backend's options, ending with a row whose name is NULL (see
+       struct backend_option), or NULL: tabled then passes every option to
+       open() unchecked and the backend refuses what it does not know
+       (the built-in backends declare theirs inside tabled). (version 4) */
+    const struct backend_option *options;
 };
 
 /* backend_ops.caps bits (version 2). */

@@ -4,9 +4,9 @@
  * (name, kind, range, default, help) over its own settings struct. The
  * same rows parse the options in the backend's open, let tabled refuse an
  * unknown or out-of-range name before anything is opened (exit 2), and
- * print `tabled --backend NAME --help`. Plug-ins declare no rows (the
- * plug-in interface has no field for them): their options pass through
- * and the plug-in checks them. */
+ * print `tabled --backend NAME --help`. A plug-in of interface version 4
+ * declares its rows in its vtable (struct backend_option); bopt_for turns
+ * them into these. */
 #ifndef TABLED_BOPTS_H
 #define TABLED_BOPTS_H
 #include <stddef.h>
@@ -27,6 +27,11 @@ extern const struct bopt_desc backend_leveldb_opts, backend_flatfile_opts, backe
 /* The rows of the built-in backend named name, or NULL (a plug-in or an
  * unknown name). Defined in registry.c. */
 const struct bopt_desc *bopt_lookup(const char *name);
+/* The rows of backend ops: a built-in's, or a version-4 plug-in's own
+ * (struct backend_option); NULL when it declares none (its options then
+ * pass to open() unchecked). Defined in registry.c. */
+struct backend_ops;
+const struct bopt_desc *bopt_for(const struct backend_ops *ops);
 
 /* Fills obj (objsize bytes, zeroed here) with the rows' defaults, then
  * applies each "name=value" of params (NULL-terminated, may be NULL; the

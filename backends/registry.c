@@ -81,6 +81,80 @@ static const char *registry_check_ops(const struct backend_ops *ops)
 
 /* Loads a plug-in shared object and returns its checked vtable. The handle
  * is closed again only when the plug-in is rejected. */
+/* A plug-in's option rows (version 4), kept as core/options.h rows over
+ * a scratch object, each value checked in a slot of its own. tabled loads
+ * one plug-in: the rows of the last one asked for are kept for the life
+ * of the process. */
+#define REGISTRY_MAX_PLUGIN_OPTS 64
+#define REGISTRY_OPT_SLOT 256
+static struct opt registry_plugin_rows[REGISTRY_MAX_PLUGIN_OPTS];
+static struct bopt_desc registry_plugin_desc;
+static const struct backend_ops *registry_plugin_desc_of;
+
+/* The option rows a vtable may carry: only from version 4. */
+static const struct backend_option *registry_rows(const struct backend_ops *ops)
+{
+    return ops->version >= 4 ? ops->options : NULL;
+}
+
+/* -1 when ops's option rows are well formed (or absent), else the index
+ * of the first bad row. */
+static long registry_check_rows(const struct backend_ops *ops)
+{
+    const struct backend_option *r = registry_rows(ops);
+    for (long i = 0; r && r[i].name; i++) {
+        if (i >= REGISTRY_MAX_PLUGIN_OPTS || !r[i].name[0] || !r[i].help ||
+            (unsigned)r[i].kind > BACKEND_OPTION_BOOL || r[i].min > r[i].max)
+            return i;
+    }
+    return -1;
+}
+
+const struct bopt_desc *bopt_for(const struct backend_ops *ops)
+{
+    for (size_t i = 0; i < REGISTRY_NBUILTINS; i++)
+        if (registry_builtins[i].ops == ops)
+            return registry_builtins[i].opts;
+    const struct backend_option *r = registry_rows(ops);
+    if (!r || registry_check_rows(ops) >= 0)
+        return NULL;
+    if (registry_plugin_desc_of == ops)
+        return &registry_plugin_desc;
+    size_t n = 0;
+    for (; r[n].name; n++) {
+        struct opt *o = &registry_plugin_rows[n];
+        *o = (struct opt){.name = r[n].name, .offset = n * REGISTRY_OPT_SLOT,
+                          .min = r[n].min, .max = r[n].max, .def = r[n].def,
+                          .help = r[n].help};
+        switch (r[n].kind) {
+        case BACKEND_OPTION_STRING:
+            o->type = OPT_STRING;
+            o->size = REGISTRY_OPT_SLOT;
+            o->arg = "TEXT";
+            break;
+        case BACKEND_OPTION_INT:
+            o->type = OPT_INT;
+            o->size = sizeof(long long);
+            o->arg = "N";
+            break;
+        case BACKEND_OPTION_SIZE:
+            o->type = OPT_SIZE;
+            o->size = sizeof(size_t);
+            o->arg = "BYTES";
+            break;
+        case BACKEND_OPTION_BOOL:
+            o->type = OPT_BOOL;
+            o->size = sizeof(int);
+            o->arg = "on|off";
+            break;
+        }
+    }
+    registry_plugin_desc = (struct bopt_desc){ops->name, registry_plugin_rows, n,
+                                              n * REGISTRY_OPT_SLOT};
+    registry_plugin_desc_of = ops;
+    return &registry_plugin_desc;
+}
+
 static const struct backend_ops *registry_load_plugin(const char *path, char *err, size_t errlen)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -115,6 +189,14 @@ static const struct backend_ops *registry_load_plugin(const char *path, char *er
     const char *bad = registry_check_ops(ops);
     if (bad) {
         errfmt_set(err, errlen, "backend plug-in %s: vtable field '%s' is missing", path, bad);
+        dlclose(h);
+        return NULL;
+    }
+    long row = registry_check_rows(ops);
+    if (row >= 0) {
+        errfmt_set(err, errlen, "backend plug-in %s: option row %ld is malformed (it needs a "
+                   "name, a help text and a known kind, min <= max, and at most %d rows)",
+                   path, row, REGISTRY_MAX_PLUGIN_OPTS);
         dlclose(h);
         return NULL;
     }

@@ -493,8 +493,18 @@ static int main_backend_help(int argc, char **argv)
         return 1;
     }
     if (strchr(name, '/')) {
-        printf("%s is a plug-in: it checks its own --backend-option names (see its "
-               "documentation).\n", name);
+        char err[512];
+        const struct backend_ops *ops = backend_lookup(name, err, sizeof err);
+        if (!ops) {
+            fprintf(stderr, "tabled: %s\n", err);
+            return 2;
+        }
+        d = bopt_for(ops);
+        if (d)
+            bopt_usage(d, stdout);
+        else
+            printf("The plug-in %s declares no option rows: it checks its own "
+                   "--backend-option names (see its documentation).\n", name);
         return 1;
     }
     fprintf(stderr, "tabled: unknown backend '%s' (built in: memory, leveldb, flatfile%s)\n",
@@ -597,10 +607,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < cfg.nbackend_options; i++)
         bparams[i] = cfg.backend_options[i];
     bparams[cfg.nbackend_options] = NULL;
-    /* A built-in backend's options are checked against its rows before
-     * anything is opened: a wrong name or value is a usage error (exit 2).
-     * A plug-in checks its own in open. */
-    const struct bopt_desc *bdesc = bopt_lookup(ops->name);
+    /* A backend's options are checked against its rows before anything is
+     * opened: a wrong name or value is a usage error (exit 2). A plug-in
+     * that declares no rows checks its own in open. */
+    const struct bopt_desc *bdesc = bopt_for(ops);
     if (bdesc && bopt_check(bdesc, bparams, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", azurite ? "azurite-table" : "tabled", err);
         return 2;

@@ -532,8 +532,19 @@ static int sq_apply_v2(struct backend_store *st, const struct backend_write *w,
     return backend_call_end(call, status);
 }
 
+/* The option rows (interface version 4): tabled checks the name and the
+ * range before open() and lists them in `tabled --backend PATH --help`;
+ * sq_open still parses the value (and checks it again, for a server that
+ * reads no rows). */
+static const struct backend_option sq_option_rows[] = {
+    {"sqlite-cache-kb", BACKEND_OPTION_INT, 64, 16777216, "2000",
+     "SQLite's page cache per connection, in KiB"},
+    {NULL, 0, 0, 0, NULL, NULL},
+};
+
 static const struct backend_ops sq_ops = {
-    .version = TABLED_BACKEND_VERSION,
+    .version = 4,
+    .options = sq_option_rows,
     .name = "sqlite",
     .open = sq_open,
     .close = sq_close,

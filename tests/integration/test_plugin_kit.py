@@ -168,6 +168,25 @@ def main():
                 s.stop()
             tap.ok(os.path.exists(os.path.join(data, "tabled.sqlite")),
                    "[sqlite] the data lives in DATA/tabled.sqlite")
+            # its option rows (interface version 4): listed, and checked
+            # by tabled before the plug-in opens anything
+            tabled = os.environ["TABLED"]
+            p = subprocess.run([tabled, "--backend", sqlite, "--help"], capture_output=True,
+                               timeout=60)
+            out = p.stdout.decode()
+            tap.ok(p.returncode == 0 and "sqlite-cache-kb=N" in out and "64..16777216" in out,
+                   "[sqlite] tabled --backend PLUGIN --help lists its option rows", out)
+            for opt, name in (("sqlite-cache-k=100", "sqlite-cache-k"),
+                              ("sqlite-cache-kb=5", "sqlite-cache-kb"),
+                              ("sqlite-cache-kb=lots", "sqlite-cache-kb")):
+                fresh = os.path.join(tmp, "data-refused")
+                p = subprocess.run([tabled, "--backend", sqlite, "--data", fresh, "--port", "0",
+                                    "--backend-option", opt], capture_output=True, timeout=60)
+                err = p.stderr.decode()
+                tap.ok(p.returncode == 2 and "'%s'" % name in err and
+                       not os.path.exists(os.path.join(fresh, "tabled.sqlite")),
+                       "[sqlite] --backend-option %s is refused by tabled, naming the option, "
+                       "before the store is opened" % opt, err)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return tap.done()

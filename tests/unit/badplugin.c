@@ -14,6 +14,8 @@
  *   v2-no-open     version 2 without open
  *   v2-only        version 2 with get, iter_next and apply NULL and their
  *                  _v2 forms set: accepted
+ *   v4-bad-row     version 4 with an option row whose range is backwards
+ *   v4-rows        version 4 with two well-formed option rows: accepted
  *   v1-short       a complete version-1 vtable that ends where version 2's
  *                  fields begin, at the end of a page whose next page is
  *                  unreadable: accepted, and reading any v2 field faults
@@ -146,6 +148,21 @@ const struct backend_ops *tabled_backend_init(void)
         bad_ops.get = NULL;
         bad_ops.iter_next = NULL;
         bad_ops.apply = NULL;
+    } else if (!strcmp(c, "v4-bad-row")) {
+        static const struct backend_option backwards[] = {
+            {"bad-size", BACKEND_OPTION_SIZE, 100, 10, NULL, "min above max"},
+            {NULL, 0, 0, 0, NULL, NULL},
+        };
+        bad_ops.version = 4;
+        bad_ops.options = backwards;
+    } else if (!strcmp(c, "v4-rows")) {
+        static const struct backend_option rows[] = {
+            {"bad-text", BACKEND_OPTION_STRING, 0, 0, NULL, "any text"},
+            {"bad-on", BACKEND_OPTION_BOOL, 0, 0, "off", "a switch"},
+            {NULL, 0, 0, 0, NULL, NULL},
+        };
+        bad_ops.version = 4;
+        bad_ops.options = rows;
     } else if (!strcmp(c, "v1-short")) {
         return bad_short_v1();
     } else {

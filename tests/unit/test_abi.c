@@ -12,13 +12,17 @@
  *    writes, sync, and the version-3 questions (off-loop sync, compaction,
  *    key limit). Under AddressSanitizer any read past the vtable's end is
  *    an error; without it the answers still show the version-3 fields
- *    were not used. */
+ *    were not used.
+ * 3. A version-4 vtable's option rows are checked and listed as the
+ *    built-in backends' are (unknown name, range, kind refused, named);
+ *    a vtable of exactly version 3's size has none. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/bopts.h"
 #include "backends/registry.h"
 #include "store/kv.h"
 #include "tests/unit/tap.h"
@@ -43,6 +47,10 @@ static const struct pin pins[] = {
     /* version 3 */
     PIN(backend_ops, max_key_len, 120), PIN(backend_ops, get_multi_v2, 128),
     PIN(backend_ops, sync_v2, 136), PIN(backend_ops, compact_v2, 144),
+    /* version 4 */
+    PIN(backend_ops, options, 152),
+    PIN(backend_option, name, 0), PIN(backend_option, kind, 8), PIN(backend_option, min, 16),
+    PIN(backend_option, max, 24), PIN(backend_option, def, 32), PIN(backend_option, help, 40),
     /* the other shared structs */
     PIN(backend_options, data_dir, 0), PIN(backend_options, durability, 8),
     PIN(backend_options, params, 16), PIN(backend_options, log, 24),
@@ -62,7 +70,8 @@ static const struct pin pins[] = {
 };
 
 static const struct pin sizes[] = {
-    {"struct backend_ops (version 3)", sizeof(struct backend_ops), 152},
+    {"struct backend_ops (version 4)", sizeof(struct backend_ops), 160},
+    {"struct backend_option", sizeof(struct backend_option), 48},
     {"struct backend_options", sizeof(struct backend_options), 40},
     {"struct backend_write", sizeof(struct backend_write), 40},
     {"struct backend_cond", sizeof(struct backend_cond), 16},
@@ -71,8 +80,10 @@ static const struct pin sizes[] = {
     {"struct backend_host", sizeof(struct backend_host), 48},
 };
 
-/* Where version 2's part of the vtable ends: the first version-3 field. */
+/* Where version 2's part of the vtable ends: the first version-3 field;
+ * and version 3's: the first version-4 field. */
 #define V2_END offsetof(struct backend_ops, max_key_len)
+#define V3_END offsetof(struct backend_ops, options)
 
 static void test_layout(void)
 {
@@ -94,10 +105,11 @@ static void test_layout(void)
     TEST_CHECK(ok, "every shared struct has its pinned size");
     TEST_EQ_INT((int)offsetof(struct backend_ops, caps), 88, "version 1 ends at byte 88");
     TEST_EQ_INT((int)V2_END, 120, "version 2 ends at byte 120");
+    TEST_EQ_INT((int)V3_END, 152, "version 3 ends at byte 152");
 #else
     printf("ok 1 # SKIP the pinned offsets are those of x86-64\n");
 #endif
-    TEST_EQ_INT(TABLED_BACKEND_VERSION_MAX, 3, "the server reads versions 1 to 3");
+    TEST_EQ_INT(TABLED_BACKEND_VERSION_MAX, 4, "the server reads versions 1 to 4");
 }
 
 /* kv_get_multi's found callback: counts the keys found. */
@@ -166,9 +178,51 @@ static void test_v2_sized(void)
     free(buf);
 }
 
+/* A version-4 vtable's option rows become the checked and listed rows; a
+ * vtable of exactly version 3's size has none (its end is never read:
+ * ASan catches a read past the malloc'd bytes). */
+static void test_option_rows(void)
+{
+    static const struct backend_option rows[] = {
+        {"cache-kb", BACKEND_OPTION_INT, 0, 1048576, "2000", "the cache, in KiB"},
+        {"fast", BACKEND_OPTION_BOOL, 0, 0, "off", "skip the checks"},
+        {NULL, 0, 0, 0, NULL, NULL},
+    };
+    static struct backend_ops v4;
+    v4 = backend_memory_ops;
+    v4.version = 4;
+    v4.name = "rows";
+    v4.options = rows;
+    const struct bopt_desc *d = bopt_for(&v4);
+    TEST_CHECK(d && d->nrows == 2, "a version-4 vtable's two rows are its options");
+    char err[256] = "";
+    const char *good[] = {"cache-kb=512", "fast=on", NULL};
+    const char *unknown[] = {"cache-kb=512", "cachekb=1", NULL};
+    const char *range[] = {"cache-kb=-1", NULL};
+    const char *kind[] = {"fast=maybe", NULL};
+    TEST_EQ_INT(d ? bopt_check(d, good, err, sizeof err) : -2, 0, "known names in range pass");
+    TEST_CHECK(d && bopt_check(d, unknown, err, sizeof err) < 0 && strstr(err, "cachekb"),
+               "an unknown name is refused, named");
+    TEST_CHECK(d && bopt_check(d, range, err, sizeof err) < 0 && strstr(err, "cache-kb"),
+               "a value out of range is refused, named");
+    TEST_CHECK(d && bopt_check(d, kind, err, sizeof err) < 0 && strstr(err, "fast"),
+               "a value of the wrong kind is refused, named");
+
+    unsigned char *buf = malloc(V3_END);
+    if (!buf)
+        abort();
+    memcpy(buf, &v4, V3_END);
+    int three = 3;
+    memcpy(buf + offsetof(struct backend_ops, version), &three, sizeof three);
+    TEST_CHECK(bopt_for((const struct backend_ops *)(void *)buf) == NULL,
+               "a vtable of version 3's size declares no rows (the field is not read)");
+    free(buf);
+}
+
 int main(void)
 {
     test_layout();
     test_v2_sized();
+    test_option_rows();
     return test_done();
 }

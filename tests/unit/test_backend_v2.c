@@ -41,7 +41,11 @@ void test_registry_versions(const char *top)
         const char *what;
     } cases[] = {
         {"version0", "version 0", "registry: interface version 0 is refused"},
-        {"version3", "version 4", "registry: a version newer than the server's is refused"},
+        {"version3", "this server accepts 1 to",
+         "registry: a version newer than the server's is refused"},
+        {"v4-bad-row", "option row 0 is malformed",
+         "registry: a version-4 vtable with a malformed option row is refused"},
+        {"v4-rows", NULL, "registry: a version-4 vtable with option rows loads"},
         {"v1-no-get", "'get'", "registry: a version-1 vtable without get is refused"},
         {"v1-no-apply", "'apply'",
          "registry: a version-1 vtable without apply is refused (its v2 fields do not count)"},
