@@ -15,10 +15,23 @@ drift. For each binary:
           connection, batches of 100 ~1 KiB inserts (-m 20000: 200
           batches); the count minus that of a one-batch run, over 199.
 
-  instr_ab.py [--gets N] [--int] [--no-batch] BASE_BINARY NEW_BINARY
+  insert: --inserts N: N single ~1 KiB inserts (POST, each its own
+          RowKey) on one connection; the count minus that of a run with
+          none, over N.
+  page:   --pages N: 1,000 ~1 KiB entities inserted, then N GETs of the
+          whole table (one page of 1,000); the count minus that of a run
+          with no page GET, over N.
+  scan:   --scans N: the same 1,000 entities, then N filtered queries
+          (Data ne 'y', which every entity passes, so each returns the
+          page of 1,000 after testing the filter on each).
+
+  instr_ab.py [--gets N] [--int] [--no-batch] [--no-get] [--inserts N]
+              [--pages N] [--scans N] [--backend NAME] BASE_BINARY NEW_BINARY
 
 --int adds an Int32 property to the entity (as tests/bench/bench_get.py's
-has); --no-batch skips the $batch workload.
+has); --no-batch skips the $batch workload, --no-get the two GET ones;
+--backend runs the server on another backend (flatfile: durable, its data
+in a fresh directory; the $batch workload always uses memory).
 
 Prints both counts and NEW/BASE for each workload. Needs valgrind.
 TOP_BUILDDIR names the build tree (bench_batch)."""
@@ -83,6 +96,64 @@ def account_sas():
     return "?" + urllib.parse.urlencode(f + [("sig", sig)])
 
 
+def start(binary, tmp, out, sas=False, backend="memory"):
+    """The server under callgrind (writing out) and a connection to it."""
+    args = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, binary,
+            "--port", "0", "--backend", backend, "--auth", "on" if sas else "off",
+            "--log-level", "warn", "--access-log", "off"]
+    if backend != "memory":
+        data = tempfile.mkdtemp(prefix="data-", dir=tmp)
+        args += ["--data", data]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tmp,
+                         text=True)
+    port = None
+    for line in p.stdout:
+        m = re.search(r"127\.0\.0\.1:(\d+)", line)
+        if m:
+            port = int(m.group(1))
+            break
+    s = socket.create_connection(("127.0.0.1", port))
+    assert http(s, "POST", "/Tables", b'{"TableName":"bench"}') == 201
+    return p, s
+
+
+def stop(p, s, out):
+    """Closes the connection, stops the server; its instruction count."""
+    s.close()
+    p.send_signal(signal.SIGTERM)
+    p.wait()
+    return callgrind_total(out)
+
+
+def entity(row, with_int):
+    """The ~1 KiB entity body of RowKey row."""
+    ent = {"PartitionKey": "p", "RowKey": row, "Data": "x" * 1000}
+    if with_int:
+        ent["Qty"] = 3
+    return json.dumps(ent).encode()
+
+
+def inserts(binary, n, tmp, with_int=False, backend="memory"):
+    """Instructions of a server run that takes n single inserts."""
+    out = os.path.join(tmp, "insert-%d.out" % n)
+    p, s = start(binary, tmp, out, backend=backend)
+    for i in range(n):
+        assert http(s, "POST", "/bench", entity("r%06d" % i, with_int)) in (201, 204)
+    return stop(p, s, out)
+
+
+def pages(binary, n, tmp, with_int=False, backend="memory", query=""):
+    """Instructions of a server run that holds 1,000 entities and answers
+    n GETs of the whole table (query: a $filter to add)."""
+    out = os.path.join(tmp, "page-%d.out" % n)
+    p, s = start(binary, tmp, out, backend=backend)
+    for i in range(1000):
+        assert http(s, "POST", "/bench", entity("r%06d" % i, with_int)) in (201, 204)
+    for _ in range(n):
+        assert http(s, "GET", "/bench()" + query) == 200
+    return stop(p, s, out)
+
+
 def gets(binary, n, tmp, sas=False, with_int=False):
     """Instructions of a server run that answers n GETs (sas: with
     authentication on, each GET signed by an account SAS)."""
@@ -132,23 +203,43 @@ def main():
     ap.add_argument("--gets", type=int, default=2000)
     ap.add_argument("--int", action="store_true", help="an Int32 property in the entity")
     ap.add_argument("--no-batch", action="store_true", help="skip the $batch workload")
+    ap.add_argument("--no-get", action="store_true", help="skip the two GET workloads")
+    ap.add_argument("--inserts", type=int, default=0, help="single inserts (0: skip)")
+    ap.add_argument("--pages", type=int, default=0, help="GETs of a 1,000-entity page (0: skip)")
+    ap.add_argument("--scans", type=int, default=0,
+                    help="filtered queries over 1,000 entities (0: skip)")
+    ap.add_argument("--backend", default="memory", help="memory or flatfile (not $batch)")
     ap.add_argument("base")
     ap.add_argument("new")
     a = ap.parse_args()
+    flt = "?" + urllib.parse.urlencode({"$filter": "Data ne 'y'"})
     res = {}
     for label, binary in (("base", os.path.abspath(a.base)), ("new", os.path.abspath(a.new))):
+        r = {}
         with tempfile.TemporaryDirectory(prefix="instr-ab-") as tmp:
-            g = (gets(binary, a.gets, tmp, False, a.int) - gets(binary, 0, tmp, False, a.int)) / a.gets
-            sg = (gets(binary, a.gets, tmp, True, a.int) - gets(binary, 0, tmp, True, a.int)) / a.gets
-            b = 1.0 if a.no_batch else (batches(binary, 20000, tmp) - batches(binary, 100, tmp)) / 199
-        res[label] = (g, sg, b)
-        print("%-4s %s: %.0f instructions per point GET, %.0f per account-SAS point GET%s"
-              % (label, binary, g, sg,
-                 "" if a.no_batch else ", %.0f per $batch of 100 inserts" % b))
+            if not a.no_get:
+                r["point GET"] = (gets(binary, a.gets, tmp, False, a.int) -
+                                  gets(binary, 0, tmp, False, a.int)) / a.gets
+                r["SAS point GET"] = (gets(binary, a.gets, tmp, True, a.int) -
+                                      gets(binary, 0, tmp, True, a.int)) / a.gets
+            if not a.no_batch:
+                r["$batch of 100 inserts"] = (batches(binary, 20000, tmp) -
+                                              batches(binary, 100, tmp)) / 199
+            if a.inserts:
+                r["insert"] = (inserts(binary, a.inserts, tmp, a.int, a.backend) -
+                               inserts(binary, 0, tmp, a.int, a.backend)) / a.inserts
+            if a.pages:
+                r["page of 1,000"] = (pages(binary, a.pages, tmp, a.int, a.backend) -
+                                      pages(binary, 0, tmp, a.int, a.backend)) / a.pages
+            if a.scans:
+                r["filtered scan of 1,000"] = (pages(binary, a.scans, tmp, a.int, a.backend, flt) -
+                                               pages(binary, 0, tmp, a.int, a.backend, flt)) / a.scans
+        res[label] = r
+        print("%-4s %s: %s" % (label, binary,
+                               ", ".join("%.0f per %s" % (v, k) for k, v in r.items())))
         sys.stdout.flush()
-    print("new/base: point GET %.4f, SAS point GET %.4f%s"
-          % (res["new"][0] / res["base"][0], res["new"][1] / res["base"][1],
-             "" if a.no_batch else ", $batch %.4f" % (res["new"][2] / res["base"][2])))
+    print("new/base: " + ", ".join("%s %.4f" % (k, res["new"][k] / res["base"][k])
+                                   for k in res["new"]))
 
 
 if __name__ == "__main__":
