@@ -1,5 +1,10 @@
-/* heap.c - malloc settings for the heap, and giving freed memory back to
- * the kernel (see heap.h).
+/* heap.c - giving freed memory back to the kernel (see heap.h).
+ *
+ * malloc keeps glibc's own settings: thresholds of our own (32 MiB heap
+ * steps, trimming from 64 MiB, blocks from 16 MiB mmap'd) showed no gain
+ * in A/B runs of bench_batch (doc/performance.md, "Speed tricks and what
+ * they earn") and were removed, with the switch to glibc's defaults
+ * during a backend's compaction that they needed.
  *
  * Huge-page advice for the heap as it grew (MADV_HUGEPAGE and MADV_COLLAPSE
  * after every request) was removed: in A/B runs of `make bench-batch` it
@@ -11,10 +16,6 @@
 
 #include "core/heap.h"
 
-#define HEAP_TOP_PAD (32 << 20)                 /* the heap grows this much per brk() */
-#define HEAP_TRIM (64 << 20)                    /* free top given back from this size */
-#define HEAP_MMAP (16 << 20)                    /* blocks from this size get their own mmap */
-
 static size_t heap_freed_bytes;                 /* counted since the last give-back */
 
 #ifdef __SANITIZE_ADDRESS__
@@ -22,22 +23,6 @@ static size_t heap_freed_bytes;                 /* counted since the last give-b
  * quarantine this gives back (libasan; no header is needed). */
 void __sanitizer_purge_allocator(void);
 #endif
-
-/* Sets malloc's thresholds. */
-void heap_tune(void)
-{
-    mallopt(M_MMAP_THRESHOLD, HEAP_MMAP);
-    mallopt(M_TRIM_THRESHOLD, HEAP_TRIM);
-    mallopt(M_TOP_PAD, HEAP_TOP_PAD);
-}
-
-/* See heap.h: glibc's own defaults (DEFAULT_TRIM_THRESHOLD, DEFAULT_TOP_PAD)
- * while on. */
-void heap_trim_eager(int on)
-{
-    mallopt(M_TRIM_THRESHOLD, on ? 128 << 10 : HEAP_TRIM);
-    mallopt(M_TOP_PAD, on ? 128 << 10 : HEAP_TOP_PAD);
-}
 
 /* Adds to the count that makes a give-back worthwhile. */
 void heap_freed(size_t bytes)

@@ -1,12 +1,6 @@
-/* heap.h - how the process heap is kept: malloc settings, and giving
- * freed memory back to the kernel.
- *
- * A request's buffers are allocated and freed on every request, and the
- * in-memory store grows by about one entity's size for every insert, all on
- * glibc's main heap. malloc keeps its memory: buffers of a few MiB stay on
- * the heap (no fresh mmap each time), the heap grows 32 MiB at a time, and
- * its top is not given back to the kernel after each request, only once
- * 64 MiB are free there.
+/* heap.h - giving freed memory back to the kernel. malloc keeps glibc's
+ * own settings (its top is trimmed once 128 KiB are free there; larger
+ * blocks are mmap'd from a threshold glibc adapts).
  *
  * Free memory in the middle of the heap (a deleted table's entities, with
  * live blocks allocated after them) and in the arenas of other threads
@@ -23,19 +17,6 @@
 
 /* Bytes counted by heap_freed() before a give-back is worth its walk. */
 #define HEAP_GIVE_BACK_MIN ((size_t)32 << 20)
-
-/* Sets malloc's options; call once, first thing in main(). */
-void heap_tune(void);
-
-/* On (1) while a backend's compaction of deleted data runs on another
- * thread, off (0) after it. heap_give_back() cannot trim the free top of
- * another thread's arena (LevelDB's compaction thread's: malloc_trim
- * trims only the main heap's top); that thread's own frees trim it, but
- * only once it exceeds HEAP_TRIM, as large as such an arena gets. On,
- * the thresholds are glibc's defaults (128 KiB), so that the compaction
- * thread gives its buffers back as it frees them; for the main heap that
- * means a brk() more often for those seconds. */
-void heap_trim_eager(int on);
 
 /* Counts bytes just freed in bulk (or data deleted whose memory a library
  * frees: an estimate is enough). */

@@ -549,7 +549,6 @@ int main(int argc, char **argv)
         fflush(stdout);
         return bh == 1 ? 0 : 2;
     }
-    heap_tune();
     config_defaults(&cfg);
     int rc = config_parse_args(&cfg, argc, argv, err, sizeof err);
     if (rc == 1) {

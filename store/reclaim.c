@@ -70,7 +70,6 @@ static int buf_same(const struct buf *a, const struct buf *b)
  * (core/heap.h: an estimate), for one more give-back. */
 static void reclaim_ended(struct reclaim *r, int status)
 {
-    heap_trim_eager(0);
     if (status < 0)
         log_warn("reclaiming the space of deleted tables failed (left to the backend): %s",
                  r->call.err);
@@ -94,7 +93,6 @@ void reclaim_start(struct reclaim *r)
         r->call.done = reclaim_call_done;
         r->call.arg = r;
         r->busy_bytes = g->bytes;
-        heap_trim_eager(1);
         int rc = kv_compact_start(r->kv, g->lo.data, g->lo.len, g->hi.data, g->hi.len,
                                   &r->call);
         range_free(g);          /* the backend copied the bounds */
