@@ -90,7 +90,8 @@ int store_defers(const struct store *s)
     return kv_defers(s->kv);
 }
 
-struct backend_cond store_cond(struct store_expect e)
+/* A store expectation as the backend's (the same values: store.h). */
+static struct backend_cond store_cond(struct store_expect e)
 {
     return (struct backend_cond){(enum backend_expect)e.kind, e.version};
 }

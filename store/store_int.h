@@ -15,10 +15,4 @@
 int store_apply(struct store *s, int account, const struct backend_write *w,
                 const struct backend_cond *cond, size_t n, size_t *failed);
 
-/* A store expectation as the backend's. */
-struct backend_cond store_cond(struct store_expect e);
-
-/* The metrics the store keeps (NULL: none). */
-struct metrics *store_metrics(const struct store *s);
-
 #endif

@@ -49,7 +49,7 @@ COMPOSITION_ROOT = "server/main"
 # parts. The request pipeline writes only through store.h and catalog.h.
 STORE_INTERNAL = ("store/kv.h", "store/store_int.h", "store/purge.h", "store/reclaim.h",
                   "store/snap.h", "store/host.h")
-STORE_INTERNAL_CALLS = ("store_kv", "store_apply", "store_cond", "tables_load", "tables_read",
+STORE_INTERNAL_CALLS = ("store_kv", "store_apply", "tables_load", "tables_read",
                         "tables_read_with", "tables_claim_id", "tables_add", "tables_remove",
                         "tables_set_acl", "tables_next_id", "tables_find")
 
