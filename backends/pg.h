@@ -36,6 +36,16 @@ enum pgc_state {
     PGC_BUSY,           /* an op is running on it */
 };
 
+/* Why a connection attempt failed (pg_connect_why), as counted for the
+   metrics (postgres_pool_stats). */
+enum pg_why {
+    PG_WHY_UNREACHABLE, /* not running, not reachable, starting or stopping */
+    PG_WHY_NO_SLOT,     /* max_connections reached ("too many clients") */
+    PG_WHY_AUTH,        /* credentials or pg_hba.conf refused */
+    PG_WHY_OTHER,
+    PG_WHY_N
+};
+
 enum pg_kind { OP_GET, OP_MGET, OP_STEP, OP_APPLY, OP_ROLLBACK };
 
 /* Statements an apply sends (see pg_plan): every check first, then every
@@ -144,6 +154,9 @@ struct backend_store {
     int limit_logged;               /* pg_log_limited wrote a line at limit_at */
     long long limit_at;             /* its monotonic second */
     unsigned limit_suppressed;      /* lines left out since */
+    uint64_t waits;                 /* calls that found every connection
+                                       busy and queued */
+    uint64_t connect_failed[PG_WHY_N];  /* failed attempts, by cause */
     int depth;                      /* host callbacks on the stack */
     int closed;                     /* close() ran inside a callback */
 };
@@ -173,8 +186,10 @@ const char *pg_msg(const char *m, char *buf, size_t len);
 
 /* Classifies a failed connection attempt's libpq message (why) into buf:
    server not there, no free connection slot, credentials refused, or
-   other; names the server (pg may be NULL). Returns buf. */
-const char *pg_connect_why(PGconn *pg, const char *why, unsigned pool, char *buf, size_t len);
+   other; names the server (pg may be NULL). Stores the class in *kind
+   when kind is not NULL. Returns buf. */
+const char *pg_connect_why(PGconn *pg, const char *why, unsigned pool, char *buf, size_t len,
+                           enum pg_why *kind);
 
 /* libpq notice processor: notices (CREATE TABLE IF NOT EXISTS's
    "already exists, skipping") are not worth a log line. */

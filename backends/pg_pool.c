@@ -44,30 +44,38 @@ const char *pg_msg(const char *m, char *buf, size_t len)
 /* Classifies a failed connection attempt's libpq message (what a person
    can act on: the server is not there, it has no free slot, it refuses
    the credentials) into buf, naming the server; returns buf. */
-const char *pg_connect_why(PGconn *pg, const char *why, unsigned pool, char *buf, size_t len)
+const char *pg_connect_why(PGconn *pg, const char *why, unsigned pool, char *buf, size_t len,
+                           enum pg_why *kind)
 {
+    enum pg_why k = PG_WHY_OTHER;
     char m[200];
     pg_msg(why, m, sizeof m);
     const char *host = pg ? PQhost(pg) : NULL, *port = pg ? PQport(pg) : NULL;
     char at[160];
     snprintf(at, sizeof at, "%s:%s", host && *host ? host : "(default host)",
              port && *port ? port : "(default port)");
-    if (strstr(m, "too many clients") || strstr(m, "connection slots are reserved"))
+    if (strstr(m, "too many clients") || strstr(m, "connection slots are reserved")) {
+        k = PG_WHY_NO_SLOT;
         snprintf(buf, len, "PostgreSQL at %s has no free connection slot (%s): raise "
                  "max_connections on the server or lower pool-size (now %u) on the front ends "
                  "that share it", at, m, pool);
-    else if (strstr(m, "authentication failed") || strstr(m, "no pg_hba.conf entry") ||
-             strstr(m, "password") || (strstr(m, "role \"") && strstr(m, "does not exist")))
+    } else if (strstr(m, "authentication failed") || strstr(m, "no pg_hba.conf entry") ||
+               strstr(m, "password") || (strstr(m, "role \"") && strstr(m, "does not exist"))) {
+        k = PG_WHY_AUTH;
         snprintf(buf, len, "PostgreSQL at %s refuses the credentials (%s): check user and "
                  "password in conninfo and the server's pg_hba.conf", at, m);
-    else if (strstr(m, "Connection refused") || strstr(m, "No such file or directory") ||
+    } else if (strstr(m, "Connection refused") || strstr(m, "No such file or directory") ||
              strstr(m, "could not translate host name") || strstr(m, "unreachable") ||
              strstr(m, "No route to host") || strstr(m, "timed out") ||
              strstr(m, "timeout expired") || strstr(m, "starting up") ||
-             strstr(m, "shutting down") || strstr(m, "recovery mode"))
+             strstr(m, "shutting down") || strstr(m, "recovery mode")) {
+        k = PG_WHY_UNREACHABLE;
         snprintf(buf, len, "PostgreSQL at %s refuses connections; is it running? (%s)", at, m);
-    else
+    } else {
         snprintf(buf, len, "cannot connect to PostgreSQL at %s: %s", at, m);
+    }
+    if (kind)
+        *kind = k;
     return buf;
 }
 
@@ -366,7 +374,9 @@ static void pg_connect_failed(struct pg_conn *c, const char *why)
 {
     struct backend_store *st = c->st;
     char m[400];
-    pg_connect_why(c->pg, why, st->pool_size, m, sizeof m);
+    enum pg_why kind;
+    pg_connect_why(c->pg, why, st->pool_size, m, sizeof m, &kind);
+    st->connect_failed[kind]++;
     pg_conn_drop(c);
     if (pg_live(st)) {
         /* the pool could not grow (no free slot on the server, most
@@ -609,6 +619,7 @@ int pg_start(struct backend_store *st, struct pg_op *op)
                 rc = s;
             }
         } else {
+            st->waits++;
             op->next = NULL;
             *st->queue_tail = op;
             st->queue_tail = &op->next;

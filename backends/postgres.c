@@ -449,7 +449,7 @@ static int pg_open(const struct backend_options *o, struct backend_store **out, 
         char why[512];
         if (pg)
             pg_err(err, errlen, "%s", pg_connect_why(pg, PQerrorMessage(pg), st->pool_size,
-                                                      why, sizeof why));
+                                                      why, sizeof why, NULL));
         else
             pg_err(err, errlen, "cannot connect to the database: out of memory");
         /* the server may come later: the caller may retry (server/main.c) */

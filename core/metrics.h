@@ -18,6 +18,8 @@
  *   tabled_throttle_partition_buckets, ..._bytes       gauges (when throttling)
  *   tabled_fault_rules                                 gauge
  *   tabled_advisor_*  (render_more: advisor/advisor.h)     gauges
+ *   tabled_postgres_* (render_more: backends/postgres.h)   pool gauges and
+ *                                                      connection failures
  *   tabled_purge_tables, tabled_purged_entities_total  gauge, counter (deleted
  *                                                      tables whose entities
  *                                                      are still being removed)
@@ -64,7 +66,7 @@ struct metrics_op {
 
 
 /* Modules that append series of their own. */
-#define METRICS_MAX_MORE 4
+#define METRICS_MAX_MORE 8
 
 struct metrics {
     const struct account_cfg *accounts;  /* the accounts' names (labels) */

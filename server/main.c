@@ -1,5 +1,10 @@
 /* main.c - tabled: configuration, backend, service, throttling, fault
  * injection and metrics, listeners, run, stop. */
+#include <config.h> /* the build's, not server/config.h */
+#ifndef PACKAGE_VERSION
+#error "configure's config.h was not included"
+#endif
+
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +19,9 @@
 #include "backends/backend.h"
 #include "backends/registry.h"
 #include "backends/bopts.h"
+#ifdef HAVE_LIBPQ
+#include "backends/postgres.h"
+#endif
 #include "core/coro.h"
 #include "server/admin.h"
 #include "store/host.h"
@@ -702,6 +710,10 @@ int main(int argc, char **argv)
      * by turning the loop (nothing else is on it yet); from then on only
      * requests and the background step call the store, on coroutines. */
     kv_set_waiter(kv, main_wait_once, base);
+#ifdef HAVE_LIBPQ
+    if (metrics && kv_ops(kv) == &backend_postgres_ops)
+        metrics_add_series(metrics, postgres_render_metrics, kv_backend(kv));
+#endif
     store = store_new(kv, cfg.durability);
     struct service_settings set = service_settings_of(&cfg);
     svc = store ? service_new(&set, store, err, sizeof err) : NULL;

@@ -1,7 +1,10 @@
 /* notify.c - sd_notify(3) at start and stop (see notify.h). */
 #include "server/notify.h"
 
-#include "config.h"
+#include <config.h> /* the build's, not server/config.h */
+#ifndef PACKAGE_VERSION
+#error "configure's config.h was not included"
+#endif
 
 #ifdef HAVE_LIBSYSTEMD
 #include <stdio.h>

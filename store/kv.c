@@ -160,6 +160,11 @@ const struct backend_ops *kv_ops(const struct kv *kv)
     return kv->ops;
 }
 
+struct backend_store *kv_backend(const struct kv *kv)
+{
+    return kv->st;
+}
+
 int kv_defers(const struct kv *kv)
 {
     return kv->v2 && (kv->ops->caps & BACKEND_CAP_DEFERS);

@@ -43,6 +43,9 @@ int kv_open(const struct backend_ops *ops, const struct backend_options *opt, st
 /* Closes the store (a sync first, as backend close does). */
 void kv_close(struct kv *kv);
 const struct backend_ops *kv_ops(const struct kv *kv);
+/* The backend's own store handle, for a built-in backend's extra
+   functions (the postgres pool's metrics); calls go through kv_*. */
+struct backend_store *kv_backend(const struct kv *kv);
 
 /* 1 when calls may complete later (BACKEND_CAP_DEFERS): callers then run
    on coroutines, or have a waiter. */
