@@ -19,7 +19,7 @@ Checked:
   secondary's view (a new write is not seen there) while the primary
   serves it; after pg_wal_replay_resume() both catch up;
 - the Python SDK (azure-data-tables) pointed at the secondary endpoint
-  lists tables, queries and gets entities, reads the stats, and a write
+  lists tables, queries and gets entities (pages too), and a write
   through it gets 403 InsufficientAccountPermissions;
 - 2,500 entities page from the secondary in pages of 1,000 ($top and
   continuation tokens): every entity once, in order;
@@ -36,6 +36,7 @@ Skipped (TAP) when tabled has no postgres backend or the PostgreSQL server
 binaries are missing. TABLED and TOP_BUILDDIR as under make check."""
 import calendar
 import email.utils
+import json
 import os
 import re
 import sys
@@ -174,18 +175,21 @@ def check_sdk(tap, srv, http):
                repr(ents))
         e = tc.get_entity("a", "1")
         tap.ok(e["v"] == 1, "SDK on the secondary: get_entity", repr(e))
-        st = svc.get_service_stats()
-        tap.ok(st["geo_replication"]["status"] == "live" and
-               st["geo_replication"]["last_sync_time"] is not None,
-               "SDK on the secondary: get_service_stats live", repr(st))
+        # get_service_stats is left out: with a path-style endpoint the SDK
+        # signs one path and sends another (test_acl_props.py says more);
+        # the stats are checked over raw HTTP above.
         try:
             tc.create_entity({"PartitionKey": "a", "RowKey": "9"})
             tap.ok(False, "SDK on the secondary: a write is refused")
         except HttpResponseError as ex:
-            tap.ok(ex.status_code == 403 and
-                   getattr(ex, "error_code", None) == "InsufficientAccountPermissions",
+            code = getattr(ex, "error_code", None)
+            code = getattr(code, "value", code)
+            if code is None and getattr(ex, "response", None) is not None:
+                # JSON errors carry no x-ms-error-code: the body's code
+                code = json.loads(ex.response.text())["odata.error"]["code"]
+            tap.ok(ex.status_code == 403 and code == "InsufficientAccountPermissions",
                    "SDK on the secondary: a write gets 403 InsufficientAccountPermissions",
-                   "%r %r" % (ex.status_code, getattr(ex, "error_code", None)))
+                   "%r %r" % (ex.status_code, code))
     except Exception as ex:        # noqa: BLE001 - reported as a failure
         tap.ok(False, "SDK on the secondary", repr(ex))
 
