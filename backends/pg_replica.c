@@ -25,10 +25,10 @@
  *   2. pg_control_checkpoint()'s checkpoint_time: the start of the last
  *      checkpoint the standby replayed (its restartpoint). A commit
  *      acknowledged before a checkpoint starts is in the WAL before the
- *      checkpoint's redo point, so replayed. This keeps the sync time
- *      moving on after a restart of the standby while the primary is idle
- *      (no transaction replayed yet). A role not allowed to call it is
- *      fine: only the replay time counts then.
+ *      checkpoint's redo point, so replayed. This gives a sync time
+ *      after a restart of the standby while the primary is idle (no
+ *      transaction replayed since). Every role may call it by default; if
+ *      an administrator revoked that, only the replay time counts.
  * The sync time is the larger of the two, rounded down to the second: a
  * write acknowledged before it is readable on the replica. Nothing later
  * is claimed (the primary's time of the last streamed message would be
@@ -170,10 +170,16 @@ void pg_replica_up(struct backend_store *st)
 }
 
 /* The poll failed (why): no sync time until one succeeds; with other
-   replicas and nothing alive in the pool, the next one is tried. */
+   replicas and nothing alive in the pool, the next one is tried. A
+   failure on a replica the store has left meanwhile only closes the
+   poll's connection (the next tick connects to the one in use). */
 static void poll_failed(struct pg_replica *r, const char *why)
 {
     char m[300];
+    if (r->pg_gen != r->gen) {          /* about a replica no longer in use */
+        poll_drop(r);
+        return;
+    }
     rp_log(r, BACKEND_LOG_WARN, "replica %zu of %zu: %s; the secondary's status is "
            "unavailable until it answers", r->cur + 1, r->n, pg_msg(why, m, sizeof m));
     poll_drop(r);
