@@ -78,6 +78,11 @@
  * its connection is dropped and it fails the same way. A connection
  * attempt gets 5 s at most.
  *
+ * Replicas. backend_postgres_replica_ops is the same backend opened
+ * read-only over the hot standbys that replica-conninfo names, for the
+ * secondary endpoint: the same reads, no schema work, writes refused, and
+ * a status poll (pg_replica.c has the details).
+ *
  * Completion. Ops complete onto a list that is delivered (call->done) at
  * the end of each host callback, after the backend's own state is
  * settled; close() from inside a done() is safe (the store is freed when
@@ -413,6 +418,8 @@ int pg_conninfo_check(const char *what, const char *ci, char *err, size_t errlen
     return BACKEND_OK;
 }
 
+/* A store from o's rows, connected to nothing (pg_open connects it;
+   pg_replica_open lets the pool and the poll connect later). */
 struct backend_store *pg_store_new(const struct backend_options *o, int *rc, char *err,
                                    size_t errlen)
 {

@@ -13,8 +13,9 @@ moves the secondary to the second.
 Checked:
 - a write on the primary endpoint becomes visible on the secondary (Get
   Entity, Query Entities, Query Tables for a new table, Get Table ACL, Get
-  Service Properties) within a bounded wait, and Get Table Service Stats then says live with a LastSyncTime at
-  or after the write's commit (rounded down) and never in the future;
+  Service Properties) within a bounded wait, and Get Table Service Stats
+  then says live with a LastSyncTime at or after the write's commit
+  (rounded down) and never in the future;
 - pg_wal_replay_pause() on the standby freezes LastSyncTime and the
   secondary's view (a new write is not seen there) while the primary
   serves it; after pg_wal_replay_resume() both catch up;
