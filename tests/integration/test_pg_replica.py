@@ -24,6 +24,10 @@ Checked:
   through it gets 403 InsufficientAccountPermissions;
 - 2,500 entities page from the secondary in pages of 1,000 ($top and
   continuation tokens): every entity once, in order;
+- the JavaScript SDK (tests/js/test_replica_js.mjs) lists tables, gets an
+  entity and pages the 2,500 entities from the secondary, and a write
+  through it gets 403 InsufficientAccountPermissions (left out with a note
+  when node is missing);
 - with the standby stopped the stats say unavailable with an empty
   LastSyncTime (as the service answers for a secondary it cannot reach),
   and a restarted standby brings live back;
@@ -258,6 +262,26 @@ def check_paging(tap, srv, http):
            repr(sizes))
 
 
+def check_js(tap, srv):
+    """The JavaScript SDK against the secondary (tests/js/test_replica_js.mjs);
+    skipped with a note when node is missing (the JS tests proper require
+    it: test_sdk_js.py)."""
+    import shutil
+    import test_sdk_js
+    node = shutil.which("node") or shutil.which("nodejs")
+    if not node:
+        tap.diag("node not found: the JavaScript SDK part is left out")
+        return
+    mods = os.environ.get("TABLED_JS_DEPS") or test_sdk_js.find_or_install(tap)
+    if mods is None:
+        return
+    env = dict(os.environ, TABLED_SECONDARY="http://%s:%d%s" % (srv.host, srv.port, SEC),
+               TABLED_ACCOUNT=h.DEV_ACCOUNT, TABLED_KEY=h.DEV_KEY, TABLED_JS_DEPS=mods,
+               NODE_NO_WARNINGS="1")
+    script = os.path.normpath(os.path.join(HERE, "..", "js", "test_replica_js.mjs"))
+    test_sdk_js.run_node(tap, node, script, env, 120, 5)
+
+
 def check_down(tap, standby, http):
     """The standby stopped, then started again."""
     standby.stop()
@@ -340,6 +364,7 @@ def scenario(tap):
             check_pause(tap, pg, standby, db, http)
             check_sdk(tap, srv, http)
             check_paging(tap, srv, http)
+            check_js(tap, srv)
             check_down(tap, standby, http)
         finally:
             srv.stop_and_check(tap)
