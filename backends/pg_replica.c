@@ -51,6 +51,7 @@
 #define PG_REPLICA_FRESH_MS 3500
 #define PG_REPLICA_MAX 16
 #define PG_REPLICA_PREFIX "replica-conninfo="
+#define PG_REPLICA_LOG_EVERY_US (30 * 1000000ull)
 
 enum poll_state { POLL_DOWN, POLL_CONNECTING, POLL_IDLE, POLL_QUERY, POLL_CHECKPOINT };
 
@@ -74,22 +75,31 @@ struct pg_replica {
     int64_t replay_s;                /* -1: none replayed since start */
     uint64_t ok_us;                  /* poll that found a sync time (0: none) */
     int64_t sync_s;
-    char last_log[400];              /* the last line logged (not repeated) */
+    /* per replica: the last line logged about it and when (the same line
+       is not repeated within PG_REPLICA_LOG_EVERY_US) */
+    char last_log[PG_REPLICA_MAX][400];
+    uint64_t last_log_us[PG_REPLICA_MAX];
 };
 
 static void poll_io(void *arg, unsigned ready);
 
-/* Logs a line about the replicas, once until another one is logged. */
-static void rp_log(struct pg_replica *r, enum backend_log_level lv, const char *fmt, ...)
+/* Logs a line about replica i; the same line as the last one about it
+   only after PG_REPLICA_LOG_EVERY_US (all of them down: the poll and the
+   pool go round them every second). */
+static void rp_log(struct pg_replica *r, size_t i, enum backend_log_level lv, const char *fmt,
+                   ...)
 {
     char m[400];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
-    if (strcmp(m, r->last_log) == 0)
+    uint64_t now = clock_mono_us();
+    if (strcmp(m, r->last_log[i]) == 0 &&
+        now - r->last_log_us[i] < PG_REPLICA_LOG_EVERY_US)
         return;
-    snprintf(r->last_log, sizeof r->last_log, "%s", m);
+    snprintf(r->last_log[i], sizeof r->last_log[i], "%s", m);
+    r->last_log_us[i] = now;
     if (r->st->log)
         r->st->log(lv, m);
     else
@@ -158,7 +168,8 @@ int pg_replica_next(struct backend_store *st)
         return 0;
     r->tried++;
     rp_switch(r, (r->cur + 1) % r->n);
-    rp_log(r, BACKEND_LOG_WARN, "replica %zu of %zu cannot be reached; trying replica %zu",
+    rp_log(r, (r->cur + r->n - 1) % r->n, BACKEND_LOG_WARN,
+           "replica %zu of %zu cannot be reached; trying replica %zu",
            (r->cur + r->n - 1) % r->n + 1, r->n, r->cur + 1);
     return 1;
 }
@@ -180,7 +191,7 @@ static void poll_failed(struct pg_replica *r, const char *why)
         poll_drop(r);
         return;
     }
-    rp_log(r, BACKEND_LOG_WARN, "replica %zu of %zu: %s; the secondary's status is "
+    rp_log(r, r->cur, BACKEND_LOG_WARN, "replica %zu of %zu: %s; the secondary's status is "
            "unavailable until it answers", r->cur + 1, r->n, pg_msg(why, m, sizeof m));
     poll_drop(r);
     r->ok_us = 0;
@@ -230,12 +241,12 @@ static int poll_first(struct pg_replica *r, PGresult *res)
     long long v = PQgetisnull(res, 0, 2) ? -1 : strtoll(PQgetvalue(res, 0, 2), NULL, 10);
     r->schema_ok = v == PG_SCHEMA_VERSION;
     if (!r->schema_ok)
-        rp_log(r, BACKEND_LOG_WARN, "replica %zu has tabled schema version %lld, this tabled "
+        rp_log(r, r->cur, BACKEND_LOG_WARN, "replica %zu has tabled schema version %lld, this tabled "
                "reads version %d: the secondary's status is unavailable until the primary "
                "front end has upgraded it and the replica replayed that", r->cur + 1, v,
                PG_SCHEMA_VERSION);
     else if (!r->in_recovery)
-        rp_log(r, BACKEND_LOG_WARN, "replica %zu is not a standby (not in recovery): the "
+        rp_log(r, r->cur, BACKEND_LOG_WARN, "replica %zu is not a standby (not in recovery): the "
                "secondary's status is unavailable; name hot standbys in replica-conninfo",
                r->cur + 1);
     return 0;
@@ -251,8 +262,11 @@ static void poll_done(struct pg_replica *r, int64_t checkpoint_s)
         r->ok_us = 0;
         return;
     }
-    if (!r->ok_us)
-        rp_log(r, BACKEND_LOG_INFO, "replica %zu answers: the secondary is live", r->cur + 1);
+    if (!r->ok_us) {
+        r->last_log[r->cur][0] = '\0';  /* its next failure is told at once */
+        rp_log(r, r->cur, BACKEND_LOG_INFO, "replica %zu answers: the secondary is live",
+               r->cur + 1);
+    }
     r->sync_s = t;
     r->ok_us = clock_mono_us();
 }
@@ -347,6 +361,8 @@ static void poll_tick(void *arg)
         r->sent_us = now;
         r->fd = -1;
         r->state = POLL_CONNECTING;
+        if (r->pg)                      /* a standby's shutdown notice: no line */
+            PQsetNoticeProcessor(r->pg, pg_notice, NULL);
         if (!r->pg || PQstatus(r->pg) == CONNECTION_BAD)
             poll_failed(r, r->pg ? PQerrorMessage(r->pg) : "out of memory");
         else if (poll_watch(r, BACKEND_FD_WRITE) < 0)
