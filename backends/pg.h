@@ -159,6 +159,8 @@ struct backend_store {
     uint64_t connect_failed[PG_WHY_N];  /* failed attempts, by cause */
     int depth;                      /* host callbacks on the stack */
     int closed;                     /* close() ran inside a callback */
+    struct pg_replica *replica;     /* read-only over hot standbys
+                                       (pg_replica.c); NULL: the primary */
 };
 
 struct backend_iter {
@@ -265,5 +267,34 @@ int pg_plan(struct pg_op *op, int want_counts);
    synchronously). Concurrent first starts of several front ends may
    collide on CREATE TABLE IF NOT EXISTS; that is retried. */
 int pg_schema(PGconn *pg, char *err, size_t errlen);
+
+/* ---- postgres.c ---- */
+
+/* Checks a libpq connection string (what names the option in err): 0, or
+   BACKEND_INVALID / BACKEND_NOMEM with err. */
+int pg_conninfo_check(const char *what, const char *ci, char *err, size_t errlen);
+
+/* A new store from o's options (the rows of postgres.c), connected to
+   nothing yet; NULL with *rc and err on a bad option or no memory. */
+struct backend_store *pg_store_new(const struct backend_options *o, int *rc, char *err,
+                                   size_t errlen);
+
+/* ---- pg_replica.c: the read-only store over hot standbys ---- */
+
+/* open() of backend_postgres_replica_ops (see pg_replica.c). */
+int pg_replica_open(const struct backend_options *o, struct backend_store **out, char *err,
+                    size_t errlen);
+
+/* The pool found no replica reachable (no connection alive and the last
+   attempt failed): switches to the next replica not yet tried since one
+   last answered, and returns 1 (try again now), or 0 (every one was
+   tried: the caller declares the outage). Always 0 on a primary store. */
+int pg_replica_next(struct backend_store *st);
+
+/* A pool connection came up: a new round of replicas begins. */
+void pg_replica_up(struct backend_store *st);
+
+/* Stops the poll and frees the replica state (from close()). */
+void pg_replica_close(struct backend_store *st);
 
 #endif

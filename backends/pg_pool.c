@@ -395,6 +395,10 @@ static void pg_connect_failed(struct pg_conn *c, const char *why)
         pg_connect_start(c);
         return;
     }
+    if (pg_replica_next(st)) {          /* a read-only store: another replica */
+        pg_connect_start(c);
+        return;
+    }
     if (!st->outage) {
         st->limit_logged = 0;           /* an outage's start is always told */
         pg_log_limited(st, m);
@@ -427,6 +431,7 @@ static void pg_connected(struct pg_conn *c)
         return;
     }
     c->state = PGC_IDLE;
+    pg_replica_up(st);
     if (st->outage)
         pg_log(st, BACKEND_LOG_INFO, "database reachable again");
     st->outage = 0;

@@ -78,6 +78,11 @@
  * its connection is dropped and it fails the same way. A connection
  * attempt gets 5 s at most.
  *
+ * Replicas. backend_postgres_replica_ops is the same backend opened
+ * read-only over the hot standbys that replica-conninfo names, for the
+ * secondary endpoint: the same reads, no schema work, writes refused, and
+ * a status poll (pg_replica.c has the details).
+ *
  * Completion. Ops complete onto a list that is delivered (call->done) at
  * the end of each host callback, after the backend's own state is
  * settled; close() from inside a done() is safe (the store is freed when
@@ -372,6 +377,8 @@ static int pg_sync(struct backend_store *st, char *err, size_t errlen)
 /* The settings the --backend-option rows below fill. */
 struct pg_conf {
     char conninfo[1024];
+    char replica[1024];             /* the last replica-conninfo (checked
+                                       here; pg_replica.c reads them all) */
     long long pool, timeout, batch;
 };
 
@@ -386,41 +393,50 @@ static const struct opt pg_rows[] = {
      .arg = "SECONDS", .help = "a statement that runs longer fails"},
     {.name = "batch-rows", .type = OPT_INT, PG_AT(batch), .min = 1, .max = 100000,
      .def = "256", .arg = "N", .help = "rows fetched per round trip of a scan"},
+    {.name = "replica-conninfo", .type = OPT_STRING, PG_AT(replica), .arg = "STRING",
+     .help = "a hot standby of the database that serves the secondary endpoint's reads "
+             "(repeatable: any one of them serves)"},
 };
 
 const struct bopt_desc backend_postgres_opts = {
     "postgres", pg_rows, sizeof pg_rows / sizeof pg_rows[0], sizeof(struct pg_conf)};
 
-/* open: options, a synchronous first connection and the schema; that
-   connection becomes the pool's first. A server that cannot be reached
-   (or refuses the connection: no slot, credentials) is BACKEND_UNAVAILABLE
-   with a message saying which (pg_connect_why): the server's start-up
-   waits and tries again. */
-static int pg_open(const struct backend_options *o, struct backend_store **out, char *err,
-                   size_t errlen)
+/* Checks a libpq connection string (a malformed one is a configuration
+   error, not a server to wait for). 0, or a backend status with err. */
+int pg_conninfo_check(const char *what, const char *ci, char *err, size_t errlen)
 {
-    struct pg_conf pc;
     char msg[512];
-    if (!o->host || !o->host->timer_add || !o->host->fd_watch) {
-        pg_err(err, errlen, "the postgres backend needs the server's event loop (no host hooks)");
-        return BACKEND_INVALID;
-    }
-    if (bopt_parse(&backend_postgres_opts, o->params, &pc, msg, sizeof msg) < 0) {
-        pg_err(err, errlen, "%s", msg);
-        return BACKEND_INVALID;
-    }
-    const char *ci = pc.conninfo;
-    /* a malformed connection string is a configuration error, not a
-       server to wait for */
     char *perr = NULL;
     PQconninfoOption *parsed = PQconninfoParse(ci ? ci : "", &perr);
     if (!parsed) {
-        pg_err(err, errlen, "conninfo: %s", perr ? pg_msg(perr, msg, sizeof msg) :
+        pg_err(err, errlen, "%s: %s", what, perr ? pg_msg(perr, msg, sizeof msg) :
                "out of memory");
         PQfreemem(perr);
         return perr ? BACKEND_INVALID : BACKEND_NOMEM;
     }
     PQconninfoFree(parsed);
+    return BACKEND_OK;
+}
+
+/* A store from o's rows, connected to nothing (pg_open connects it;
+   pg_replica_open lets the pool and the poll connect later). */
+struct backend_store *pg_store_new(const struct backend_options *o, int *rc, char *err,
+                                   size_t errlen)
+{
+    struct pg_conf pc;
+    char msg[512];
+    *rc = BACKEND_INVALID;
+    if (!o->host || !o->host->timer_add || !o->host->fd_watch) {
+        pg_err(err, errlen, "the postgres backend needs the server's event loop (no host hooks)");
+        return NULL;
+    }
+    if (bopt_parse(&backend_postgres_opts, o->params, &pc, msg, sizeof msg) < 0) {
+        pg_err(err, errlen, "%s", msg);
+        return NULL;
+    }
+    const char *ci = pc.conninfo;
+    if ((*rc = pg_conninfo_check("conninfo", ci, err, errlen)) != BACKEND_OK)
+        return NULL;
     unsigned long long pool = (unsigned long long)pc.pool,
                        timeout = (unsigned long long)pc.timeout,
                        batch = (unsigned long long)pc.batch;
@@ -428,7 +444,8 @@ static int pg_open(const struct backend_options *o, struct backend_store **out, 
     if (!st || !(st->conninfo = strdup(ci ? ci : ""))) {
         free(st);
         pg_err(err, errlen, "out of memory");
-        return BACKEND_NOMEM;
+        *rc = BACKEND_NOMEM;
+        return NULL;
     }
     st->host = o->host;
     st->log = o->log;
@@ -442,9 +459,24 @@ static int pg_open(const struct backend_options *o, struct backend_store **out, 
         st->conns[i].st = st;
         st->conns[i].fd = -1;
     }
+    *rc = BACKEND_OK;
+    return st;
+}
+
+/* open: options, a synchronous first connection and the schema; that
+   connection becomes the pool's first. A server that cannot be reached
+   (or refuses the connection: no slot, credentials) is BACKEND_UNAVAILABLE
+   with a message saying which (pg_connect_why): the server's start-up
+   waits and tries again. */
+static int pg_open(const struct backend_options *o, struct backend_store **out, char *err,
+                   size_t errlen)
+{
+    int rc;
+    struct backend_store *st = pg_store_new(o, &rc, err, errlen);
+    if (!st)
+        return rc;
     char m[160];
     PGconn *pg = PQconnectdb(st->conninfo);
-    int rc = BACKEND_OK;
     if (!pg || PQstatus(pg) != CONNECTION_OK) {
         char why[512];
         if (pg)
@@ -507,6 +539,7 @@ static void pg_close(struct backend_store *st)
             pg_op_free(op);
         }
     st->queue = st->done = NULL;
+    pg_replica_close(st);
     free(st->conninfo);
     st->conninfo = NULL;
     if (st->depth)
@@ -514,6 +547,42 @@ static void pg_close(struct backend_store *st)
     else
         free(st);
 }
+
+/* apply_v2 of the read-only store: an empty apply (the probe) as on the
+   primary, any write refused (a standby could not take it anyway). */
+static int pg_replica_apply_v2(struct backend_store *st, const struct backend_write *w,
+                               const struct backend_cond *cond, size_t n,
+                               struct backend_call *call)
+{
+    if (n) {
+        call->created = call->removed = call->failed = 0;
+        snprintf(call->err, sizeof call->err, "the replica store is read-only");
+        return pg_ret(call, BACKEND_INVALID);
+    }
+    return pg_apply_v2(st, w, cond, n, call);
+}
+
+/* The same backend opened read-only over the hot standbys that
+   replica-conninfo names (pg_replica.c): reads as on the primary, no
+   schema work, no writes. */
+const struct backend_ops backend_postgres_replica_ops = {
+    .version = 3,
+    .name = "postgres",
+    .open = pg_replica_open,
+    .close = pg_close,
+    .get = NULL,
+    .iter_open = pg_iter_open,
+    .iter_seek = pg_iter_seek,
+    .iter_next = NULL,
+    .iter_close = pg_iter_close,
+    .apply = NULL,
+    .sync = pg_sync,
+    .caps = BACKEND_CAP_DEFERS | BACKEND_CAP_SHARED,
+    .get_v2 = pg_get_v2,
+    .iter_next_v2 = pg_iter_next_v2,
+    .apply_v2 = pg_replica_apply_v2,
+    .get_multi_v2 = pg_get_multi_v2,
+};
 
 const struct backend_ops backend_postgres_ops = {
     .version = 3,

@@ -38,4 +38,20 @@ struct buf;
    text format; arg is the struct backend_store. For metrics_add_series. */
 void postgres_render_metrics(void *arg, struct buf *b);
 
+/* The same backend, read-only over the hot standbys that the
+ * replica-conninfo options name (backends/pg_replica.c): what the
+ * secondary endpoint reads. open() connects to nothing at once (the first
+ * read, and a poll every second, do, on the event loop), creates nothing
+ * and writes nothing; any write is refused. */
+extern const struct backend_ops backend_postgres_replica_ops;
+
+/* For a store opened through backend_postgres_replica_ops: 1 with
+ * *unix_s, the time (Unix seconds, rounded down) before which every
+ * commit of the primary is readable on the replica in use, as its last
+ * poll (at most a few seconds old) found it: the larger of the replica's
+ * last replayed commit time and its last restartpoint's time; 0 when no
+ * replica answered such a poll lately (down, not a standby, or without
+ * tabled's schema). Answers from memory: never waits. */
+int pg_replica_sync_time(struct backend_store *st, int64_t *unix_s);
+
 #endif

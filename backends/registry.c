@@ -18,6 +18,9 @@
 #include "backends/registry.h"
 #include "backends/bopts.h"
 #include "core/errfmt.h"
+#ifdef HAVE_LIBPQ
+#include "backends/postgres.h"
+#endif
 
 /* The memory backend takes no options. */
 static const struct bopt_desc registry_memory_opts = {"memory", NULL, 0, 0};
@@ -237,4 +240,27 @@ const struct bopt_desc *bopt_lookup(const char *name)
         if (strcmp(registry_builtins[i].name, name) == 0)
             return registry_builtins[i].opts;
     return NULL;
+}
+
+const struct backend_ops *backend_replica_of(const struct backend_ops *ops)
+{
+#ifdef HAVE_LIBPQ
+    if (ops == &backend_postgres_ops)
+        return &backend_postgres_replica_ops;
+#endif
+    (void)ops;
+    return NULL;
+}
+
+int backend_replica_sync_time(const struct backend_ops *ops, struct backend_store *st,
+                              int64_t *unix_s)
+{
+#ifdef HAVE_LIBPQ
+    if (ops == &backend_postgres_replica_ops)
+        return pg_replica_sync_time(st, unix_s);
+#endif
+    (void)ops;
+    (void)st;
+    (void)unix_s;
+    return -1;
 }

@@ -4,12 +4,26 @@
 #ifndef TABLED_REGISTRY_H
 #define TABLED_REGISTRY_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backends/backend.h"
 
 /* Finds a built-in backend by name, or loads a plug-in when name contains a
    '/' (a path to a .so). Returns NULL with a message in err on failure. */
 const struct backend_ops *backend_lookup(const char *name, char *err, size_t errlen);
+
+/* The read-only variant of built-in backend ops that serves the secondary
+   endpoint from replicas of the primary's database (postgres: its
+   replica-conninfo options; backends/postgres.h), or NULL when ops has
+   none. */
+const struct backend_ops *backend_replica_of(const struct backend_ops *ops);
+
+/* For a store st opened through a backend_replica_of vtable (ops): 1 with
+   *unix_s, the time (Unix seconds) before which every write of the
+   primary is readable there; 0 when no replica can tell now (none
+   reachable); -1 when ops is no such vtable. Never waits. */
+int backend_replica_sync_time(const struct backend_ops *ops, struct backend_store *st,
+                              int64_t *unix_s);
 
 /* Built-in vtables. */
 extern const struct backend_ops backend_memory_ops;

@@ -26,6 +26,10 @@ struct service {
     struct service_settings set; /* a copy of service_new's */
     struct store *store;       /* store/store.h: entities, writes, failures */
     struct catalog *cat;       /* store/catalog.h: the tables and their upkeep */
+    /* the secondary endpoint's reads (service_set_secondary): a store over
+       replicas and its catalogue for reading; NULL: the primary's serve */
+    struct store *sec_store;
+    struct catalog *sec_cat;
     int shared;                /* other front ends share the store */
     struct rand_x128 rng;      /* xorshift128+ state for request ids */
     /* encoding buffers lent to one request at a time (service_run), so
@@ -280,5 +284,11 @@ int service_table_with(struct req_ctx *c, const struct table_info **out, const v
 /* Looks up c->table for the account; TERR_TableNotFound when absent, the
  * store's error (terr_from_store) when it cannot be read. */
 enum terr ctx_table(struct req_ctx *c, const struct table_info **out);
+/* The store and the catalogue that c's reads use: on the secondary
+ * endpoint the replica's when one is set (service_set_secondary), else the
+ * primary's. Writes always use svc->store and svc->cat (the secondary
+ * refuses them before). */
+struct store *ctx_read_store(const struct req_ctx *c);
+struct catalog *ctx_read_cat(const struct req_ctx *c);
 
 #endif

@@ -132,6 +132,7 @@ void service_free(struct service *svc)
         free(j);
     }
     catalog_free(svc->cat);
+    catalog_free(svc->sec_cat);
     buf_free(&svc->kbuf);
     buf_free(&svc->vbuf);
     free(svc);
@@ -167,14 +168,37 @@ int service_sync(struct service *svc)
 int service_table_with(struct req_ctx *c, const struct table_info **out, const void *key,
                        size_t key_len, void **val, size_t *len, int *found)
 {
-    return catalog_table_with(c->svc->cat, c->a, c->account->name, c->table, c->table_len, out,
+    return catalog_table_with(ctx_read_cat(c), c->a, c->account->name, c->table, c->table_len, out,
                               key, key_len, val, len, found);
 }
 
 int service_table(struct req_ctx *c, const char *name, size_t name_len,
                   const struct table_info **out)
 {
-    return catalog_table(c->svc->cat, c->a, c->account->name, name, name_len, out);
+    return catalog_table(ctx_read_cat(c), c->a, c->account->name, name, name_len, out);
+}
+
+struct store *ctx_read_store(const struct req_ctx *c)
+{
+    return c->secondary && c->svc->sec_store ? c->svc->sec_store : c->svc->store;
+}
+
+struct catalog *ctx_read_cat(const struct req_ctx *c)
+{
+    return c->secondary && c->svc->sec_cat ? c->svc->sec_cat : c->svc->cat;
+}
+
+int service_set_secondary(struct service *svc, struct store *store, char *err, size_t errlen)
+{
+    struct catalog *cat = catalog_open_reader(store);
+    if (!cat) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    catalog_free(svc->sec_cat);
+    svc->sec_store = store;
+    svc->sec_cat = cat;
+    return 0;
 }
 
 enum terr ctx_table(struct req_ctx *c, const struct table_info **out)

@@ -34,6 +34,12 @@ struct service_settings {
 struct store;
 struct service *service_new(const struct service_settings *set, struct store *store,
                             char *err, size_t errlen);
+/* Serves the secondary endpoint's reads from store (a read-only store over
+ * replicas of the primary's database, store_replica_sync_time; it must
+ * outlive the service) instead of the primary's; Get Table Service Stats
+ * then tells its sync time. 0, or -1 with a message. */
+int service_set_secondary(struct service *svc, struct store *store, char *err, size_t errlen);
+
 /* Before service_free on a store whose calls complete later: starts no
  * more background work and turns the loop (wait_once(arg), one turn) until
  * the requests and the background step that wait on the store are over

@@ -420,6 +420,26 @@ static int next_arg(int argc, char **argv, int *i, struct arg *a, char *err, siz
     return 0;
 }
 
+/* A --backend-option NAME=V flag overrides the config file's settings of
+ * NAME: the file's (the first *nfile entries) are dropped, every one of
+ * them, so that a repeatable option (postgres's replica-conninfo) given
+ * as flags replaces the file's list instead of adding to it. */
+static void drop_file_backend_option(struct config *cfg, size_t *nfile, const char *flag)
+{
+    const char *eq = strchr(flag, '=');
+    size_t nl = eq ? (size_t)(eq - flag) + 1 : strlen(flag);
+    for (size_t i = 0; i < *nfile;) {
+        if (strncmp(cfg->backend_options[i], flag, nl) != 0) {
+            i++;
+            continue;
+        }
+        memmove(cfg->backend_options[i], cfg->backend_options[i + 1],
+                (cfg->nbackend_options - i - 1) * sizeof cfg->backend_options[0]);
+        cfg->nbackend_options--;
+        (*nfile)--;
+    }
+}
+
 int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     struct arg a;
@@ -465,11 +485,14 @@ int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size
     if (config_path && config_load_file(cfg, config_path, err, errlen) < 0)
         return -1;
     /* Pass 2: flags override the file. */
+    size_t nfile = cfg->nbackend_options;
     for (int i = 1; i < argc; i++) {
         if (next_arg(argc, argv, &i, &a, err, errlen) < 0)
             return -1;
         if (strcmp(a.name, "config") == 0)
             continue;
+        if (strcmp(a.name, "backend-option") == 0 && a.value)
+            drop_file_backend_option(cfg, &nfile, a.value);
         if (config_set(cfg, a.name, a.value, err, errlen) < 0)
             return -1;
     }

@@ -418,6 +418,18 @@ static void main_wait_once(void *arg)
     event_base_loop(arg, EVLOOP_ONCE);
 }
 
+/* 1 when the backend (ops) has a read-only form over replicas and params
+ * (NAME=VALUE, NULL-terminated) name at least one (replica-conninfo). */
+static int main_has_replicas(const struct backend_ops *ops, const char *const *params)
+{
+    if (!backend_replica_of(ops))
+        return 0;
+    for (size_t i = 0; params[i]; i++)
+        if (strncmp(params[i], "replica-conninfo=", 17) == 0)
+            return 1;
+    return 0;
+}
+
 /* Waits for the store after a first kv_open that answered
  * BACKEND_UNAVAILABLE (PostgreSQL down or not yet up, out of connection
  * slots, credentials refused; its reason in err): tries again with backoff
@@ -639,8 +651,8 @@ int main(int argc, char **argv)
     if (!host)
         abort();
     bopt.host = host_hooks(host);
-    struct kv *kv = NULL;
-    struct store *store = NULL;
+    struct kv *kv = NULL, *rkv = NULL;
+    struct store *store = NULL, *rstore = NULL;
     struct service *svc = NULL;
     struct server *srv = NULL;
     struct metrics *metrics = NULL;
@@ -721,6 +733,18 @@ int main(int argc, char **argv)
         log_error("cannot start the table service: %s", store ? err : "out of memory");
         goto fail;
     }
+    /* The secondary endpoint reads replicas of the database when the
+     * backend has a read-only form and its options name some (postgres:
+     * replica-conninfo); it connects on the loop, not now. */
+    if (main_has_replicas(ops, bparams)) {
+        rc = kv_open(backend_replica_of(ops), &bopt, &rkv, err, sizeof err);
+        rstore = rc == BACKEND_OK ? store_new(rkv, cfg.durability) : NULL;
+        if (!rstore || service_set_secondary(svc, rstore, err, sizeof err) != 0) {
+            log_error("cannot open the replicas for the secondary endpoint: %s",
+                      rc == BACKEND_OK && !rstore ? "out of memory" : err);
+            goto fail;
+        }
+    }
     if (admin) {
         /* GET /export: tabled export --admin URL (tools/dump_serve.c) */
         static struct dump_source dsrc;
@@ -775,6 +799,8 @@ int main(int argc, char **argv)
 fail:
     server_free(srv);
     service_free(svc);
+    store_free(rstore);
+    kv_close(rkv);
     store_free(store);
     kv_close(kv);
     host_free(host);

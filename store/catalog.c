@@ -75,6 +75,20 @@ struct catalog *catalog_open(struct store *s, void (*wake)(void *arg), void *arg
     return cat;
 }
 
+struct catalog *catalog_open_reader(struct store *s)
+{
+    struct catalog *cat = calloc(1, sizeof *cat);
+    if (!cat)
+        return NULL;
+    cat->s = s;
+    cat->kv = store_kv(s);
+    cat->shared = 1;                /* rows are read at every lookup */
+    cat->tables = tables_empty();   /* only for catalog_guess's ids */
+    cat->purge = purge_new();
+    cat->sync_failures_seen = store_sync_failures(s);
+    return cat;
+}
+
 void catalog_free(struct catalog *cat)
 {
     if (!cat)

@@ -28,6 +28,13 @@ struct metrics;
  * due). NULL with a message in err. */
 struct catalog *catalog_open(struct store *s, void (*wake)(void *arg), void *arg, char *err,
                              size_t errlen);
+/* A catalogue of s for reading only (the secondary endpoint's, over a
+ * replica: store_replica_sync_time): nothing is read now, every lookup
+ * reads the row (as on a shared store), and it has no purges or
+ * compactions (nothing may be written there). Only catalog_table,
+ * catalog_table_with, catalog_guess, catalog_known and catalog_shared
+ * may be called on it. NULL when out of memory. */
+struct catalog *catalog_open_reader(struct store *s);
 void catalog_free(struct catalog *cat);
 /* The metrics to keep the purge series of (NULL: none). */
 void catalog_set_metrics(struct catalog *cat, struct metrics *m);

@@ -9,6 +9,7 @@
 #include "core/errfmt.h"
 #include "core/log.h"
 #include "backends/checks.h"
+#include "backends/registry.h"
 
 struct kv {
     const struct backend_ops *ops;
@@ -168,6 +169,11 @@ struct backend_store *kv_backend(const struct kv *kv)
 int kv_defers(const struct kv *kv)
 {
     return kv->v2 && (kv->ops->caps & BACKEND_CAP_DEFERS);
+}
+
+int kv_replica_sync_time(struct kv *kv, int64_t *unix_s)
+{
+    return backend_replica_sync_time(kv->ops, kv->st, unix_s);
 }
 
 int kv_shared(const struct kv *kv)

@@ -54,6 +54,11 @@ int kv_defers(const struct kv *kv);
    (BACKEND_CAP_SHARED): the callers then keep nothing of it in memory that
    another process could change (store/tables.h, store/store.h). */
 int kv_shared(const struct kv *kv);
+/* A store opened read-only over replicas (backends/registry.h,
+   backend_replica_of): 1 with *unix_s, the time before which every write
+   of the primary is readable there; 0 when none can tell now; -1 when kv
+   is no such store. Never waits. */
+int kv_replica_sync_time(struct kv *kv, int64_t *unix_s);
 /* How to wait on the main stack: wait_once(arg) runs one event-loop turn.
    NULL: no waiting there. A store whose calls complete later must then be
    called from coroutines only: a deferred call off a coroutine without a

@@ -109,6 +109,12 @@ static void store_wake(struct store *s)
         s->wake(s->wake_arg);
 }
 
+int store_replica_sync_time(struct store *s, int64_t *unix_s)
+{
+    int rc = kv_replica_sync_time(s->kv, unix_s);
+    return rc > 0 ? STORE_OK : rc == 0 ? STORE_UNAVAILABLE : STORE_INVALID;
+}
+
 int store_shared(const struct store *s)
 {
     return s->shared;

@@ -125,6 +125,15 @@ int store_set_metrics(struct store *s, struct metrics *m, const struct account_c
    then probes it, and resumes purges). */
 void store_set_wake(struct store *s, void (*wake)(void *arg), void *arg);
 
+/* A store opened read-only over replicas of the primary's database (the
+   secondary endpoint's, server/main.c): STORE_OK with *unix_s, the time
+   (Unix seconds, rounded down) before which every write of the primary
+   is readable through s; STORE_UNAVAILABLE when no replica can tell now
+   (none reachable: the secondary is unavailable); STORE_INVALID when s
+   reads no replica. Answers from what the backend last found: never
+   waits. */
+int store_replica_sync_time(struct store *s, int64_t *unix_s);
+
 /* 1 when other processes share the store (kv_shared). */
 int store_shared(const struct store *s);
 

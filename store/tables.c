@@ -355,13 +355,19 @@ int tables_decode(const void *val, size_t len, uint64_t *id, const char **name,
     return 0;
 }
 
-struct table_cache *tables_load(struct kv *kv,
-                                char *err, size_t errlen)
+struct table_cache *tables_empty(void)
 {
     struct table_cache *tc = xcalloc(1, sizeof *tc);
     tc->nbuckets = 64;
     tc->buckets = xcalloc(tc->nbuckets, sizeof *tc->buckets);
     tc->next_id = 1;
+    return tc;
+}
+
+struct table_cache *tables_load(struct kv *kv,
+                                char *err, size_t errlen)
+{
+    struct table_cache *tc = tables_empty();
 
     /* Table rows: every key starting with 't'. */
     const char start[1] = {KEY_TAG_TABLE}, end[1] = {KEY_TAG_TABLE + 1};

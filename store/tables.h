@@ -61,6 +61,8 @@ struct table_cache;
 /* Reads every table row of the store into a new cache. NULL on error. */
 struct table_cache *tables_load(struct kv *kv,
                                 char *err, size_t errlen);
+/* An empty cache (a reader's: store/catalog.h, catalog_open_reader). */
+struct table_cache *tables_empty(void);
 void tables_free(struct table_cache *tc);
 
 /* Case-insensitive lookup; NULL when the table does not exist. It keeps

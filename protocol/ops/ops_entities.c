@@ -179,7 +179,7 @@ void op_get_entity(struct req_ctx *c)
     /* URL syntax first (doc/protocol.md, Validation order, step 2), then the table. */
     enum terr err = check_url_keys(c);
     if (!err)
-        err = catalog_guess(c->svc->cat, c->account->name, c->table, c->table_len, &guess)
+        err = catalog_guess(ctx_read_cat(c), c->account->name, c->table, c->table_len, &guess)
                   ? get_with_guess(c, guess, &t, &e, &found)
                   : ctx_table(c, &t);
     if (!err)
@@ -192,7 +192,7 @@ void op_get_entity(struct req_ctx *c)
         const char *key;
         size_t kl;
         entity_key(c, t, c->pk, c->pk_len, c->rk, c->rk_len, &key, &kl);
-        found = store_entity_get(c->svc->store, c->a, key, kl, &e);
+        found = store_entity_get(ctx_read_store(c), c->a, key, kl, &e);
     }
     if (found <= 0) {
         reply_error(c, found < 0 ? terr_from_store(found) : TERR_ResourceNotFound);

@@ -70,12 +70,13 @@ static void slot_drop(struct props_slot *s)
 
 /* Reads the stored properties of account from the backend into *p
  * (defaults when none are stored or the stored ones are unreadable). */
-static void props_read(struct service *svc, struct arena *a, const char *account, struct props *p)
+static void props_read(struct store *store, struct arena *a, const char *account,
+                       struct props *p)
 {
     memset(p, 0, sizeof *p);
     const char *val;           /* in a: parsed strings point into it */
     size_t vl;
-    if (store_props_get(svc->store, a, account, &val, &vl) != STORE_OK)
+    if (store_props_get(store, a, account, &val, &vl) != STORE_OK)
         return;                /* none stored (defaults), or logged */
     unsigned present;
     struct props tmp;
@@ -115,7 +116,7 @@ static const struct props *props_get(struct service *svc, const char *account)
     }
     struct arena *a = arena_new(8192);
     struct props p;
-    props_read(svc, a, account, &p);
+    props_read(svc->store, a, account, &p);
     /* another request may have filled the slot while this one waited */
     if (free_slot->loaded)
         slot_drop(free_slot);
@@ -157,7 +158,13 @@ const struct cors_rules *props_cors_rules(struct service *svc, const char *accou
 
 void op_get_service_properties(struct req_ctx *c)
 {
-    const struct props *p = props_get(c->svc, c->account->name);
+    struct store *rs = ctx_read_store(c);
+    struct props own;
+    const struct props *p = &own;
+    if (rs != c->svc->store)   /* the secondary's replica: read there, not cached */
+        props_read(rs, c->a, c->account->name, &own);
+    else
+        p = props_get(c->svc, c->account->name);
     c->resp->status = 200;
     response_header(c->resp, "Content-Type", "application/xml");
     props_write(p, &c->resp->body);
@@ -206,16 +213,29 @@ void op_get_service_stats(struct req_ctx *c)
         reply_error(c, TERR_InvalidQueryParameterValue);
         return;
     }
-    char date[40];
-    edm_rfc1123_format((int64_t)((edm_now_ticks() - EDM_UNIX_EPOCH_TICKS) / EDM_TICKS_PER_SECOND),
-                       date);
+    /* Over a replica (doc/scale-out-replica.md): live with the time
+       before which every primary write is readable there, or, with no
+       replica that can tell, unavailable with an empty LastSyncTime as
+       the service answers for a secondary it cannot reach. Without one
+       the secondary reads the primary's store: everything is there now. */
+    char date[40] = "";
+    const char *status = "live";
+    int64_t sync_s;
+    struct store *rs = ctx_read_store(c);
+    if (rs == c->svc->store)
+        edm_rfc1123_format((int64_t)((edm_now_ticks() - EDM_UNIX_EPOCH_TICKS) /
+                                     EDM_TICKS_PER_SECOND), date);
+    else if (store_replica_sync_time(rs, &sync_s) == STORE_OK)
+        edm_rfc1123_format(sync_s, date);
+    else
+        status = "unavailable";
     struct buf *b = &c->resp->body;
     c->resp->status = 200;
     response_header(c->resp, "Content-Type", "application/xml");
     buf_puts(b, XML_DECL);
     xml_open(b, "StorageServiceStats");
     xml_open(b, "GeoReplication");
-    xml_put_elem(b, "Status", "live");
+    xml_put_elem(b, "Status", status);
     xml_put_elem(b, "LastSyncTime", date);
     xml_close(b, "GeoReplication");
     xml_close(b, "StorageServiceStats");

@@ -271,7 +271,7 @@ void op_query_entities(struct req_ctx *c)
     keys_entity_table_prefix(&end, t->id);
     keys_prefix_end(&end);
     char emsg[256] = "";
-    int rc = store_scan_open(c->svc->store, start.data, start.len, end.data, end.len, &pg.it,
+    int rc = store_scan_open(ctx_read_store(c), start.data, start.len, end.data, end.len, &pg.it,
                              emsg, sizeof emsg);
     if (rc != STORE_OK) {
         log_error("query: %s", emsg);

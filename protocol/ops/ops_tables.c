@@ -157,7 +157,6 @@ void op_get_table(struct req_ctx *c)
 
 void op_query_tables(struct req_ctx *c)
 {
-    struct service *svc = c->svc;
     struct query_opts q;
     enum terr e = query_opts_parse(c, QUERY_TABLES, &q);
     if (e) {
@@ -186,7 +185,7 @@ void op_query_tables(struct req_ctx *c)
     }
     struct store_scan *it;
     char err[256];
-    int orc = store_scan_open(svc->store, start.data, start.len, end.data, end.len, &it, err,
+    int orc = store_scan_open(ctx_read_store(c), start.data, start.len, end.data, end.len, &it, err,
                               sizeof err);
     if (orc != STORE_OK) {
         log_error("query tables: %s", err);

@@ -590,6 +590,34 @@ static void test_advisor_options(void)
     TEST_CHECK(strstr(err, "--advisor") != NULL, "the message names --advisor");
 }
 
+/* --backend-option NAME=V flags replace every setting of NAME that the
+   config file made (a repeatable option such as postgres's
+   replica-conninfo: the flags' list, not the file's plus the flags');
+   the file's other names stay, and names only in the file stay. */
+static void test_backend_option_precedence(void)
+{
+    struct config cfg;
+    const char *path = write_file("backend-option = conninfo=dbname=a\n"
+                                  "backend-option = replica-conninfo=host=r1\n"
+                                  "backend-option = pool-size=8\n"
+                                  "backend-option = replica-conninfo=host=r2\n");
+    const char *a[] = {"--config", path, NULL};
+    TEST_EQ_INT(parse(&cfg, a), 0, "backend options from a file");
+    TEST_EQ_INT(cfg.nbackend_options, 4, "the file's four settings, the repeated one twice");
+    const char *b[] = {"--config", path, "--backend-option", "replica-conninfo=host=r3", NULL};
+    TEST_EQ_INT(parse(&cfg, b), 0, "a flag over the file");
+    TEST_EQ_INT(cfg.nbackend_options, 3, "the flag replaced both of the file's settings");
+    TEST_EQ_STR(cfg.backend_options[0], "conninfo=dbname=a", "the file's other names stay");
+    TEST_EQ_STR(cfg.backend_options[1], "pool-size=8", "in their order");
+    TEST_EQ_STR(cfg.backend_options[2], "replica-conninfo=host=r3", "the flag's setting");
+    const char *c[] = {"--config", path, "--backend-option", "replica-conninfo=host=r3",
+                       "--backend-option=replica-conninfo=host=r4", NULL};
+    TEST_EQ_INT(parse(&cfg, c), 0, "two flags over the file");
+    TEST_EQ_INT(cfg.nbackend_options, 4, "both flags kept");
+    TEST_EQ_STR(cfg.backend_options[3], "replica-conninfo=host=r4", "the second flag last");
+    unlink(path);
+}
+
 int main(void)
 {
     test_defaults();
@@ -601,5 +629,6 @@ int main(void)
     test_strict_versions();
     test_admin_access_options();
     test_advisor_options();
+    test_backend_option_precedence();
     return test_done();
 }
