@@ -30,40 +30,70 @@ void postgres_pool_stats(const struct backend_store *st, struct postgres_pool_st
     out->outage = st->outage;
 }
 
-/* metrics_add_series renderer (arg: the struct backend_store): the
-   tabled_postgres_* families in the Prometheus text format. */
+/* One family's HELP and TYPE lines. */
+static void pgm_family(struct buf *b, const char *name, const char *type, const char *help)
+{
+    buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* metrics_add_series renderer (arg: a struct postgres_pools): the
+   tabled_postgres_* families in the Prometheus text format, a series per
+   pool. */
 void postgres_render_metrics(void *arg, struct buf *b)
 {
-    struct postgres_pool_stats s;
-    postgres_pool_stats(arg, &s);
-    buf_puts(b, "# HELP tabled_postgres_pool_size Connections the pool may open (pool-size).\n"
-                "# TYPE tabled_postgres_pool_size gauge\n");
-    buf_printf(b, "tabled_postgres_pool_size %u\n", s.size);
-    buf_puts(b, "# HELP tabled_postgres_pool_connections Pool connections by state: idle, busy "
-                "(a call running), held (a scan's transaction between pages), connecting.\n"
-                "# TYPE tabled_postgres_pool_connections gauge\n");
-    buf_printf(b, "tabled_postgres_pool_connections{state=\"idle\"} %u\n"
-                  "tabled_postgres_pool_connections{state=\"busy\"} %u\n"
-                  "tabled_postgres_pool_connections{state=\"held\"} %u\n"
-                  "tabled_postgres_pool_connections{state=\"connecting\"} %u\n",
-               s.idle, s.busy, s.held, s.connecting);
-    buf_puts(b, "# HELP tabled_postgres_pool_waiting Calls waiting for a free connection now.\n"
-                "# TYPE tabled_postgres_pool_waiting gauge\n");
-    buf_printf(b, "tabled_postgres_pool_waiting %u\n", s.waiting);
-    buf_puts(b, "# HELP tabled_postgres_pool_waits_total Calls that found every connection "
-                "busy and waited for one.\n# TYPE tabled_postgres_pool_waits_total counter\n");
-    buf_printf(b, "tabled_postgres_pool_waits_total %llu\n", (unsigned long long)s.waits);
-    buf_puts(b, "# HELP tabled_postgres_connect_failures_total Failed connection attempts by "
-                "cause (no_slot: the server's max_connections was reached).\n"
-                "# TYPE tabled_postgres_connect_failures_total counter\n");
-    buf_printf(b, "tabled_postgres_connect_failures_total{cause=\"unreachable\"} %llu\n"
-                  "tabled_postgres_connect_failures_total{cause=\"no_slot\"} %llu\n"
-                  "tabled_postgres_connect_failures_total{cause=\"auth\"} %llu\n"
-                  "tabled_postgres_connect_failures_total{cause=\"other\"} %llu\n",
-               (unsigned long long)s.failed_unreachable, (unsigned long long)s.failed_no_slot,
-               (unsigned long long)s.failed_auth, (unsigned long long)s.failed_other);
-    buf_puts(b, "# HELP tabled_postgres_reachable 0 while no connection to the database can "
-                "be made (calls fail with 503 and are retried by clients).\n"
-                "# TYPE tabled_postgres_reachable gauge\n");
-    buf_printf(b, "tabled_postgres_reachable %d\n", !s.outage);
+    const struct postgres_pools *pools = arg;
+    struct postgres_pool_stats s[2];
+    const char *role[2] = {"primary", "replica"};
+    int n = 0;
+    if (pools->primary)
+        postgres_pool_stats(pools->primary, &s[n++]);
+    else
+        role[0] = "replica";
+    if (pools->replica)
+        postgres_pool_stats(pools->replica, &s[n++]);
+    pgm_family(b, "tabled_postgres_pool_size", "gauge",
+               "Connections the pool may open (pool-size).");
+    for (int i = 0; i < n; i++)
+        buf_printf(b, "tabled_postgres_pool_size{role=\"%s\"} %u\n", role[i], s[i].size);
+    pgm_family(b, "tabled_postgres_pool_connections", "gauge",
+               "Pool connections by state: idle, busy (a call running), held (a scan's "
+               "transaction between pages), connecting.");
+    for (int i = 0; i < n; i++)
+        buf_printf(b, "tabled_postgres_pool_connections{role=\"%s\",state=\"idle\"} %u\n"
+                      "tabled_postgres_pool_connections{role=\"%s\",state=\"busy\"} %u\n"
+                      "tabled_postgres_pool_connections{role=\"%s\",state=\"held\"} %u\n"
+                      "tabled_postgres_pool_connections{role=\"%s\",state=\"connecting\"} "
+                      "%u\n",
+                   role[i], s[i].idle, role[i], s[i].busy, role[i], s[i].held, role[i],
+                   s[i].connecting);
+    pgm_family(b, "tabled_postgres_pool_waiting", "gauge",
+               "Calls waiting for a free connection now.");
+    for (int i = 0; i < n; i++)
+        buf_printf(b, "tabled_postgres_pool_waiting{role=\"%s\"} %u\n", role[i],
+                   s[i].waiting);
+    pgm_family(b, "tabled_postgres_pool_waits_total", "counter",
+               "Calls that found every connection busy and waited for one.");
+    for (int i = 0; i < n; i++)
+        buf_printf(b, "tabled_postgres_pool_waits_total{role=\"%s\"} %llu\n", role[i],
+                   (unsigned long long)s[i].waits);
+    pgm_family(b, "tabled_postgres_connect_failures_total", "counter",
+               "Failed connection attempts by cause (no_slot: the server's max_connections "
+               "was reached).");
+    for (int i = 0; i < n; i++)
+        buf_printf(b, "tabled_postgres_connect_failures_total{role=\"%s\",cause=\"unreachable\"} "
+                      "%llu\n"
+                      "tabled_postgres_connect_failures_total{role=\"%s\",cause=\"no_slot\"} "
+                      "%llu\n"
+                      "tabled_postgres_connect_failures_total{role=\"%s\",cause=\"auth\"} %llu\n"
+                      "tabled_postgres_connect_failures_total{role=\"%s\",cause=\"other\"} "
+                      "%llu\n",
+                   role[i], (unsigned long long)s[i].failed_unreachable, role[i],
+                   (unsigned long long)s[i].failed_no_slot, role[i],
+                   (unsigned long long)s[i].failed_auth, role[i],
+                   (unsigned long long)s[i].failed_other);
+    pgm_family(b, "tabled_postgres_reachable", "gauge",
+               "0 while no connection to the database can be made (calls fail with 503 and "
+               "are retried by clients).");
+    for (int i = 0; i < n; i++)
+        buf_printf(b, "tabled_postgres_reachable{role=\"%s\"} %d\n", role[i], !s[i].outage);
 }

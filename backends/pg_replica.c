@@ -1,6 +1,6 @@
 /* pg_replica.c - the postgres backend opened read-only over hot standbys
  * (backend_postgres_replica_ops, postgres.h): what the secondary endpoint
- * reads (doc/scale-out-replica.md).
+ * reads (doc/scale-out.md, Secondary endpoint on a read replica).
  *
  * Replicas. Every replica-conninfo option names one hot standby of the
  * primary's database; one of them is in use at a time (all the pool's
@@ -323,7 +323,7 @@ static void poll_io(void *arg, unsigned ready)
                 poll_failed(r, "cannot watch the socket");
         } else {
             char m[400];
-            poll_failed(r, pg_connect_why(r->pg, PQerrorMessage(r->pg), 1, m, sizeof m));
+            poll_failed(r, pg_connect_why(r->pg, PQerrorMessage(r->pg), 1, m, sizeof m, NULL));
         }
         return;
     }

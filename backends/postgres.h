@@ -33,9 +33,17 @@ struct postgres_pool_stats {
 /* Fills *out for an open postgres store. */
 void postgres_pool_stats(const struct backend_store *st, struct postgres_pool_stats *out);
 
+/* The pools the metrics show: the primary's, and the replicas' when the
+   secondary endpoint has them (NULL otherwise). */
+struct postgres_pools {
+    struct backend_store *primary;
+    struct backend_store *replica;
+};
+
 struct buf;
-/* Renders the pool's metrics (tabled_postgres_*) into b in the Prometheus
-   text format; arg is the struct backend_store. For metrics_add_series. */
+/* Renders the pools' metrics (tabled_postgres_*, each series labelled
+   role="primary" or role="replica") into b in the Prometheus text format;
+   arg is a struct postgres_pools. For metrics_add_series. */
 void postgres_render_metrics(void *arg, struct buf *b);
 
 /* The same backend, read-only over the hot standbys that the

@@ -723,8 +723,12 @@ int main(int argc, char **argv)
      * requests and the background step call the store, on coroutines. */
     kv_set_waiter(kv, main_wait_once, base);
 #ifdef HAVE_LIBPQ
-    if (metrics && kv_ops(kv) == &backend_postgres_ops)
-        metrics_add_series(metrics, postgres_render_metrics, kv_backend(kv));
+    /* the postgres pools in /metrics (the replicas' too, once opened) */
+    static struct postgres_pools pools;
+    if (metrics && kv_ops(kv) == &backend_postgres_ops) {
+        pools.primary = kv_backend(kv);
+        metrics_add_series(metrics, postgres_render_metrics, &pools);
+    }
 #endif
     store = store_new(kv, cfg.durability);
     struct service_settings set = service_settings_of(&cfg);
@@ -744,6 +748,10 @@ int main(int argc, char **argv)
                       rc == BACKEND_OK && !rstore ? "out of memory" : err);
             goto fail;
         }
+#ifdef HAVE_LIBPQ
+        if (pools.primary)
+            pools.replica = kv_backend(rkv);
+#endif
     }
     if (admin) {
         /* GET /export: tabled export --admin URL (tools/dump_serve.c) */

@@ -213,8 +213,8 @@ void op_get_service_stats(struct req_ctx *c)
         reply_error(c, TERR_InvalidQueryParameterValue);
         return;
     }
-    /* Over a replica (doc/scale-out-replica.md): live with the time
-       before which every primary write is readable there, or, with no
+    /* Over a replica (doc/scale-out.md, Secondary endpoint on a read
+       replica): live with the time before which every primary write is readable there, or, with no
        replica that can tell, unavailable with an empty LastSyncTime as
        the service answers for a secondary it cannot reach. Without one
        the secondary reads the primary's store: everything is there now. */

@@ -11,7 +11,9 @@ postgres --backend-option pool-size=4 --admin-port 0 starts on it (its
 first connection takes one slot). Then 16 threads make 20 requests each
 (inserts and point reads) at once. Checked:
 - every request succeeds although the pool cannot grow to its size;
-- /metrics: tabled_postgres_pool_size 4; connections made (idle, busy,
+- /metrics (every series labelled role="primary"; the secondary
+  endpoint's replicas are role="replica", test_pg_replica.py):
+  tabled_postgres_pool_size 4; connections made (idle, busy,
   held) at most 2 while the slots are taken;
   tabled_postgres_pool_waits_total > 0 (calls queued for a connection);
   tabled_postgres_connect_failures_total{cause="no_slot"} > 0;
@@ -56,7 +58,8 @@ def metrics(port):
 
 def conns(m):
     """Pool connections made (idle, busy or held; not those being made)."""
-    return sum(v for k, v in m.items() if k.startswith("tabled_postgres_pool_connections{")
+    return sum(v for k, v in m.items()
+               if k.startswith('tabled_postgres_pool_connections{role="primary"')
                and "connecting" not in k)
 
 
@@ -149,16 +152,16 @@ def main():
         tap.ok(not fails, "16 concurrent clients: every request succeeds with two slots",
                "\n".join(fails[:5]))
         m = metrics(port)
-        tap.eq(m.get("tabled_postgres_pool_size"), 4.0, "tabled_postgres_pool_size is pool-size")
+        tap.eq(m.get('tabled_postgres_pool_size{role="primary"}'), 4.0, "tabled_postgres_pool_size is pool-size")
         tap.ok(0 < conns(m) <= 2, "at most two connections while three of five slots are "
                "taken", repr(m))
-        tap.ok(m.get("tabled_postgres_pool_waits_total", 0) > 0,
+        tap.ok(m.get('tabled_postgres_pool_waits_total{role="primary"}', 0) > 0,
                "tabled_postgres_pool_waits_total counts calls that queued", repr(m))
-        tap.ok(m.get('tabled_postgres_connect_failures_total{cause="no_slot"}', 0) > 0,
+        tap.ok(m.get('tabled_postgres_connect_failures_total{role="primary",cause="no_slot"}', 0) > 0,
                "tabled_postgres_connect_failures_total{cause=\"no_slot\"} counts the refusals",
                repr(m))
-        tap.eq(m.get("tabled_postgres_pool_waiting"), 0.0, "nothing waits once the load is over")
-        tap.eq(m.get("tabled_postgres_reachable"), 1.0, "tabled_postgres_reachable 1")
+        tap.eq(m.get('tabled_postgres_pool_waiting{role="primary"}'), 0.0, "nothing waits once the load is over")
+        tap.eq(m.get('tabled_postgres_reachable{role="primary"}'), 1.0, "tabled_postgres_reachable 1")
         text = srv.stderr_text()
         lines = [ln for ln in text.splitlines() if SLOTS in ln]
         tap.ok(lines and "max_connections" in lines[0] and "pool-size" in lines[0],

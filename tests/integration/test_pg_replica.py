@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """test_pg_replica.py - the secondary endpoint served from a PostgreSQL hot
-standby (the postgres backend's replica-conninfo; doc/scale-out-replica.md).
+standby (the postgres backend's replica-conninfo; doc/scale-out.md,
+Secondary endpoint on a read replica).
 
 A private primary (tests/integration/pg_harness.py; track_commit_timestamp
 on, so that a write's commit time can be read back) and a streaming
@@ -32,7 +33,9 @@ Checked:
   LastSyncTime (as the service answers for a secondary it cannot reach),
   and a restarted standby brings live back;
 - the same options from a config file (backend-option lines, the
-  repeatable replica-conninfo given twice) serve the secondary too;
+  repeatable replica-conninfo given twice) serve the secondary too, and
+  /metrics shows the replicas' pool labelled role="replica" (reachable,
+  connected);
 - without replica-conninfo the secondary reads the primary's store as
   before (a write is seen there at once; stats live with the current
   time).
@@ -46,6 +49,7 @@ import os
 import re
 import sys
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -303,6 +307,14 @@ def check_down(tap, standby, http):
     tap.ok(r, "and the secondary reads again")
 
 
+def metrics(port):
+    """The admin listener's tabled_postgres_* series as {series: value}."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+        text = r.read().decode()
+    return {m.group(1): float(m.group(2)) for m in
+            re.finditer(r"^(tabled_postgres_\S+) (\S+)$", text, re.M)}
+
+
 def check_config_file(tap, pg, standby, ci, db, nowhere):
     """The same options from a config file (replica-conninfo twice)."""
     path = os.path.join(pg.dir, "tabled.conf")
@@ -310,7 +322,8 @@ def check_config_file(tap, pg, standby, ci, db, nowhere):
         f.write("backend-option = conninfo=%s\n" % ci)
         f.write("backend-option = replica-conninfo=%s\n" % nowhere)
         f.write("backend-option = replica-conninfo=%s\n" % standby.conninfo(db))
-    srv = h.Server(args=["--config", path], backend="postgres", ready_timeout=60).start()
+    srv = h.Server(args=["--config", path, "--admin-port", "0"], backend="postgres",
+                   ready_timeout=60).start()
     try:
         http = h.Http(srv)
         s = wait_for(lambda: (lambda s: s if s[0] == "live" else None)(stats(http)))
@@ -318,6 +331,15 @@ def check_config_file(tap, pg, standby, ci, db, nowhere):
                repr(s or stats(http)))
         r = sec_get(http, "Rep", "a", "1")
         tap.ok(r.status == 200, "config file: the secondary reads the standby", repr(r))
+        m = metrics(h.admin_port(srv))
+        tap.ok(m.get('tabled_postgres_pool_size{role="replica"}') ==
+               m.get('tabled_postgres_pool_size{role="primary"}') and
+               m.get('tabled_postgres_reachable{role="replica"}') == 1 and
+               sum(v for k, v in m.items() if k.startswith(
+                   'tabled_postgres_pool_connections{role="replica",state="')) >= 1 and
+               'tabled_postgres_connect_failures_total{role="replica",cause="no_slot"}' in m,
+               "/metrics: the replicas' pool as role=\"replica\" (as large as the "
+               "primary's, reachable, connected)", repr(m))
     finally:
         srv.stop_and_check(tap)
 
