@@ -105,6 +105,8 @@ struct pg_op {
     int fresh;                      /* OP_STEP: began the cursor's transaction */
     int resent;                     /* a read already moved to a new connection */
     int connect_failed;             /* saw a connection attempt fail while queued */
+    size_t skip;                    /* prepare results still to come before
+                                       query 0's (pg_send) */
     /* progress of the running pipeline */
     size_t nq;                      /* queries sent before the sync */
     size_t qi;                      /* query whose results come now */
@@ -116,9 +118,18 @@ struct pg_op {
     char err[256];
 };
 
+/* The statements sent prepared (named "t0".."t9", prepared on a
+   connection the first time one of its ops needs them; see pg_sql.c). */
+enum pg_prep {
+    PP_GET, PP_MGET, PP_CHECK_ABSENT, PP_INSERT_ABSENT, PP_CHECK_PRESENT, PP_CHECK_VERSION,
+    PP_FAIL, PP_EXISTS, PP_UPSERT, PP_DELETE, PP_COUNT
+};
+
 struct pg_conn {
     struct backend_store *st;
     PGconn *pg;
+    unsigned prepared;              /* bit (1 << enum pg_prep): sent on pg */
+    int prep_failed;                /* a prepare failed: dropped after its op */
     void *watch;
     int fd;
     unsigned events;
@@ -234,6 +245,10 @@ int pg_send(struct pg_conn *c, struct pg_op *op);
 
 /* Takes one result of query op->qi (consumes r unless it keeps it). */
 void pg_result(struct pg_op *op, PGresult *r);
+
+/* Takes the result of one of the prepares pg_send put before op's
+   queries (consumes r): a failure fails op and marks c to be dropped. */
+void pg_prep_result(struct pg_conn *c, struct pg_op *op, PGresult *r);
 
 /* Serves the cursor's next buffered row into call; 1, or 0 at the end. */
 int pg_iter_serve(struct backend_iter *it, struct backend_call *call);

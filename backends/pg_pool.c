@@ -269,6 +269,8 @@ void pg_conn_drop(struct pg_conn *c)
     c->state = PGC_DOWN;
     c->op = NULL;
     c->holder = NULL;
+    c->prepared = 0;                    /* a new connection has none */
+    c->prep_failed = 0;
 }
 
 
@@ -469,6 +471,7 @@ void pg_connect_start(struct pg_conn *c)
     struct backend_store *st = c->st;
     c->pg = PQconnectStart(st->conninfo);
     c->state = PGC_CONNECTING;
+    c->prepared = 0;
     c->fd = -1;
     if (!c->pg || PQstatus(c->pg) == CONNECTION_BAD) {
         pg_connect_failed(c, c->pg ? PQerrorMessage(c->pg) : "out of memory");
@@ -533,7 +536,10 @@ static void pg_conn_pump(struct pg_conn *c, unsigned ready)
         if (!r) {
             if (!op->seen)
                 break;
-            op->qi++;
+            if (op->skip)
+                op->skip--;             /* a prepare's */
+            else
+                op->qi++;
             op->seen = 0;
             continue;
         }
@@ -543,7 +549,10 @@ static void pg_conn_pump(struct pg_conn *c, unsigned ready)
             break;
         }
         op->seen = 1;
-        pg_result(op, r);
+        if (op->skip)
+            pg_prep_result(c, op, r);
+        else
+            pg_result(op, r);
     }
 }
 
