@@ -27,6 +27,11 @@
 #define PG_OID_BYTEA 17
 #define PG_OID_INT8 20
 #define PG_OID_BYTEA_ARRAY 1001
+/* Multi-gets waiting for a connection are sent together (pg_coalesce):
+   at most this many ops, and keys in all (the first op's always go). */
+#define PG_COALESCE_OPS 32
+#define PG_COALESCE_KEYS 1024
+#define PG_COALESCE_SCAN 256      /* queued ops looked at, at most */
 
 enum pgc_state {
     PGC_DOWN,           /* no connection */
@@ -92,6 +97,9 @@ struct pg_op {
     /* get_multi: the caller's keys, answered from res's rows */
     struct backend_mget *mget;
     size_t nmget;
+    /* get_multi: queued multi-gets sent in this op's statement and
+       answered from its result (pg_coalesce); riders link by rnext */
+    struct pg_op *riders, *rnext;
     /* apply */
     const struct backend_write *w;
     const struct backend_cond *cond;
@@ -209,6 +217,10 @@ int pg_watch(struct pg_conn *c, unsigned events);
 
 /* Closes a connection's socket and watches; the slot becomes PGC_DOWN. */
 void pg_conn_drop(struct pg_conn *c);
+
+/* Takes queued multi-gets out of the queue to ride on op, a multi-get
+   about to be sent (see pg_coalesce in pg_pool.c). */
+void pg_coalesce(struct backend_store *st, struct pg_op *op);
 
 /* Gives queued ops to free connections (in order); starts connections
    when some are still waiting. */

@@ -306,13 +306,17 @@ static size_t pg_mget_kp_len(const struct backend_mget *m)
    PG_KEY_PREFIX bytes), and "kp = ANY ($1)", an index lookup per key in
    one statement. The rows carry their whole keys (kp || kr), so a longer
    key that merely shares a named key's prefix is told apart by
-   pg_mget_answer. */
+   pg_mget_answer. The keys of the op's riders (pg_coalesce) go in the
+   same array. */
 static int pg_send_mget(struct pg_conn *c, struct pg_op *op)
 {
-    size_t len = 20;
-    for (size_t i = 0; i < op->nmget; i++)
-        len += 4 + pg_mget_kp_len(&op->mget[i]);
-    if (len > 0x7fffffff || op->nmget > 0x7fffffff)
+    size_t len = 20, n = 0;
+    for (struct pg_op *o = op; o; o = o == op ? op->riders : o->rnext) {
+        n += o->nmget;
+        for (size_t i = 0; i < o->nmget; i++)
+            len += 4 + pg_mget_kp_len(&o->mget[i]);
+    }
+    if (len > 0x7fffffff || n > 0x7fffffff)
         return -1;
     unsigned char *buf = malloc(len), *p = buf;
     if (!buf)
@@ -320,14 +324,15 @@ static int pg_send_mget(struct pg_conn *c, struct pg_op *op)
     p = pg_put32(p, 1);
     p = pg_put32(p, 0);
     p = pg_put32(p, PG_OID_BYTEA);
-    p = pg_put32(p, (uint32_t)op->nmget);
+    p = pg_put32(p, (uint32_t)n);
     p = pg_put32(p, 1);
-    for (size_t i = 0; i < op->nmget; i++) {
-        size_t kl = pg_mget_kp_len(&op->mget[i]);
-        p = pg_put32(p, (uint32_t)kl);
-        memcpy(p, op->mget[i].key, kl);
-        p += kl;
-    }
+    for (struct pg_op *o = op; o; o = o == op ? op->riders : o->rnext)
+        for (size_t i = 0; i < o->nmget; i++) {
+            size_t kl = pg_mget_kp_len(&o->mget[i]);
+            p = pg_put32(p, (uint32_t)kl);
+            memcpy(p, o->mget[i].key, kl);
+            p += kl;
+        }
     const char *vals[1] = { (const char *)buf };
     int lens[1] = { (int)len };
     int rc = pg_exec_prep(c, op, PP_MGET, vals, lens);
@@ -558,8 +563,9 @@ static int pg_mget_cmp(const void *a, const void *b)
 
 /* A get_multi's rows given to its keys (sorted, each row found by binary
    search; a key named twice gets the row twice); keys without a row are
-   BACKEND_NOTFOUND. Values are borrowed from op->res. */
-static void pg_mget_answer(struct pg_op *op)
+   BACKEND_NOTFOUND. Values are borrowed from res (op's, or the result of
+   the op it rode on, which is delivered after it: pg_complete). */
+static void pg_mget_answer(struct pg_op *op, const PGresult *res)
 {
     struct backend_mget **sorted = malloc((op->nmget ? op->nmget : 1) * sizeof *sorted);
     if (!sorted) {
@@ -574,10 +580,10 @@ static void pg_mget_answer(struct pg_op *op)
         sorted[i] = &op->mget[i];
     }
     qsort(sorted, op->nmget, sizeof *sorted, pg_mget_cmp);
-    int rows = op->res ? PQntuples(op->res) : 0;
+    int rows = res ? PQntuples(res) : 0;
     for (int r = 0; r < rows; r++) {
-        struct backend_mget row = { PQgetvalue(op->res, r, 0),
-                                    (size_t)PQgetlength(op->res, r, 0), 0, NULL, 0 };
+        struct backend_mget row = { PQgetvalue(res, r, 0),
+                                    (size_t)PQgetlength(res, r, 0), 0, NULL, 0 };
         const struct backend_mget *rp = &row;
         size_t lo = 0, hi = op->nmget;
         while (lo < hi) {               /* the first key >= the row's */
@@ -589,8 +595,8 @@ static void pg_mget_answer(struct pg_op *op)
         }
         for (; lo < op->nmget && pg_mget_cmp(&sorted[lo], &rp) == 0; lo++) {
             sorted[lo]->status = BACKEND_OK;
-            sorted[lo]->val = PQgetvalue(op->res, r, 1);
-            sorted[lo]->val_len = (size_t)PQgetlength(op->res, r, 1);
+            sorted[lo]->val = PQgetvalue(res, r, 1);
+            sorted[lo]->val_len = (size_t)PQgetlength(res, r, 1);
         }
     }
     free(sorted);
@@ -623,8 +629,13 @@ void pg_finish(struct pg_conn *c, struct pg_op *op)
             op->call->val_len = (size_t)PQgetlength(op->res, 0, 0);
         }
     }
-    if (op->kind == OP_MGET && op->status == BACKEND_OK)
-        pg_mget_answer(op);
+    if (op->kind == OP_MGET && op->status == BACKEND_OK) {
+        pg_mget_answer(op, op->res);
+        for (struct pg_op *r = op->riders; r; r = r->rnext) {
+            r->status = BACKEND_OK;
+            pg_mget_answer(r, op->res);
+        }
+    }
     if (c->prep_failed && !c->holder)
         pg_conn_drop(c);                /* its prepared statements are unknown */
     if (op->kind == OP_APPLY && op->status == BACKEND_OK && op->before)
