@@ -32,7 +32,11 @@
  * non-blocking pipeline mode, its socket watched through the host's
  * fd_watch. Every call is one "op" that runs on one connection: a few
  * queries followed by a pipeline sync, sent together (one round trip).
- * When no connection is free the op waits in a FIFO queue. open() alone
+ * When no connection is free the op waits in a FIFO queue; when a
+ * connection frees and the queue's first op is a multi-get, the multi-gets
+ * queued behind it ride along in its statement (pg_coalesce in pg_pool.c:
+ * one statement, snapshot and round trip for up to PG_COALESCE_OPS point
+ * reads, each answered from its own keys' rows). open() alone
  * connects synchronously (start-up, before serving) to create or check the
  * schema, and keeps that connection as the pool's first.
  *
@@ -53,6 +57,15 @@
  * Only portable SQL is used (no functions, triggers, advisory locks,
  * LISTEN/NOTIFY or extensions): PostgreSQL, and the distributed engines
  * that speak its protocol, accept it.
+ *
+ * Statements. The point read, the multi-get and every statement of an
+ * apply are prepared once per connection (pg_prep_sql in pg_sql.c: sent
+ * with PQsendPrepare in the pipeline of the first op that needs one, then
+ * executed by name): the database parses and plans them once, not per
+ * call. A new connection (after a restart or a lost connection) starts
+ * with none and prepares again; a prepare that fails drops its
+ * connection. Cursors' batch queries vary with their bounds and stay
+ * unnamed.
  *
  * Multi-get (get_multi_v2, for a $batch's reads): one statement,
  * "SELECT kp || kr, v ... WHERE kp = ANY ($1)" with every key's kp in one
