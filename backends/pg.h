@@ -41,7 +41,9 @@ enum pgc_state {
     PGC_BUSY,           /* an op is running on it */
 };
 
-enum pg_kind { OP_GET, OP_MGET, OP_STEP, OP_APPLY, OP_ROLLBACK };
+/* A get is a multi-get of one key (OP_MGET with single set), so that
+   queued point reads of every kind coalesce (pg_coalesce). */
+enum pg_kind { OP_MGET, OP_STEP, OP_APPLY, OP_ROLLBACK };
 
 /* Statements an apply sends (see pg_plan): every check first, then every
    write. */
@@ -89,9 +91,9 @@ struct pg_op {
     struct pg_conn *conn;           /* while running */
     struct pg_op *next;             /* queue / done list link */
     void *timer;                    /* timeout */
-    /* get */
-    const void *key;
-    size_t key_len;
+    /* get: its one key, answered into call->val */
+    struct backend_mget one;
+    int single;
     PGresult *res;                  /* kept until done() returns (get,
                                        get_multi) */
     /* get_multi: the caller's keys, answered from res's rows */
@@ -126,10 +128,10 @@ struct pg_op {
     char err[256];
 };
 
-/* The statements sent prepared (named "t0".."t9", prepared on a
+/* The statements sent prepared (named "t0".."t8", prepared on a
    connection the first time one of its ops needs them; see pg_sql.c). */
 enum pg_prep {
-    PP_GET, PP_MGET, PP_CHECK_ABSENT, PP_INSERT_ABSENT, PP_CHECK_PRESENT, PP_CHECK_VERSION,
+    PP_MGET, PP_CHECK_ABSENT, PP_INSERT_ABSENT, PP_CHECK_PRESENT, PP_CHECK_VERSION,
     PP_FAIL, PP_EXISTS, PP_UPSERT, PP_DELETE, PP_COUNT
 };
 

@@ -325,7 +325,7 @@ static void pg_conn_lost(struct pg_conn *c, int timed_out, const char *why)
                  timed_out ? "timed out" : "lost", m);
     }
     if (op && !timed_out && !op->resent &&
-        (op->kind == OP_GET || op->kind == OP_MGET || (op->kind == OP_STEP && op->fresh))) {
+        (op->kind == OP_MGET || (op->kind == OP_STEP && op->fresh))) {
         /* a read that changed nothing and had no snapshot yet: once more
            on a new connection (a database restart costs no error) */
         op->resent = 1;
@@ -407,7 +407,7 @@ void pg_drain(struct backend_store *st)
         if (!st->queue)
             st->queue_tail = &st->queue;
         op->next = NULL;
-        if (op->kind == OP_MGET)
+        if (op->kind == OP_MGET)         /* gets too: see pg_op */
             pg_coalesce(st, op);
         int rc = pg_send(c, op);
         if (rc < 0)

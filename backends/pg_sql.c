@@ -73,7 +73,6 @@ static const struct {
     const char *sql;
     int nparams;
 } pg_prep_sql[PP_COUNT] = {
-    [PP_GET] = {"SELECT v FROM tabled_kv WHERE kp = $1 AND kh = $2", 2},
     [PP_MGET] = {"SELECT kp || kr, v FROM tabled_kv WHERE kp = ANY ($1)", -1},
     [PP_CHECK_ABSENT] = {"WITH i AS (INSERT INTO tabled_kv (kp, kh, kr, v, ver) "
                          "VALUES ($1, $2, $3, '', 0) ON CONFLICT (kp, kh) DO NOTHING "
@@ -107,11 +106,11 @@ static const Oid *pg_prep_types(int i, int *n)
     return np == -1 ? arr : np == -3 ? kver : kvv;
 }
 
-/* The statement name of prepared statement i ("t0".."t9"). */
+/* The statement name of prepared statement i ("t0".."t8"). */
 static const char *pg_prep_name(int i)
 {
     static const char *const names[PP_COUNT] = { "t0", "t1", "t2", "t3", "t4",
-                                                 "t5", "t6", "t7", "t8", "t9" };
+                                                 "t5", "t6", "t7", "t8" };
     return names[i];
 }
 
@@ -153,9 +152,7 @@ static enum pg_prep pg_stmt_prep(enum pg_stmt_kind k)
 static int pg_prepare(struct pg_conn *c, struct pg_op *op)
 {
     unsigned need = 0;
-    if (op->kind == OP_GET)
-        need = 1u << PP_GET;
-    else if (op->kind == OP_MGET)
+    if (op->kind == OP_MGET)
         need = 1u << PP_MGET;
     else if (op->kind == OP_APPLY)
         for (size_t i = 0; i < op->nstmts; i++)
@@ -348,14 +345,6 @@ static int pg_send_queries(struct pg_conn *c, struct pg_op *op)
     if (pg_prepare(c, op) < 0)
         return -1;
     switch (op->kind) {
-    case OP_GET: {
-        struct pg_key k;
-        pg_key_split(op->key, op->key_len, &k);
-        const char *v[2] = { k.kp, k.kh };
-        int l[2] = { k.kp_len, k.kh_len };
-        rc = pg_exec_prep(c, op, PP_GET, v, l);
-        break;
-    }
     case OP_MGET:
         PQclear(op->res);               /* an earlier attempt's */
         op->res = NULL;
@@ -480,14 +469,6 @@ void pg_result(struct pg_op *op, PGresult *r)
         return;
     }
     switch (op->kind) {
-    case OP_GET:
-        if (PQntuples(r) == 1 && PQnfields(r) == 1) {
-            PQclear(op->res);
-            op->res = r;
-            return;
-        }
-        op->status = BACKEND_NOTFOUND;
-        break;
     case OP_MGET:
         if (s == PGRES_TUPLES_OK && PQnfields(r) == 2) {
             PQclear(op->res);
@@ -564,7 +545,8 @@ static int pg_mget_cmp(const void *a, const void *b)
 /* A get_multi's rows given to its keys (sorted, each row found by binary
    search; a key named twice gets the row twice); keys without a row are
    BACKEND_NOTFOUND. Values are borrowed from res (op's, or the result of
-   the op it rode on, which is delivered after it: pg_complete). */
+   the op it rode on, which is delivered after it: pg_complete). A get
+   (op->single) answers its call: its key's value, or BACKEND_NOTFOUND. */
 static void pg_mget_answer(struct pg_op *op, const PGresult *res)
 {
     struct backend_mget **sorted = malloc((op->nmget ? op->nmget : 1) * sizeof *sorted);
@@ -600,6 +582,11 @@ static void pg_mget_answer(struct pg_op *op, const PGresult *res)
         }
     }
     free(sorted);
+    if (op->single) {                   /* a get: the call's own answer */
+        op->status = op->one.status;
+        op->call->val = op->one.val;
+        op->call->val_len = op->one.val_len;
+    }
 }
 
 /* The pipeline sync of op arrived: the op is over on this connection
@@ -620,14 +607,6 @@ void pg_finish(struct pg_conn *c, struct pg_op *op)
             pg_fail_as(op, rc);
         pg_drain(st);
         return;
-    }
-    if (op->kind == OP_GET && op->status == BACKEND_OK) {
-        if (!op->res) {
-            op->status = BACKEND_NOTFOUND;
-        } else {
-            op->call->val = PQgetvalue(op->res, 0, 0);
-            op->call->val_len = (size_t)PQgetlength(op->res, 0, 0);
-        }
     }
     if (op->kind == OP_MGET && op->status == BACKEND_OK) {
         pg_mget_answer(op, op->res);

@@ -118,8 +118,9 @@ static int pg_ret(struct backend_call *call, int rc)
     return rc;
 }
 
-/* get_v2: SELECT v ... WHERE kp = $1 AND kh = $2; the value is borrowed from the kept
-   result until done() returns. */
+/* get_v2: a multi-get of one key (it may ride with other queued reads:
+   pg_coalesce); the value is borrowed from the kept result until done()
+   returns. */
 static int pg_get_v2_run(struct backend_store *st, const void *key, size_t key_len,
                          struct backend_call *call)
 {
@@ -127,11 +128,13 @@ static int pg_get_v2_run(struct backend_store *st, const void *key, size_t key_l
         snprintf(call->err, sizeof call->err, "get: empty, missing or oversized key");
         return BACKEND_INVALID;
     }
-    struct pg_op *op = pg_op_new(st, OP_GET, call);
+    struct pg_op *op = pg_op_new(st, OP_MGET, call);
     if (!op)
         return BACKEND_NOMEM;
-    op->key = key;
-    op->key_len = key_len;
+    op->one = (struct backend_mget){ key, key_len, BACKEND_NOTFOUND, NULL, 0 };
+    op->mget = &op->one;
+    op->nmget = 1;
+    op->single = 1;
     return pg_start(st, op);
 }
 
