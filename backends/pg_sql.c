@@ -609,11 +609,18 @@ void pg_finish(struct pg_conn *c, struct pg_op *op)
         return;
     }
     if (op->kind == OP_MGET && op->status == BACKEND_OK) {
-        pg_mget_answer(op, op->res);
-        for (struct pg_op *r = op->riders; r; r = r->rnext) {
+        /* the riders are answered and complete first (a get's NOTFOUND
+           is its own answer, not the group's failure: pg_complete passes
+           on only failures of the statement) */
+        while (op->riders) {
+            struct pg_op *r = op->riders;
+            op->riders = r->rnext;
+            r->rnext = NULL;
             r->status = BACKEND_OK;
             pg_mget_answer(r, op->res);
+            pg_complete(r);
         }
+        pg_mget_answer(op, op->res);
     }
     if (c->prep_failed && !c->holder)
         pg_conn_drop(c);                /* its prepared statements are unknown */
