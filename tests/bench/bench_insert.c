@@ -3,11 +3,12 @@
  * connections, one request in flight per connection, from one thread
  * with epoll.
  *
- *     bench_insert -p PORT [-H HOST] [-c CONNS] [-d SECONDS] [-n REQUESTS]
+ *     bench_insert -p PORT [-H HOST] [-c CONNS] [-d SECONDS] [-n REQUESTS] [-N PER_CONN]
  *                  [-s VALUE_BYTES] [-b BATCH] [-t TABLE] [-k KEYPREFIX] [-w]
  *                  [-m insert|upsert|merge|delete] [-r REWRITE]
  *
- * With both -d and -n the run ends at whichever comes first.
+ * With both -d and -n the run ends at whichever comes first; -N ends each
+ * connection after that many requests.
  * -m upsert sends Insert Or Replace (PUT to the entity's URL, no If-Match)
  * and -m merge Insert Or Merge (MERGE) instead of inserts (POST); with
  * -r REWRITE a connection's keys repeat every REWRITE requests, so that
@@ -17,8 +18,8 @@
  * request N of connection C deletes the entity that changeset (N - 1) / 100
  * + 1 of an earlier "-b 100" run with the same -k and connection count
  * inserted as its ((N - 1) % 100)-th entity, so fill the table that way
- * first, with enough changesets per connection (a missing entity is a 404,
- * which stops the run).
+ * first, with -N changesets per connection, and delete with -N at most 100
+ * times that (a missing entity is a 404, which stops the run).
  *
  * Entities are {"PartitionKey": "<prefix>c<conn>", "RowKey": "<seq>",
  * "Data": <VALUE_BYTES of random characters, or with -w of random words
@@ -60,6 +61,7 @@ static size_t bi_value = 1000;
 static double bi_seconds = 10;
 static unsigned long bi_limit;      /* requests to send, 0 = by time */
 static int bi_timed;                /* -d given: with -n, whichever ends first */
+static unsigned long bi_per_conn;   /* -N: requests per connection, at most */
 static unsigned long bi_sent_reqs, bi_done, bi_errors;
 static double *bi_lat;
 static size_t bi_nlat, bi_caplat;
@@ -228,13 +230,14 @@ static int bi_connect(void)
 int main(int argc, char **argv)
 {
     int opt;
-    while ((opt = getopt(argc, argv, "H:p:c:d:n:s:b:t:k:wm:r:")) != -1) {
+    while ((opt = getopt(argc, argv, "H:p:c:d:n:N:s:b:t:k:wm:r:")) != -1) {
         switch (opt) {
         case 'H': bi_host = optarg; break;
         case 'p': bi_port = atoi(optarg); break;
         case 'c': bi_conns = atoi(optarg); break;
         case 'd': bi_seconds = atof(optarg); bi_timed = 1; break;
         case 'n': bi_limit = strtoul(optarg, NULL, 10); break;
+        case 'N': bi_per_conn = strtoul(optarg, NULL, 10); break;
         case 's': bi_value = strtoul(optarg, NULL, 10); break;
         case 'b': bi_batch = atoi(optarg); break;
         case 't': bi_table = optarg; break;
@@ -253,7 +256,7 @@ int main(int argc, char **argv)
         case 'r': bi_rewrite = strtoul(optarg, NULL, 10); break;
         default:
             fprintf(stderr, "usage: bench_insert -p PORT [-H HOST] [-c CONNS] [-d SECONDS] [-n "
-                            "REQUESTS] [-s VALUE_BYTES] [-b BATCH] [-t TABLE] [-k KEYPREFIX] [-w] "
+                            "REQUESTS] [-N PER_CONN] [-s VALUE_BYTES] [-b BATCH] [-t TABLE] [-k KEYPREFIX] [-w] "
                             "[-m insert|upsert|merge|delete] [-r REWRITE]\n");
             return 2;
         }
@@ -343,7 +346,8 @@ int main(int argc, char **argv)
                     fprintf(stderr, "bench_insert: answer %d: %.300s\n", status, c->resp);
                     stopping = 1;
                 }
-                if (stopping || (bi_limit && bi_sent_reqs >= bi_limit)) {
+                if (stopping || (bi_limit && bi_sent_reqs >= bi_limit) ||
+                    (bi_per_conn && c->seq >= bi_per_conn)) {
                     close(c->fd);
                     c->fd = -1;
                     active--;

@@ -268,21 +268,21 @@ WORKLOAD_ARGS = {"bupsert": ("-m", "upsert", "-r", "4"), "bmerge": ("-m", "merge
                  "upsert": ("-m", "upsert", "-r", "4"), "merge": ("-m", "merge", "-r", "4")}
 WORKLOADS = ("get", "insert", "upsert", "merge", "delete", "page", "batch", "bupsert", "bmerge")
 BATCHED = ("batch", "bupsert", "bmerge")
-DELETE_RATE = 300       # deletes per second per connection the fill provides for, at most
+DELETE_RATE = 1000      # deletes per second per connection the fill provides for, at most
 
 
 def bench_delete(fronts, a, tag):
     """Fills every front end's connections' keys with changesets (not
     metered), then deletes them; returns a function running the deletes."""
-    per = -(-a.seconds * DELETE_RATE // 100) + 2        # changesets per connection
+    per = -(-a.seconds * DELETE_RATE // 100)        # changesets per connection
     conns = split(a.conns, len(fronts))
     run_parallel([lambda f=f, c=c, i=i: run_bench_insert(
-        f.port, ["-c", str(c), "-n", str(c * per), "-b", "100", "-k", "%s%d-" % (tag, i)])
+        f.port, ["-c", str(c), "-N", str(per), "-b", "100", "-k", "%s%d-" % (tag, i)])
         for i, (f, c) in enumerate(zip(fronts, conns))])
 
     def go():
         res = run_parallel([lambda f=f, c=c, i=i: run_bench_insert(
-            f.port, ["-c", str(c), "-d", str(a.seconds), "-n", str(c * (per - 2) * 100),
+            f.port, ["-c", str(c), "-d", str(a.seconds), "-N", str(per * 100),
                      "-m", "delete", "-k", "%s%d-" % (tag, i)])
             for i, (f, c) in enumerate(zip(fronts, conns))])
         return sum(r[0] for r in res), sum(r[1] for r in res)
