@@ -365,8 +365,10 @@ static void pg_conn_lost(struct pg_conn *c, int timed_out, const char *why)
    together costs the database one statement, one snapshot and one
    round trip instead of one each. At most PG_COALESCE_OPS ops and
    PG_COALESCE_KEYS keys (beyond op's own) ride; the other ops keep
-   their places; the scan stops after PG_COALESCE_SCAN of them. Each rider keeps its own timeout, which fires later than
-   op's (it was queued after op): op's timeout fails them all. */
+   their places; the scan stops after PG_COALESCE_SCAN of them. Each
+   rider keeps its own timeout, which fires later than op's (it was
+   queued after op, and finds nothing to do then): op's timeout fails
+   them all. */
 void pg_coalesce(struct backend_store *st, struct pg_op *op)
 {
     size_t ops = 1, keys = op->nmget;

@@ -256,8 +256,8 @@ int main(int argc, char **argv)
         case 'r': bi_rewrite = strtoul(optarg, NULL, 10); break;
         default:
             fprintf(stderr, "usage: bench_insert -p PORT [-H HOST] [-c CONNS] [-d SECONDS] [-n "
-                            "REQUESTS] [-N PER_CONN] [-s VALUE_BYTES] [-b BATCH] [-t TABLE] [-k KEYPREFIX] [-w] "
-                            "[-m insert|upsert|merge|delete] [-r REWRITE]\n");
+                            "REQUESTS] [-N PER_CONN] [-s VALUE_BYTES] [-b BATCH] [-t TABLE] "
+                            "[-k KEYPREFIX] [-w] [-m insert|upsert|merge|delete] [-r REWRITE]\n");
             return 2;
         }
     }

@@ -35,7 +35,8 @@ for --seconds per round:
 For each it prints the median of --rounds rounds (min-max), the CPU per
 operation (an entity for the changeset workloads, a request otherwise) of
 the tabled processes and of the PostgreSQL server in microseconds (median
-over the rounds), and over the median round: the CPU the tabled processes, the PostgreSQL server processes
+over the rounds), and over the median round: the CPU the tabled
+processes, the PostgreSQL server processes
 (postmaster and its children, /proc/PID/stat utime+stime, exited children
 through the postmaster's cutime+cstime) and the load generators used, in
 cores (CPU seconds per second), and the voluntary context switches of the
@@ -381,7 +382,7 @@ def main():
     ap.add_argument("--configs", default="leveldb,postgres-1,postgres-2")
     ap.add_argument("--memory", type=int, default=200000,
                     help="entities for the resident-memory check (0: skip)")
-    ap.add_argument("--workloads", default="get,insert,upsert,merge,delete,page,batch")
+    ap.add_argument("--workloads", default="get,page,insert,upsert,merge,delete,batch")
     ap.add_argument("--base", default="",
                     help="a baseline tabled binary run in the same rounds")
     ap.add_argument("--fsync", default="off",
