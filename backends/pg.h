@@ -27,6 +27,11 @@
 #define PG_OID_BYTEA 17
 #define PG_OID_INT8 20
 #define PG_OID_BYTEA_ARRAY 1001
+/* Multi-gets waiting for a connection are sent together (pg_coalesce):
+   at most this many ops, and keys in all (the first op's always go). */
+#define PG_COALESCE_OPS 32
+#define PG_COALESCE_KEYS 1024
+#define PG_COALESCE_SCAN 256      /* queued ops looked at, at most */
 
 enum pgc_state {
     PGC_DOWN,           /* no connection */
@@ -46,7 +51,9 @@ enum pg_why {
     PG_WHY_N
 };
 
-enum pg_kind { OP_GET, OP_MGET, OP_STEP, OP_APPLY, OP_ROLLBACK };
+/* A get is a multi-get of one key (OP_MGET with single set), so that
+   queued point reads of every kind coalesce (pg_coalesce). */
+enum pg_kind { OP_MGET, OP_STEP, OP_APPLY, OP_ROLLBACK };
 
 /* Statements an apply sends (see pg_plan): every check first, then every
    write. */
@@ -94,14 +101,17 @@ struct pg_op {
     struct pg_conn *conn;           /* while running */
     struct pg_op *next;             /* queue / done list link */
     void *timer;                    /* timeout */
-    /* get */
-    const void *key;
-    size_t key_len;
+    /* get: its one key, answered into call->val */
+    struct backend_mget one;
+    int single;
     PGresult *res;                  /* kept until done() returns (get,
                                        get_multi) */
     /* get_multi: the caller's keys, answered from res's rows */
     struct backend_mget *mget;
     size_t nmget;
+    /* get_multi: queued multi-gets sent in this op's statement and
+       answered from its result (pg_coalesce); riders link by rnext */
+    struct pg_op *riders, *rnext;
     /* apply */
     const struct backend_write *w;
     const struct backend_cond *cond;
@@ -115,6 +125,8 @@ struct pg_op {
     int fresh;                      /* OP_STEP: began the cursor's transaction */
     int resent;                     /* a read already moved to a new connection */
     int connect_failed;             /* saw a connection attempt fail while queued */
+    size_t skip;                    /* prepare results still to come before
+                                       query 0's (pg_send) */
     /* progress of the running pipeline */
     size_t nq;                      /* queries sent before the sync */
     size_t qi;                      /* query whose results come now */
@@ -126,9 +138,18 @@ struct pg_op {
     char err[256];
 };
 
+/* The statements sent prepared (named "t0".."t8", prepared on a
+   connection the first time one of its ops needs them; see pg_sql.c). */
+enum pg_prep {
+    PP_MGET, PP_CHECK_ABSENT, PP_INSERT_ABSENT, PP_CHECK_PRESENT, PP_CHECK_VERSION,
+    PP_FAIL, PP_EXISTS, PP_UPSERT, PP_DELETE, PP_COUNT
+};
+
 struct pg_conn {
     struct backend_store *st;
     PGconn *pg;
+    unsigned prepared;              /* bit (1 << enum pg_prep): sent on pg */
+    int prep_failed;                /* a prepare failed: dropped after its op */
     void *watch;
     int fd;
     unsigned events;
@@ -216,6 +237,10 @@ int pg_watch(struct pg_conn *c, unsigned events);
 /* Closes a connection's socket and watches; the slot becomes PGC_DOWN. */
 void pg_conn_drop(struct pg_conn *c);
 
+/* Takes queued multi-gets out of the queue to ride on op, a multi-get
+   about to be sent (see pg_coalesce in pg_pool.c). */
+void pg_coalesce(struct backend_store *st, struct pg_op *op);
+
 /* Gives queued ops to free connections (in order); starts connections
    when some are still waiting. */
 void pg_drain(struct backend_store *st);
@@ -251,6 +276,10 @@ int pg_send(struct pg_conn *c, struct pg_op *op);
 
 /* Takes one result of query op->qi (consumes r unless it keeps it). */
 void pg_result(struct pg_op *op, PGresult *r);
+
+/* Takes the result of one of the prepares pg_send put before op's
+   queries (consumes r): a failure fails op and marks c to be dropped. */
+void pg_prep_result(struct pg_conn *c, struct pg_op *op, PGresult *r);
 
 /* Serves the cursor's next buffered row into call; 1, or 0 at the end. */
 int pg_iter_serve(struct backend_iter *it, struct backend_call *call);

@@ -127,6 +127,11 @@ void pg_notice(void *arg, const char *message)
 /* Frees an op (its kept result too); cancels its timeout. */
 void pg_op_free(struct pg_op *op)
 {
+    while (op->riders) {                /* close(): the group goes whole */
+        struct pg_op *r = op->riders;
+        op->riders = r->rnext;
+        pg_op_free(r);
+    }
     if (op->timer)
         op->st->host->timer_cancel(op->st->host->arg, op->timer);
     PQclear(op->res);
@@ -199,6 +204,18 @@ void pg_complete(struct pg_op *op)
     if (!op->call) {                    /* a cursor's rollback */
         pg_op_free(op);
         return;
+    }
+    /* a multi-get's riders complete before it: their values are borrowed
+       from its result, which goes when it is delivered */
+    while (op->riders) {
+        struct pg_op *r = op->riders;
+        op->riders = r->rnext;
+        r->rnext = NULL;
+        if (op->status != BACKEND_OK) {
+            r->status = op->status;
+            snprintf(r->err, sizeof r->err, "%s", op->err);
+        }
+        pg_complete(r);
     }
     op->next = NULL;
     *st->done_tail = op;
@@ -277,6 +294,8 @@ void pg_conn_drop(struct pg_conn *c)
     c->state = PGC_DOWN;
     c->op = NULL;
     c->holder = NULL;
+    c->prepared = 0;                    /* a new connection has none */
+    c->prep_failed = 0;
 }
 
 
@@ -314,7 +333,7 @@ static void pg_conn_lost(struct pg_conn *c, int timed_out, const char *why)
                  timed_out ? "timed out" : "lost", m);
     }
     if (op && !timed_out && !op->resent &&
-        (op->kind == OP_GET || op->kind == OP_MGET || (op->kind == OP_STEP && op->fresh))) {
+        (op->kind == OP_MGET || (op->kind == OP_STEP && op->fresh))) {
         /* a read that changed nothing and had no snapshot yet: once more
            on a new connection (a database restart costs no error) */
         op->resent = 1;
@@ -347,6 +366,45 @@ static void pg_conn_lost(struct pg_conn *c, int timed_out, const char *why)
     pg_kick(st);
 }
 
+/* Takes queued multi-gets out of the queue to ride on op, a multi-get
+   about to be sent: one statement ("kp = ANY" of every key) answers them
+   all, each from the rows of its own keys (pg_finish). When every
+   connection is busy, point reads pile up in the queue; sending them
+   together costs the database one statement, one snapshot and one
+   round trip instead of one each. At most PG_COALESCE_OPS ops and
+   PG_COALESCE_KEYS keys (beyond op's own) ride; the other ops keep
+   their places; the scan stops after PG_COALESCE_SCAN of them. Each
+   rider keeps its own timeout, which fires later than op's (it was
+   queued after op, and finds nothing to do then): op's timeout fails
+   them all. */
+void pg_coalesce(struct backend_store *st, struct pg_op *op)
+{
+    size_t ops = 1, keys = op->nmget;
+    struct pg_op **tail = &op->riders;
+    for (struct pg_op *r = op->riders; r; r = r->rnext) {   /* a resent group */
+        ops++;
+        keys += r->nmget;
+        tail = &r->rnext;
+    }
+    struct pg_op **pp = &st->queue;
+    for (unsigned seen = 0; *pp && ops < PG_COALESCE_OPS && seen < PG_COALESCE_SCAN; seen++) {
+        struct pg_op *r = *pp;
+        if (r->kind != OP_MGET || keys + r->nmget > op->nmget + PG_COALESCE_KEYS) {
+            pp = &r->next;
+            continue;
+        }
+        *pp = r->next;                  /* out of the queue */
+        r->next = NULL;
+        r->rnext = NULL;
+        *tail = r;
+        tail = &r->rnext;
+        ops++;
+        keys += r->nmget;
+    }
+    if (!*pp)                           /* the queue's last op may have gone */
+        st->queue_tail = pp;
+}
+
 /* Gives queued ops to free connections (in order). */
 void pg_drain(struct backend_store *st)
 {
@@ -359,6 +417,8 @@ void pg_drain(struct backend_store *st)
         if (!st->queue)
             st->queue_tail = &st->queue;
         op->next = NULL;
+        if (op->kind == OP_MGET)         /* gets too: see pg_op */
+            pg_coalesce(st, op);
         int rc = pg_send(c, op);
         if (rc < 0)
             pg_fail_as(op, rc);
@@ -484,6 +544,7 @@ void pg_connect_start(struct pg_conn *c)
     struct backend_store *st = c->st;
     c->pg = PQconnectStart(st->conninfo);
     c->state = PGC_CONNECTING;
+    c->prepared = 0;
     c->fd = -1;
     if (!c->pg || PQstatus(c->pg) == CONNECTION_BAD) {
         pg_connect_failed(c, c->pg ? PQerrorMessage(c->pg) : "out of memory");
@@ -548,7 +609,10 @@ static void pg_conn_pump(struct pg_conn *c, unsigned ready)
         if (!r) {
             if (!op->seen)
                 break;
-            op->qi++;
+            if (op->skip)
+                op->skip--;             /* a prepare's */
+            else
+                op->qi++;
             op->seen = 0;
             continue;
         }
@@ -558,7 +622,10 @@ static void pg_conn_pump(struct pg_conn *c, unsigned ready)
             break;
         }
         op->seen = 1;
-        pg_result(op, r);
+        if (op->skip)
+            pg_prep_result(c, op, r);
+        else
+            pg_result(op, r);
     }
 }
 

@@ -60,14 +60,137 @@ static void pg_ver(const struct backend_write *w, unsigned char out[8])
         out[i] = (unsigned char)v;
 }
 
-/* Sends one statement of an apply's plan. Parameters: $1 kp, $2 kh (a
-   row is found by "kp = $1 AND kh = $2", the primary key), then $3 kr,
-   $4 v, $5 ver for an insert, or $3 ver for a version check. */
-static int pg_send_stmt(struct pg_conn *c, struct pg_op *op, const struct pg_stmt *s)
+/* The hot statements, sent prepared: parsed and planned once per
+ * connection (PQsendPrepare, in the pipeline of the first op that needs
+ * it), then only executed (PQsendQueryPrepared). Unnamed statements
+ * (PQsendQueryParams) are parsed, analysed and planned at every call,
+ * which was most of the database's CPU for a point read or a single
+ * write (doc/performance.md). Indexed by enum pg_prep; the name is "t"
+ * and the index. Parameters: $1 kp, $2 kh (a row is found by "kp = $1 AND
+ * kh = $2", the primary key), then $3 kr, $4 v, $5 ver for an insert, or
+ * $3 ver for a version check; a multi-get has one bytea[] parameter. */
+static const struct {
+    const char *sql;
+    int nparams;
+} pg_prep_sql[PP_COUNT] = {
+    [PP_MGET] = {"SELECT kp || kr, v FROM tabled_kv WHERE kp = ANY ($1)", -1},
+    [PP_CHECK_ABSENT] = {"WITH i AS (INSERT INTO tabled_kv (kp, kh, kr, v, ver) "
+                         "VALUES ($1, $2, $3, '', 0) ON CONFLICT (kp, kh) DO NOTHING "
+                         "RETURNING 1) SELECT 1 / count(*) FROM i", 3},
+    [PP_INSERT_ABSENT] = {"WITH i AS (INSERT INTO tabled_kv (kp, kh, kr, v, ver) "
+                          "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kp, kh) DO NOTHING "
+                          "RETURNING 1) SELECT 1 / count(*) FROM i", 5},
+    [PP_CHECK_PRESENT] = {"SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE kp = $1 "
+                          "AND kh = $2 FOR UPDATE) s", 2},
+    [PP_CHECK_VERSION] = {"SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE kp = $1 "
+                          "AND kh = $2 AND ver = $3 FOR UPDATE) s", -3},
+    [PP_FAIL] = {"SELECT 1 / count(*) FROM tabled_kv WHERE false", 0},
+    [PP_EXISTS] = {"SELECT count(*) FROM (SELECT 1 FROM tabled_kv WHERE kp = $1 "
+                   "AND kh = $2 FOR UPDATE) s", 2},
+    [PP_UPSERT] = {"INSERT INTO tabled_kv (kp, kh, kr, v, ver) VALUES ($1, $2, $3, $4, $5) "
+                   "ON CONFLICT (kp, kh) DO UPDATE SET v = excluded.v, ver = excluded.ver", 5},
+    [PP_DELETE] = {"DELETE FROM tabled_kv WHERE kp = $1 AND kh = $2", 2},
+};
+
+/* The parameter types of prepared statement i (its count in *n): bytea
+   ($1 kp, $2 kh, $3 kr, $4 v), int8 for the version ($5, or $3 of a
+   version check: nparams -3), bytea[] for the multi-get (nparams -1). */
+static const Oid *pg_prep_types(int i, int *n)
 {
     static const Oid kvv[5] = { PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_BYTEA,
                                 PG_OID_INT8 };
     static const Oid kver[3] = { PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_INT8 };
+    static const Oid arr[1] = { PG_OID_BYTEA_ARRAY };
+    int np = pg_prep_sql[i].nparams;
+    *n = np < 0 ? -np : np;
+    return np == -1 ? arr : np == -3 ? kver : kvv;
+}
+
+/* The statement name of prepared statement i ("t0".."t8"). */
+static const char *pg_prep_name(int i)
+{
+    static const char *const names[PP_COUNT] = { "t0", "t1", "t2", "t3", "t4",
+                                                 "t5", "t6", "t7", "t8" };
+    return names[i];
+}
+
+/* Sends one prepared statement's execution with binary parameters and
+   results. */
+static int pg_exec_prep(struct pg_conn *c, struct pg_op *op, enum pg_prep i,
+                        const char *const *vals, const int *lens)
+{
+    static const int fmts[5] = { 1, 1, 1, 1, 1 };
+    int n;
+    pg_prep_types((int)i, &n);
+    if (!PQsendQueryPrepared(c->pg, pg_prep_name((int)i), n, vals, lens, fmts, 1))
+        return -1;
+    op->nq++;
+    return 0;
+}
+
+/* The prepared statement an apply's statement kind runs. */
+static enum pg_prep pg_stmt_prep(enum pg_stmt_kind k)
+{
+    switch (k) {
+    case ST_CHECK_ABSENT: return PP_CHECK_ABSENT;
+    case ST_INSERT_ABSENT: return PP_INSERT_ABSENT;
+    case ST_CHECK_PRESENT: return PP_CHECK_PRESENT;
+    case ST_CHECK_VERSION: return PP_CHECK_VERSION;
+    case ST_FAIL: return PP_FAIL;
+    case ST_EXISTS: return PP_EXISTS;
+    case ST_UPSERT: return PP_UPSERT;
+    case ST_DELETE: return PP_DELETE;
+    }
+    return PP_FAIL;
+}
+
+/* Sends the prepares op needs that connection c has not had yet, ahead
+   of op's queries in the same pipeline (op->skip counts their results).
+   A prepare is kept by the session whatever the pipeline's transaction
+   does, so a bit once set stays true until the connection is dropped
+   (pg_conn_drop clears them: a new connection has none). */
+static int pg_prepare(struct pg_conn *c, struct pg_op *op)
+{
+    unsigned need = 0;
+    if (op->kind == OP_MGET)
+        need = 1u << PP_MGET;
+    else if (op->kind == OP_APPLY)
+        for (size_t i = 0; i < op->nstmts; i++)
+            need |= 1u << pg_stmt_prep(op->stmts[i].kind);
+    need &= ~c->prepared;
+    for (int i = 0; i < PP_COUNT; i++) {
+        if (!(need & (1u << i)))
+            continue;
+        int n;
+        const Oid *types = pg_prep_types(i, &n);
+        if (!PQsendPrepare(c->pg, pg_prep_name(i), pg_prep_sql[i].sql, n, types))
+            return -1;
+        c->prepared |= 1u << i;
+        op->skip++;
+    }
+    return 0;
+}
+
+void pg_prep_result(struct pg_conn *c, struct pg_op *op, PGresult *r)
+{
+    ExecStatusType s = PQresultStatus(r);
+    if (s != PGRES_COMMAND_OK) {
+        c->prep_failed = 1;
+        if (op->status == BACKEND_OK && s != PGRES_PIPELINE_ABORTED) {
+            const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+            char m[160];
+            op->status = BACKEND_IOERR;
+            snprintf(op->err, sizeof op->err, "database error %s: %s", state ? state : "",
+                     pg_msg(PQresultErrorMessage(r), m, sizeof m));
+        }
+    }
+    PQclear(r);
+}
+
+/* Sends one statement of an apply's plan (see pg_prep_sql for its
+   parameters). */
+static int pg_send_stmt(struct pg_conn *c, struct pg_op *op, const struct pg_stmt *s)
+{
     const struct backend_write *w = &op->w[s->w];
     struct pg_key k;
     unsigned char ver[8];
@@ -76,42 +199,15 @@ static int pg_send_stmt(struct pg_conn *c, struct pg_op *op, const struct pg_stm
                             (const char *)ver };
     int lens[5] = { k.kp_len, k.kh_len, k.kr_len, w->op == BACKEND_PUT ? (int)w->val_len : 0, 8 };
     pg_ver(w, ver);
-    switch (s->kind) {
-    case ST_CHECK_ABSENT:
-        return pg_query(c, op, "WITH i AS (INSERT INTO tabled_kv (kp, kh, kr, v, ver) "
-                        "VALUES ($1, $2, $3, '', 0) ON CONFLICT (kp, kh) DO NOTHING RETURNING 1) "
-                        "SELECT 1 / count(*) FROM i", 3, kvv, vals, lens);
-    case ST_CHECK_PRESENT:
-        return pg_query(c, op, "SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE kp = $1 "
-                        "AND kh = $2 FOR UPDATE) s", 2, kvv, vals, lens);
-    case ST_CHECK_VERSION: {
+    if (s->kind == ST_CHECK_VERSION) {
         uint64_t v = op->cond[s->w].version;
         for (int i = 7; i >= 0; i--, v >>= 8)
             ver[i] = (unsigned char)v;
         const char *cv[3] = { vals[0], vals[1], (const char *)ver };
         int cl[3] = { lens[0], lens[1], 8 };
-        return pg_query(c, op, "SELECT 1 / count(*) FROM (SELECT 1 FROM tabled_kv WHERE kp = $1 "
-                        "AND kh = $2 AND ver = $3 FOR UPDATE) s", 3, kver, cv, cl);
+        return pg_exec_prep(c, op, PP_CHECK_VERSION, cv, cl);
     }
-    case ST_INSERT_ABSENT:
-        return pg_query(c, op, "WITH i AS (INSERT INTO tabled_kv (kp, kh, kr, v, ver) "
-                        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kp, kh) DO NOTHING RETURNING 1) "
-                        "SELECT 1 / count(*) FROM i", 5, kvv, vals, lens);
-    case ST_FAIL:
-        return pg_query(c, op, "SELECT 1 / count(*) FROM tabled_kv WHERE false", 0, NULL, NULL,
-                        NULL);
-    case ST_EXISTS:
-        return pg_query(c, op, "SELECT count(*) FROM (SELECT 1 FROM tabled_kv WHERE kp = $1 "
-                        "AND kh = $2 FOR UPDATE) s", 2, kvv, vals, lens);
-    case ST_UPSERT:
-        return pg_query(c, op, "INSERT INTO tabled_kv (kp, kh, kr, v, ver) "
-                        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kp, kh) "
-                        "DO UPDATE SET v = excluded.v, ver = excluded.ver", 5, kvv, vals, lens);
-    case ST_DELETE:
-        return pg_query(c, op, "DELETE FROM tabled_kv WHERE kp = $1 AND kh = $2", 2, kvv, vals,
-                        lens);
-    }
-    return -1;
+    return pg_exec_prep(c, op, pg_stmt_prep(s->kind), vals, lens);
 }
 
 /* Sends a cursor's next batch query (after BEGIN on a fresh connection). */
@@ -207,14 +303,17 @@ static size_t pg_mget_kp_len(const struct backend_mget *m)
    PG_KEY_PREFIX bytes), and "kp = ANY ($1)", an index lookup per key in
    one statement. The rows carry their whole keys (kp || kr), so a longer
    key that merely shares a named key's prefix is told apart by
-   pg_mget_answer. */
+   pg_mget_answer. The keys of the op's riders (pg_coalesce) go in the
+   same array. */
 static int pg_send_mget(struct pg_conn *c, struct pg_op *op)
 {
-    static const Oid types[1] = { PG_OID_BYTEA_ARRAY };
-    size_t len = 20;
-    for (size_t i = 0; i < op->nmget; i++)
-        len += 4 + pg_mget_kp_len(&op->mget[i]);
-    if (len > 0x7fffffff || op->nmget > 0x7fffffff)
+    size_t len = 20, n = 0;
+    for (struct pg_op *o = op; o; o = o == op ? op->riders : o->rnext) {
+        n += o->nmget;
+        for (size_t i = 0; i < o->nmget; i++)
+            len += 4 + pg_mget_kp_len(&o->mget[i]);
+    }
+    if (len > 0x7fffffff || n > 0x7fffffff)
         return -1;
     unsigned char *buf = malloc(len), *p = buf;
     if (!buf)
@@ -222,43 +321,30 @@ static int pg_send_mget(struct pg_conn *c, struct pg_op *op)
     p = pg_put32(p, 1);
     p = pg_put32(p, 0);
     p = pg_put32(p, PG_OID_BYTEA);
-    p = pg_put32(p, (uint32_t)op->nmget);
+    p = pg_put32(p, (uint32_t)n);
     p = pg_put32(p, 1);
-    for (size_t i = 0; i < op->nmget; i++) {
-        size_t kl = pg_mget_kp_len(&op->mget[i]);
-        p = pg_put32(p, (uint32_t)kl);
-        memcpy(p, op->mget[i].key, kl);
-        p += kl;
-    }
+    for (struct pg_op *o = op; o; o = o == op ? op->riders : o->rnext)
+        for (size_t i = 0; i < o->nmget; i++) {
+            size_t kl = pg_mget_kp_len(&o->mget[i]);
+            p = pg_put32(p, (uint32_t)kl);
+            memcpy(p, o->mget[i].key, kl);
+            p += kl;
+        }
     const char *vals[1] = { (const char *)buf };
     int lens[1] = { (int)len };
-    int rc = pg_query(c, op, "SELECT kp || kr, v FROM tabled_kv WHERE kp = ANY ($1)", 1, types, vals,
-                      lens);
+    int rc = pg_exec_prep(c, op, PP_MGET, vals, lens);
     free(buf);                          /* libpq has copied it */
     return rc;
 }
 
-/* Sends an op's queries and the pipeline sync on connection c (idle, or
-   held by the op's cursor). Returns 0, or a failure status with op->err
-   set (the connection is then dropped). */
-int pg_send(struct pg_conn *c, struct pg_op *op)
+/* Sends op's queries (after the prepares they need) on connection c;
+   0, or -1 when libpq refused one. */
+static int pg_send_queries(struct pg_conn *c, struct pg_op *op)
 {
-    struct backend_store *st = c->st;
     int rc = 0;
-    op->nq = op->qi = 0;
-    op->seen = op->sent = op->retry = op->fresh = 0;
-    op->status = BACKEND_OK;
-    op->created = op->removed = op->failed = 0;
+    if (pg_prepare(c, op) < 0)
+        return -1;
     switch (op->kind) {
-    case OP_GET: {
-        static const Oid t[2] = { PG_OID_BYTEA, PG_OID_BYTEA };
-        struct pg_key k;
-        pg_key_split(op->key, op->key_len, &k);
-        const char *v[2] = { k.kp, k.kh };
-        int l[2] = { k.kp_len, k.kh_len };
-        rc = pg_query(c, op, "SELECT v FROM tabled_kv WHERE kp = $1 AND kh = $2", 2, t, v, l);
-        break;
-    }
     case OP_MGET:
         PQclear(op->res);               /* an earlier attempt's */
         op->res = NULL;
@@ -276,6 +362,21 @@ int pg_send(struct pg_conn *c, struct pg_op *op)
         op->nq++;
         break;
     }
+    return rc;
+}
+
+/* Sends an op's queries and the pipeline sync on connection c (idle, or
+   held by the op's cursor). Returns 0, or a failure status with op->err
+   set (the connection is then dropped). */
+int pg_send(struct pg_conn *c, struct pg_op *op)
+{
+    struct backend_store *st = c->st;
+    op->nq = op->qi = 0;
+    op->seen = op->sent = op->retry = op->fresh = 0;
+    op->status = BACKEND_OK;
+    op->created = op->removed = op->failed = 0;
+    op->skip = 0;
+    int rc = pg_send_queries(c, op);
     int fl = -1;
     if (rc == 0 && PQpipelineSync(c->pg)) {
         op->sent = 1;                   /* from now on it may commit */
@@ -368,14 +469,6 @@ void pg_result(struct pg_op *op, PGresult *r)
         return;
     }
     switch (op->kind) {
-    case OP_GET:
-        if (PQntuples(r) == 1 && PQnfields(r) == 1) {
-            PQclear(op->res);
-            op->res = r;
-            return;
-        }
-        op->status = BACKEND_NOTFOUND;
-        break;
     case OP_MGET:
         if (s == PGRES_TUPLES_OK && PQnfields(r) == 2) {
             PQclear(op->res);
@@ -451,8 +544,10 @@ static int pg_mget_cmp(const void *a, const void *b)
 
 /* A get_multi's rows given to its keys (sorted, each row found by binary
    search; a key named twice gets the row twice); keys without a row are
-   BACKEND_NOTFOUND. Values are borrowed from op->res. */
-static void pg_mget_answer(struct pg_op *op)
+   BACKEND_NOTFOUND. Values are borrowed from res (op's, or the result of
+   the op it rode on, which is delivered after it: pg_complete). A get
+   (op->single) answers its call: its key's value, or BACKEND_NOTFOUND. */
+static void pg_mget_answer(struct pg_op *op, const PGresult *res)
 {
     struct backend_mget **sorted = malloc((op->nmget ? op->nmget : 1) * sizeof *sorted);
     if (!sorted) {
@@ -467,10 +562,10 @@ static void pg_mget_answer(struct pg_op *op)
         sorted[i] = &op->mget[i];
     }
     qsort(sorted, op->nmget, sizeof *sorted, pg_mget_cmp);
-    int rows = op->res ? PQntuples(op->res) : 0;
+    int rows = res ? PQntuples(res) : 0;
     for (int r = 0; r < rows; r++) {
-        struct backend_mget row = { PQgetvalue(op->res, r, 0),
-                                    (size_t)PQgetlength(op->res, r, 0), 0, NULL, 0 };
+        struct backend_mget row = { PQgetvalue(res, r, 0),
+                                    (size_t)PQgetlength(res, r, 0), 0, NULL, 0 };
         const struct backend_mget *rp = &row;
         size_t lo = 0, hi = op->nmget;
         while (lo < hi) {               /* the first key >= the row's */
@@ -482,11 +577,16 @@ static void pg_mget_answer(struct pg_op *op)
         }
         for (; lo < op->nmget && pg_mget_cmp(&sorted[lo], &rp) == 0; lo++) {
             sorted[lo]->status = BACKEND_OK;
-            sorted[lo]->val = PQgetvalue(op->res, r, 1);
-            sorted[lo]->val_len = (size_t)PQgetlength(op->res, r, 1);
+            sorted[lo]->val = PQgetvalue(res, r, 1);
+            sorted[lo]->val_len = (size_t)PQgetlength(res, r, 1);
         }
     }
     free(sorted);
+    if (op->single) {                   /* a get: the call's own answer */
+        op->status = op->one.status;
+        op->call->val = op->one.val;
+        op->call->val_len = op->one.val_len;
+    }
 }
 
 /* The pipeline sync of op arrived: the op is over on this connection
@@ -508,16 +608,22 @@ void pg_finish(struct pg_conn *c, struct pg_op *op)
         pg_drain(st);
         return;
     }
-    if (op->kind == OP_GET && op->status == BACKEND_OK) {
-        if (!op->res) {
-            op->status = BACKEND_NOTFOUND;
-        } else {
-            op->call->val = PQgetvalue(op->res, 0, 0);
-            op->call->val_len = (size_t)PQgetlength(op->res, 0, 0);
+    if (op->kind == OP_MGET && op->status == BACKEND_OK) {
+        /* the riders are answered and complete first (a get's NOTFOUND
+           is its own answer, not the group's failure: pg_complete passes
+           on only failures of the statement) */
+        while (op->riders) {
+            struct pg_op *r = op->riders;
+            op->riders = r->rnext;
+            r->rnext = NULL;
+            r->status = BACKEND_OK;
+            pg_mget_answer(r, op->res);
+            pg_complete(r);
         }
+        pg_mget_answer(op, op->res);
     }
-    if (op->kind == OP_MGET && op->status == BACKEND_OK)
-        pg_mget_answer(op);
+    if (c->prep_failed && !c->holder)
+        pg_conn_drop(c);                /* its prepared statements are unknown */
     if (op->kind == OP_APPLY && op->status == BACKEND_OK && op->before)
         pg_count(op);
     if (op->kind == OP_STEP) {

@@ -32,7 +32,11 @@
  * non-blocking pipeline mode, its socket watched through the host's
  * fd_watch. Every call is one "op" that runs on one connection: a few
  * queries followed by a pipeline sync, sent together (one round trip).
- * When no connection is free the op waits in a FIFO queue. open() alone
+ * When no connection is free the op waits in a FIFO queue; when a
+ * connection frees and the queue's first op is a multi-get, the multi-gets
+ * queued behind it ride along in its statement (pg_coalesce in pg_pool.c:
+ * one statement, snapshot and round trip for up to PG_COALESCE_OPS point
+ * reads, each answered from its own keys' rows). open() alone
  * connects synchronously (start-up, before serving) to create or check the
  * schema, and keeps that connection as the pool's first.
  *
@@ -53,6 +57,15 @@
  * Only portable SQL is used (no functions, triggers, advisory locks,
  * LISTEN/NOTIFY or extensions): PostgreSQL, and the distributed engines
  * that speak its protocol, accept it.
+ *
+ * Statements. The point read, the multi-get and every statement of an
+ * apply are prepared once per connection (pg_prep_sql in pg_sql.c: sent
+ * with PQsendPrepare in the pipeline of the first op that needs one, then
+ * executed by name): the database parses and plans them once, not per
+ * call. A new connection (after a restart or a lost connection) starts
+ * with none and prepares again; a prepare that fails drops its
+ * connection. Cursors' batch queries vary with their bounds and stay
+ * unnamed.
  *
  * Multi-get (get_multi_v2, for a $batch's reads): one statement,
  * "SELECT kp || kr, v ... WHERE kp = ANY ($1)" with every key's kp in one
@@ -110,8 +123,9 @@ static int pg_ret(struct backend_call *call, int rc)
     return rc;
 }
 
-/* get_v2: SELECT v ... WHERE kp = $1 AND kh = $2; the value is borrowed from the kept
-   result until done() returns. */
+/* get_v2: a multi-get of one key (it may ride with other queued reads:
+   pg_coalesce); the value is borrowed from the kept result until done()
+   returns. */
 static int pg_get_v2_run(struct backend_store *st, const void *key, size_t key_len,
                          struct backend_call *call)
 {
@@ -119,11 +133,13 @@ static int pg_get_v2_run(struct backend_store *st, const void *key, size_t key_l
         snprintf(call->err, sizeof call->err, "get: empty, missing or oversized key");
         return BACKEND_INVALID;
     }
-    struct pg_op *op = pg_op_new(st, OP_GET, call);
+    struct pg_op *op = pg_op_new(st, OP_MGET, call);
     if (!op)
         return BACKEND_NOMEM;
-    op->key = key;
-    op->key_len = key_len;
+    op->one = (struct backend_mget){ key, key_len, BACKEND_NOTFOUND, NULL, 0 };
+    op->mget = &op->one;
+    op->nmget = 1;
+    op->single = 1;
     return pg_start(st, op);
 }
 

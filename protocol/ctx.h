@@ -187,6 +187,11 @@ struct entity_write {
     struct entity e;           /* what to store; keys always set */
     const char *key;           /* entity key (arena) */
     size_t key_len;
+    int pre_found;             /* the entity as read with the table's row
+                                  (entity_table_first): 1 found (pre_e),
+                                  0 absent, a negative store status, or 2:
+                                  not read that way */
+    struct entity pre_e;
 };
 enum terr entity_prepare(struct req_ctx *c, struct entity_write *w);
 /* entity_prepare in two steps, for callers that read many entities at

@@ -3,15 +3,23 @@
  * connections, one request in flight per connection, from one thread
  * with epoll.
  *
- *     bench_insert -p PORT [-H HOST] [-c CONNS] [-d SECONDS | -n REQUESTS]
+ *     bench_insert -p PORT [-H HOST] [-c CONNS] [-d SECONDS] [-n REQUESTS] [-N PER_CONN]
  *                  [-s VALUE_BYTES] [-b BATCH] [-t TABLE] [-k KEYPREFIX] [-w]
- *                  [-m insert|upsert|merge] [-r REWRITE]
+ *                  [-m insert|upsert|merge|delete] [-r REWRITE]
  *
+ * With both -d and -n the run ends at whichever comes first; -N ends each
+ * connection after that many requests.
  * -m upsert sends Insert Or Replace (PUT to the entity's URL, no If-Match)
  * and -m merge Insert Or Merge (MERGE) instead of inserts (POST); with
  * -r REWRITE a connection's keys repeat every REWRITE requests, so that
  * upserts and merges after the first REWRITE requests rewrite entities
  * that exist (and inserts would conflict: use -r with upsert or merge).
+ * -m delete sends Delete Entity with If-Match: * (single requests only):
+ * request N of connection C deletes the entity that changeset (N - 1) / 100
+ * + 1 of an earlier "-b 100" run with the same -k and connection count
+ * inserted as its ((N - 1) % 100)-th entity, so fill the table that way
+ * first, with -N changesets per connection, and delete with -N at most 100
+ * times that (a missing entity is a 404, which stops the run).
  *
  * Entities are {"PartitionKey": "<prefix>c<conn>", "RowKey": "<seq>",
  * "Data": <VALUE_BYTES of random characters, or with -w of random words
@@ -52,6 +60,8 @@ static int bi_port, bi_conns = 64, bi_batch = 0;
 static size_t bi_value = 1000;
 static double bi_seconds = 10;
 static unsigned long bi_limit;      /* requests to send, 0 = by time */
+static int bi_timed;                /* -d given: with -n, whichever ends first */
+static unsigned long bi_per_conn;   /* -N: requests per connection, at most */
 static unsigned long bi_sent_reqs, bi_done, bi_errors;
 static double *bi_lat;
 static size_t bi_nlat, bi_caplat;
@@ -94,10 +104,15 @@ static void bi_build(struct bi_conn *c, int ci)
     c->seq++;
     unsigned long kseq = bi_rewrite ? c->seq % bi_rewrite : c->seq;
     int post = strcmp(bi_method, "POST") == 0;
+    int del = strcmp(bi_method, "DELETE") == 0;
     int n = 0;
     const char *ctype = "application/json";
     char path[256];
-    if (!bi_batch) {
+    if (del) {                          /* the -b 100 fill's entities, in order */
+        snprintf(path, sizeof(path),
+                 "/devstoreaccount1/%s(PartitionKey='%sc%04d',RowKey='r%010lu-%02d')",
+                 bi_table, bi_prefix, ci, (c->seq - 1) / 100 + 1, (int)((c->seq - 1) % 100));
+    } else if (!bi_batch) {
         n = bi_entity(body, cap, ci, kseq, 0);
         if (post)
             snprintf(path, sizeof(path), "/devstoreaccount1/%s", bi_table);
@@ -132,8 +147,9 @@ static void bi_build(struct bi_conn *c, int ci)
     int h = snprintf(req, cap + 1024,
                      "%s %s HTTP/1.1\r\nHost: %s:%d\r\nx-ms-version: 2019-02-02\r\n"
                      "Accept: application/json;odata=nometadata\r\nContent-Type: %s\r\n"
-                     "Prefer: return-no-content\r\nContent-Length: %d\r\n\r\n",
-                     bi_batch ? "POST" : bi_method, path, bi_host, bi_port, ctype, n);
+                     "%sPrefer: return-no-content\r\nContent-Length: %d\r\n\r\n",
+                     bi_batch ? "POST" : bi_method, path, bi_host, bi_port, ctype,
+                     del ? "If-Match: *\r\n" : "", n);
     memcpy(req + h, body, (size_t)n);
     free(body);
     free(c->req);
@@ -214,13 +230,14 @@ static int bi_connect(void)
 int main(int argc, char **argv)
 {
     int opt;
-    while ((opt = getopt(argc, argv, "H:p:c:d:n:s:b:t:k:wm:r:")) != -1) {
+    while ((opt = getopt(argc, argv, "H:p:c:d:n:N:s:b:t:k:wm:r:")) != -1) {
         switch (opt) {
         case 'H': bi_host = optarg; break;
         case 'p': bi_port = atoi(optarg); break;
         case 'c': bi_conns = atoi(optarg); break;
-        case 'd': bi_seconds = atof(optarg); break;
+        case 'd': bi_seconds = atof(optarg); bi_timed = 1; break;
         case 'n': bi_limit = strtoul(optarg, NULL, 10); break;
+        case 'N': bi_per_conn = strtoul(optarg, NULL, 10); break;
         case 's': bi_value = strtoul(optarg, NULL, 10); break;
         case 'b': bi_batch = atoi(optarg); break;
         case 't': bi_table = optarg; break;
@@ -229,19 +246,24 @@ int main(int argc, char **argv)
         case 'm':
             bi_method = !strcmp(optarg, "upsert") ? "PUT"
                         : !strcmp(optarg, "merge") ? "MERGE"
+                        : !strcmp(optarg, "delete") ? "DELETE"
                         : !strcmp(optarg, "insert") ? "POST" : NULL;
             if (!bi_method) {
-                fprintf(stderr, "bench_insert: -m insert, upsert or merge\n");
+                fprintf(stderr, "bench_insert: -m insert, upsert, merge or delete\n");
                 return 2;
             }
             break;
         case 'r': bi_rewrite = strtoul(optarg, NULL, 10); break;
         default:
-            fprintf(stderr, "usage: bench_insert -p PORT [-H HOST] [-c CONNS] [-d SECONDS | -n "
-                            "REQUESTS] [-s VALUE_BYTES] [-b BATCH] [-t TABLE] [-k KEYPREFIX] [-w] "
-                            "[-m insert|upsert|merge] [-r REWRITE]\n");
+            fprintf(stderr, "usage: bench_insert -p PORT [-H HOST] [-c CONNS] [-d SECONDS] [-n "
+                            "REQUESTS] [-N PER_CONN] [-s VALUE_BYTES] [-b BATCH] [-t TABLE] "
+                            "[-k KEYPREFIX] [-w] [-m insert|upsert|merge|delete] [-r REWRITE]\n");
             return 2;
         }
+    }
+    if (bi_batch && !strcmp(bi_method, "DELETE")) {
+        fprintf(stderr, "bench_insert: -m delete sends single requests (no -b)\n");
+        return 2;
     }
     if (!bi_port || bi_conns < 1 || bi_conns > BI_MAX_CONNS || bi_batch < 0 || bi_batch > 100) {
         fprintf(stderr, "bench_insert: need -p PORT, 1..%d connections, batch 0..100\n",
@@ -287,7 +309,7 @@ int main(int argc, char **argv)
     while (active > 0) {
         int n = epoll_wait(ep, evs, 256, 1000);
         double now = bi_now();
-        if (!bi_limit && now >= stop_at)
+        if ((!bi_limit || bi_timed) && now >= stop_at)
             stopping = 1;
         for (int e = 0; e < n; e++) {
             int ci = (int)evs[e].data.u32;
@@ -324,7 +346,8 @@ int main(int argc, char **argv)
                     fprintf(stderr, "bench_insert: answer %d: %.300s\n", status, c->resp);
                     stopping = 1;
                 }
-                if (stopping || (bi_limit && bi_sent_reqs >= bi_limit)) {
+                if (stopping || (bi_limit && bi_sent_reqs >= bi_limit) ||
+                    (bi_per_conn && c->seq >= bi_per_conn)) {
                     close(c->fd);
                     c->fd = -1;
                     active--;

@@ -1141,6 +1141,242 @@ static void test_queue(void)
     backend_postgres_ops.close(st);
 }
 
+/* Completion order of the multi-gets of test_coalesce. */
+static int co_order[20], co_n;
+
+struct co_waiter {
+    struct waiter w;
+    int id;
+};
+
+/* done() of test_coalesce: records the order and copies the values. */
+static void co_done(struct backend_call *c)
+{
+    struct co_waiter *cw = c->arg;
+    co_order[co_n++] = cw->id;
+    cw->w.fired++;
+}
+
+/* Multi-gets queued behind a busy connection go out as one statement
+   (pg_coalesce) and each gets its own keys' answers: present and absent
+   short keys, long keys sharing their first 2600 bytes (one present, one
+   absent), a key named twice. Proof that they rode together: with one
+   connection, the first queued op leads the statement and completes after
+   its riders (it owns the result they borrow), which a one-by-one queue
+   would never do. */
+static void test_coalesce(void)
+{
+    char err[256] = "";
+    struct backend_store *st = open_store("pool-size=1", NULL, err);
+    TEST_CHECK(st != NULL, "open with pool-size=1");
+    if (!st)
+        return;
+    static unsigned char l1[6000], l2[6000];
+    size_t n1 = long_key(6, l1), n2 = long_key(7, l2);  /* same 2600-byte prefix */
+    struct backend_write wr[3] = {
+        { BACKEND_PUT, "co-a", 4, "va", 2 },
+        { BACKEND_PUT, "co-b", 4, "vb", 2 },
+        { BACKEND_PUT, l1, n1, "vl1", 3 },
+    };
+    struct waiter aw;
+    TEST_EQ_INT(kapply(st, wr, NULL, 3, 0, &aw), BACKEND_OK, "three keys written");
+    enum { N = 20 };
+    static struct co_waiter cw[N];
+    static struct backend_mget mg[N][3];
+    int rc[N];
+    co_n = 0;
+    for (int i = 0; i < N; i++) {
+        memset(&cw[i], 0, sizeof cw[i]);
+        cw[i].id = i;
+        cw[i].w.call.done = co_done;
+        cw[i].w.call.arg = &cw[i];
+        switch (i % 4) {
+        case 0:     /* present, absent */
+            mg[i][0] = (struct backend_mget){ "co-a", 4, 0, NULL, 0 };
+            mg[i][1] = (struct backend_mget){ "co-x", 4, 0, NULL, 0 };
+            mg[i][2] = (struct backend_mget){ "co-b", 4, 0, NULL, 0 };
+            break;
+        case 1:     /* long present, long absent with its prefix */
+            mg[i][0] = (struct backend_mget){ l1, n1, 0, NULL, 0 };
+            mg[i][1] = (struct backend_mget){ l2, n2, 0, NULL, 0 };
+            mg[i][2] = (struct backend_mget){ "co-b", 4, 0, NULL, 0 };
+            break;
+        case 2:     /* all absent */
+            mg[i][0] = (struct backend_mget){ "co-y", 4, 0, NULL, 0 };
+            mg[i][1] = (struct backend_mget){ l2, n2, 0, NULL, 0 };
+            mg[i][2] = (struct backend_mget){ "co-z", 4, 0, NULL, 0 };
+            break;
+        default:    /* a key twice */
+            mg[i][0] = (struct backend_mget){ "co-b", 4, 0, NULL, 0 };
+            mg[i][1] = (struct backend_mget){ "co-b", 4, 0, NULL, 0 };
+            mg[i][2] = (struct backend_mget){ l1, n1, 0, NULL, 0 };
+            break;
+        }
+        rc[i] = backend_postgres_ops.get_multi_v2(st, mg[i], 3, &cw[i].w.call);
+    }
+    /* each answer is checked inside the loop's done order: values are
+       borrowed only until done() returns, so co_done copies nothing and
+       the statuses (kept in mg) are what is checked here */
+    int pending = 0;
+    for (int i = 0; i < N; i++)
+        pending += rc[i] == BACKEND_PENDING;
+    TEST_EQ_INT(pending, N, "20 multi-gets pending at once on one connection");
+    time_t t0 = time(NULL);
+    while (co_n < N && time(NULL) - t0 < 90)
+        event_base_loop(base, EVLOOP_ONCE);
+    TEST_EQ_INT(co_n, N, "every multi-get completed once");
+    int good = 0;
+    for (int i = 0; i < N; i++) {
+        int ok = cw[i].w.call.status == BACKEND_OK;
+        int want[4][3] = {
+            { BACKEND_OK, BACKEND_NOTFOUND, BACKEND_OK },
+            { BACKEND_OK, BACKEND_NOTFOUND, BACKEND_OK },
+            { BACKEND_NOTFOUND, BACKEND_NOTFOUND, BACKEND_NOTFOUND },
+            { BACKEND_OK, BACKEND_OK, BACKEND_OK },
+        };
+        for (int k = 0; k < 3; k++)
+            ok &= mg[i][k].status == want[i % 4][k];
+        good += ok;
+        if (!ok)
+            printf("# multi-get %d: %d (%d %d %d)\n", i, cw[i].w.call.status, mg[i][0].status,
+                   mg[i][1].status, mg[i][2].status);
+    }
+    TEST_EQ_INT(good, N, "each multi-get has its own keys' statuses (long keys, absent keys, "
+                "a key twice)");
+    int pos1 = -1, pos2 = -1;
+    for (int i = 0; i < co_n; i++) {
+        if (co_order[i] == 1)
+            pos1 = i;
+        if (co_order[i] == 2)
+            pos2 = i;
+    }
+    TEST_CHECK(co_order[0] == 0 && pos1 > pos2,
+               "the queued multi-gets went out together (the first queued one, leading the "
+               "statement, completes after the others)");
+    kdel(st, "co-a");
+    kdel(st, "co-b");
+    struct backend_write d = { BACKEND_DELETE, l1, n1, NULL, 0 };
+    kapply(st, &d, NULL, 1, 0, &aw);
+    backend_postgres_ops.close(st);
+}
+
+/* Values of coalesced reads are right, not only the statuses, and a get
+   of an absent key leading the statement (its NOTFOUND is its own answer)
+   leaves its riders' answers alone: gets and one-key multi-gets queued
+   behind a busy connection, each checked inside done() (values are
+   borrowed only until it returns). */
+static int cv_bad, cv_done;
+
+struct cv_call {
+    struct backend_call call;
+    struct backend_mget mg[1];
+    const char *want;                   /* NULL: absent */
+    int get;                            /* get_v2, not get_multi_v2 */
+};
+
+static void cv_on_done(struct backend_call *c)
+{
+    struct cv_call *v = c->arg;
+    cv_done++;
+    const void *val = v->get ? c->val : v->mg[0].val;
+    size_t len = v->get ? c->val_len : v->mg[0].val_len;
+    int st = v->get ? c->status : c->status == BACKEND_OK ? v->mg[0].status : c->status;
+    int ok = v->want ? st == BACKEND_OK && len == strlen(v->want) && !memcmp(val, v->want, len)
+                     : st == BACKEND_NOTFOUND;
+    if (!ok) {
+        cv_bad++;
+        printf("# coalesced read of %s: status %d\n", v->want ? v->want : "(absent)", st);
+    }
+}
+
+static void test_coalesce_values(void)
+{
+    char err[256] = "";
+    struct backend_store *st = open_store("pool-size=1", NULL, err);
+    if (!st) {
+        TEST_CHECK(0, "open with pool-size=1");
+        return;
+    }
+    enum { N = 12 };
+    static char keys[N][8];
+    static struct cv_call calls[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof keys[i], "cv%02d", i);
+        if (i != 1)
+            kput(st, keys[i], keys[i]);     /* each key's value is its name */
+    }
+    cv_bad = cv_done = 0;
+    for (int i = 0; i < N; i++) {
+        /* 0 runs at once; 1, a get of an absent key, leads the rest */
+        struct cv_call *v = &calls[i];
+        memset(v, 0, sizeof *v);
+        v->call.done = cv_on_done;
+        v->call.arg = v;
+        v->want = i == 1 ? NULL : keys[i];
+        v->get = i < 2 || i % 3 == 0;
+        v->mg[0] = (struct backend_mget){ keys[i], 4, 0, NULL, 0 };
+        int rc = v->get ? backend_postgres_ops.get_v2(st, keys[i], 4, &v->call)
+                        : backend_postgres_ops.get_multi_v2(st, v->mg, 1, &v->call);
+        TEST_CHECK(rc == BACKEND_PENDING, "a read queued");
+    }
+    time_t t0 = time(NULL);
+    while (cv_done < N && time(NULL) - t0 < 90)
+        event_base_loop(base, EVLOOP_ONCE);
+    TEST_CHECK(cv_done == N && cv_bad == 0,
+               "queued gets and multi-gets each read their own key's value, behind a get "
+               "of an absent key that led them");
+    for (int i = 0; i < N; i++)
+        kdel(st, keys[i]);
+    backend_postgres_ops.close(st);
+}
+
+/* The hot statements are prepared once per connection, ahead of the first
+   op that needs them. A prepare survives the pipeline it came in failing
+   (a refused expectation rolls the transaction back, not the session's
+   prepared statements), and a new connection (the old one's server
+   process ended) prepares again. */
+static PGconn *test_prepared(PGconn *side)
+{
+    char err[256] = "", out[16], ci[700];
+    const char *params[3] = { ci, "pool-size=1", NULL };
+    struct backend_options o = { 0 };
+    struct backend_store *st = NULL;
+    snprintf(ci, sizeof ci, "conninfo=%s application_name=tabled_pp", conninfo);
+    o.params = params;
+    o.host = &host;
+    TEST_EQ_INT(backend_postgres_ops.open(&o, &st, err, sizeof err), BACKEND_OK,
+                "open with pool-size=1");
+    if (!st)
+        return side;
+    TEST_EQ_INT(kput(st, "pp", "v1"), BACKEND_OK, "a put (its statement prepared)");
+    const char *mine = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'tabled_pp'";
+    TEST_CHECK(system(stop_script) == 0 && system(start_script) == 0,
+               "database restarted (the store's connection is gone)");
+    PQfinish(side);
+    side = PQconnectdb(conninfo);
+    /* the first op on the new connection: an insert whose expectation
+       fails, in the pipeline that prepares its statement */
+    struct waiter w;
+    struct backend_write wr = { BACKEND_PUT, "pp", 2, "v2", 2 };
+    struct backend_cond absent = { BACKEND_EXPECT_ABSENT, 0 };
+    TEST_EQ_INT(kapply(st, &wr, &absent, 1, 0, &w), BACKEND_CONFLICT,
+                "an insert of an existing key, first op on a new connection: CONFLICT");
+    TEST_EQ_INT(kapply(st, &wr, &absent, 1, 0, &w), BACKEND_CONFLICT,
+                "the same insert again (its statement stayed prepared)");
+    struct backend_write wr2 = { BACKEND_PUT, "pp2", 3, "v3", 2 };
+    TEST_EQ_INT(kapply(st, &wr2, &absent, 1, 0, &w), BACKEND_OK, "an insert of a new key");
+    TEST_CHECK(kget(st, "pp2", out, sizeof out) == BACKEND_OK && !strcmp(out, "v3"),
+               "it reads back");
+    PGresult *r = side_exec(side, mine);
+    TEST_CHECK(r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "1"),
+               "all of it on one new connection");
+    PQclear(r);
+    kdel(st, "pp");
+    kdel(st, "pp2");
+    backend_postgres_ops.close(st);
+    return side;
+}
+
 /* A conninfo naming a dead host first: libpq moves to the next one, on the
    synchronous first connection and on the pool's asynchronous ones. */
 static void test_multihost(void)
@@ -1471,6 +1707,9 @@ int main(int argc, char **argv)
     }
     test_big(st);
     test_queue();
+    test_coalesce();
+    test_coalesce_values();
+    side = test_prepared(side);
     test_multihost();
     test_timeout(side);
     test_close_in_done();
