@@ -72,6 +72,10 @@ enum pg_stmt_kind {
                            it when present) */
     ST_UPSERT,
     ST_DELETE,
+    ST_INSERT_ONLY,     /* an apply's only statement, an ABSENT put: a plain
+                           INSERT ... ON CONFLICT DO NOTHING, whose row
+                           count (0) tells a failed expectation; nothing
+                           else is in its transaction to abort */
 };
 
 struct pg_stmt {
@@ -138,11 +142,11 @@ struct pg_op {
     char err[256];
 };
 
-/* The statements sent prepared (named "t0".."t8", prepared on a
+/* The statements sent prepared (named "t0".."t9", prepared on a
    connection the first time one of its ops needs them; see pg_sql.c). */
 enum pg_prep {
     PP_MGET, PP_CHECK_ABSENT, PP_INSERT_ABSENT, PP_CHECK_PRESENT, PP_CHECK_VERSION,
-    PP_FAIL, PP_EXISTS, PP_UPSERT, PP_DELETE, PP_COUNT
+    PP_FAIL, PP_EXISTS, PP_UPSERT, PP_DELETE, PP_INSERT_ONLY, PP_COUNT
 };
 
 struct pg_conn {

@@ -65,7 +65,9 @@
  * call. A new connection (after a restart or a lost connection) starts
  * with none and prepares again; a prepare that fails drops its
  * connection. Cursors' batch queries vary with their bounds and stay
- * unnamed.
+ * unnamed. An apply that is one insert under ABSENT and nothing else
+ * sends a plain INSERT ... ON CONFLICT DO NOTHING and reads its row count
+ * (ST_INSERT_ONLY): with no other statement to abort it needs no error.
  *
  * Multi-get (get_multi_v2, for a $batch's reads): one statement,
  * "SELECT kp || kr, v ... WHERE kp = ANY ($1)" with every key's kp in one
