@@ -221,6 +221,21 @@ class PgServer:
         self.stop()
         self.start()
 
+    def restart_with(self, **settings):
+        """Restarts the server with these settings added to its own (a
+        later -c wins: max_connections=5 replaces the default)."""
+        self.settings.update(settings)
+        self.restart()
+
+    def hold_connections(self, n, dbname="postgres"):
+        """n psql sessions that each hold a connection slot (pg_sleep(600));
+        the caller kills them (Popen.kill). With max_connections too small
+        some of them are refused and exit."""
+        return [subprocess.Popen([self._tool("psql"), "-X", "-q", "-d", self.conninfo(dbname),
+                                  "-c", "SELECT pg_sleep(600)"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for _ in range(n)]
+
     def cleanup(self):
         """Stops the server (if running; SIGKILL when pg_ctl could not)
         and removes its directory. Signals wait until it is done."""

@@ -118,21 +118,9 @@ def main():
     sleepers, srv = [], None
     try:
         ci = pg.new_db("pool")
-        pg.stop()
-        p = subprocess.run(pg._as([pg._tool("pg_ctl"), "-D", pg.data, "-l", pg.log, "-w", "-t",
-                                   "60", "-o", "-k %s -p %d -c listen_addresses= -c fsync=off "
-                                   "-c max_connections=5 -c superuser_reserved_connections=0 "
-                                   "-c client_connection_check_interval=500"
-                                   % (pg.dir, pg.port), "start"]),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=90)
-        if p.returncode != 0:
-            raise pg_harness.PgError("restart with max_connections=5 failed: %s\n%s"
-                                     % (p.stderr.decode("utf-8", "replace"), pg.log_tail()))
-        sleepers = [subprocess.Popen([os.path.join(pg.bindir, "psql"), "-X", "-q", "-d",
-                                      pg.conninfo(), "-c", "SELECT pg_sleep(600)"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                    for _ in range(3)]
-
+        pg.restart_with(max_connections=5, superuser_reserved_connections=0,
+                        client_connection_check_interval=500)
+        sleepers = pg.hold_connections(3)
         def n():
             """psql sessions sleeping (-1 while no slot is free to ask)."""
             try:

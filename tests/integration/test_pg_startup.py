@@ -198,20 +198,9 @@ def test_slots(tap, pg, ci):
     sessions: tabled started then says the server has no free slot (naming
     max_connections and pool-size), keeps waiting, and serves once the
     sessions end."""
-    pg.stop()
-    p = subprocess.run(pg._as([pg._tool("pg_ctl"), "-D", pg.data, "-l", pg.log, "-w", "-t",
-                               "60", "-o", "-k %s -p %d -c listen_addresses= -c fsync=off "
-                               "-c max_connections=5 -c superuser_reserved_connections=0 "
-                               "-c client_connection_check_interval=500"
-                               % (pg.dir, pg.port), "start"]),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=90)
-    if p.returncode != 0:
-        raise pg_harness.PgError("restart with max_connections=5 failed: %s\n%s"
-                                 % (p.stderr.decode("utf-8", "replace"), pg.log_tail()))
-    sleepers = [subprocess.Popen([os.path.join(pg.bindir, "psql"), "-X", "-q", "-d",
-                                  pg.conninfo(), "-c", "SELECT pg_sleep(600)"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                for _ in range(6)]
+    pg.restart_with(max_connections=5, superuser_reserved_connections=0,
+                    client_connection_check_interval=500)
+    sleepers = pg.hold_connections(6)
     srv = None
     try:
         full = wait_for(lambda: sum(p.poll() is not None for p in sleepers) >= 1, 60)
