@@ -11,7 +11,9 @@ Data of --value bytes of words and numbers) through $batch changesets of
 loading its own partition, so every step adds --conns partitions). At each
 size it measures:
 
-  load     entities/s of that step's load (wall clock)
+  load     entities/s of that step's load (wall clock); then the server
+           is let settle until idle (LevelDB compacts after a load, on its
+           own threads), and the wait is printed
 Server CPU is the tabled process's threads' time (schedstat). Measures:
 
   get      point GETs of random existing entities (wrk, --conns
@@ -271,6 +273,19 @@ def scan(srv, keys, args):
             "wall_ms": (time.monotonic() - t0) * 1e3 / args.scans}
 
 
+def settle(srv, limit=1800):
+    """Waits until the server is idle (under 5% of a core over a second:
+    LevelDB's compactions after a load run on its own threads and would be
+    counted against the requests measured next); the seconds waited."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        c0 = cpu_s(srv.proc.pid)
+        time.sleep(1)
+        if cpu_s(srv.proc.pid) - c0 < 0.05:
+            break
+    return time.monotonic() - t0
+
+
 def restart(srv, keys, rnd):
     """kill -9, start again; seconds to the first answered GET."""
     srv.kill9()
@@ -319,7 +334,7 @@ def one_backend(backend, args, rnd):
             keys.add(prefix, batches)
             loaded += batches * 100
             row = {"backend": label, "entities": loaded, "load_eps": batches * 100 / load_s,
-                   "load_s": load_s}
+                   "load_s": load_s, "settle_s": settle(srv)}
             row["get"] = wrk_get(srv, keys, args, tmp, rnd)
             c0 = cpu_s(srv.proc.pid)
             ins = bench_insert(srv.port, args, "i%d" % step, ["-c", str(args.conns),
@@ -328,6 +343,7 @@ def one_backend(backend, args, rnd):
             row["insert"] = ins
             loaded += ins["requests"]
             row["rss_load_kib"] = rss_kib(srv.proc.pid)
+            settle(srv)
             row["page"] = pages(srv, keys, args, rnd)
             row["scan"] = scan(srv, keys, args)
             if backend != "memory":
@@ -380,8 +396,8 @@ def fmt(v):
 
 
 def print_row(r):
-    print("# %s at %s entities (load %.0f s): %s" % (
-        r["backend"], "{:,}".format(r["entities"]), r["load_s"],
+    print("# %s at %s entities (load %.0f s, then idle after %.0f s): %s" % (
+        r["backend"], "{:,}".format(r["entities"]), r["load_s"], r["settle_s"],
         "; ".join("%s %s %s" % (n, fmt(g(r)), u) for n, u, g in MEASURES)), flush=True)
 
 
