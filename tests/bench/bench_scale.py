@@ -63,6 +63,8 @@ import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_get as bg  # noqa: E402
 TOP = os.environ.get("TOP_BUILDDIR") or os.path.abspath(os.path.join(HERE, "..", ".."))
 TABLED = os.environ.get("TABLED") or os.path.join(TOP, "tabled")
 BENCH_INSERT = os.environ.get("BENCH_INSERT") or os.path.join(TOP, "tests", "bench",
@@ -82,12 +84,6 @@ def cpu_s(pid):
         except (OSError, ValueError, IndexError):
             pass
     return total / 1e9
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        m = re.search(r"VmRSS:\s+(\d+)", f.read())
-    return int(m.group(1)) if m else 0
 
 
 def du_bytes(path):
@@ -342,13 +338,13 @@ def one_backend(backend, args, rnd):
             ins["cpu_us"] = (cpu_s(srv.proc.pid) - c0) * 1e6 / max(ins["requests"], 1)
             row["insert"] = ins
             loaded += ins["requests"]
-            row["rss_load_kib"] = rss_kib(srv.proc.pid)
+            row["rss_load_kib"] = bg.rss_kib(srv.proc.pid)
             settle(srv)
             row["page"] = pages(srv, keys, args, rnd)
             row["scan"] = scan(srv, keys, args)
             if backend != "memory":
                 row["restart_s"] = restart(srv, keys, rnd)
-                row["rss_idle_kib"] = rss_kib(srv.proc.pid)
+                row["rss_idle_kib"] = bg.rss_kib(srv.proc.pid)
             if pg:
                 row["disk_bytes"] = int(pg.psql("SELECT pg_database_size(current_database())",
                                                 dbname=ci.split("dbname=")[1].split()[0])

@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 import traceback
+import urllib.request
 
 DEV_ACCOUNT = "devstoreaccount1"
 DEV_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
@@ -935,6 +936,26 @@ def run_make(*args, cwd=None, env=None, timeout=600):
     top = os.path.abspath(os.environ.get("TOP_BUILDDIR", "."))
     return subprocess.run([os.environ.get("MAKE", "make"), "-s", "-C", cwd or top] + list(args),
                           capture_output=True, env=env or clean_env(), timeout=timeout)
+
+
+def wait_for(cond, seconds, step=0.2):
+    """Polls cond() until it is true or seconds passed; returns its last
+    value."""
+    end = time.monotonic() + seconds
+    while True:
+        v = cond()
+        if v or time.monotonic() >= end:
+            return v
+        time.sleep(step)
+
+
+def metric_series(port, prefix):
+    """The admin listener's /metrics series whose names start with prefix,
+    as {series with its labels: value}."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+        text = r.read().decode()
+    return {m.group(1): float(m.group(2)) for m in
+            re.finditer(r"^(%s\S*) (\S+)$" % re.escape(prefix), text, re.M)}
 
 
 def admin_port(srv):

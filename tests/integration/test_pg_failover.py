@@ -59,16 +59,6 @@ ASSERT_ASYNC = os.environ.get("FAILOVER_ASSERT_ASYNC") == "1"
 RECOVERY_BOUND = 30.0       # seconds after the promotion (generous)
 
 
-def wait_for(cond, seconds, step=0.2):
-    """Polls cond() until true or seconds passed; returns its last value."""
-    end = time.monotonic() + seconds
-    while True:
-        v = cond()
-        if v or time.monotonic() >= end:
-            return v
-        time.sleep(step)
-
-
 def classify(exc):
     """How a failed write was answered: ("retryable", text) for 503
     ServerBusy, 500 OperationTimedOut and connection errors, else
@@ -216,7 +206,7 @@ def scenario(tap, label, sync):
             pg.psql("ALTER SYSTEM SET synchronous_standby_names = 'standby1'")
             pg.psql("SELECT pg_reload_conf()")
         want = ("standby1", "streaming", "sync" if sync else "async")
-        state = wait_for(lambda: want in pg.replication_state() and pg.replication_state(), 60)
+        state = h.wait_for(lambda: want in pg.replication_state() and pg.replication_state(), 60)
         tap.ok(state and want in state,
                "%s: the standby streams from the primary (sync_state %s)" % (label, want[2]),
                "pg_stat_replication: %r\nstandby log:\n%s" % (state, standby.log_tail()))
@@ -262,7 +252,7 @@ def scenario(tap, label, sync):
                  "%.1f s after it" % (label, before[0], before[1],
                                       STALL_SECONDS if receiver else 0,
                                       run.promoted_at - t_crash))
-        back = wait_for(lambda: len(run.first) == len(servers), RECOVERY_BOUND + 30, 0.05)
+        back = h.wait_for(lambda: len(run.first) == len(servers), RECOVERY_BOUND + 30, 0.05)
         time.sleep(0.5)                 # a few writes on the new primary
         run.stop.set()
         for t in threads:

@@ -27,12 +27,10 @@ Each check fails on a tabled without these metrics. Skipped (TAP) when
 tabled has no postgres backend or the PostgreSQL server binaries are
 missing. TABLED and TOP_BUILDDIR as under make check."""
 import os
-import re
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -42,18 +40,6 @@ import tabled_harness as h  # noqa: E402
 
 TOP = os.environ.get("TOP_BUILDDIR") or os.path.join(HERE, "..", "..")
 SLOTS = "has no free connection slot"
-
-
-def metrics(port):
-    """The admin listener's /metrics as {series with labels: value}."""
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
-        text = r.read().decode()
-    out = {}
-    for line in text.splitlines():
-        m = re.match(r"^(tabled_postgres_[a-z_]+(?:\{[^}]*\})?) (\S+)$", line)
-        if m:
-            out[m.group(1)] = float(m.group(2))
-    return out
 
 
 def conns(m):
@@ -92,15 +78,6 @@ def load(srv, tag, threads=16, each=20):
     return fails
 
 
-def wait_for(cond, seconds):
-    end = time.monotonic() + seconds
-    while True:
-        v = cond()
-        if v or time.monotonic() >= end:
-            return v
-        time.sleep(0.2)
-
-
 def main():
     tap = h.Tap()
     tabled = h.tabled_path()
@@ -128,7 +105,7 @@ def main():
                                    "WHERE query LIKE 'SELECT pg_sleep%'").strip() or 0)
             except pg_harness.PgError:
                 return -1
-        tap.ok(wait_for(lambda: n() >= 3, 60), "three psql sessions hold three of five slots")
+        tap.ok(h.wait_for(lambda: n() >= 3, 60), "three psql sessions hold three of five slots")
         srv = h.Server(args=["--admin-port", "0", "--backend-option", "conninfo=" + ci,
                              "--backend-option", "pool-size=4"], backend="postgres",
                        ready_timeout=120)
@@ -139,7 +116,7 @@ def main():
         fails = load(srv, "a")
         tap.ok(not fails, "16 concurrent clients: every request succeeds with two slots",
                "\n".join(fails[:5]))
-        m = metrics(port)
+        m = h.metric_series(port, "tabled_postgres_")
         tap.eq(m.get('tabled_postgres_pool_size{role="primary"}'), 4.0, "tabled_postgres_pool_size is pool-size")
         tap.ok(0 < conns(m) <= 2, "at most two connections while three of five slots are "
                "taken", repr(m))
@@ -160,14 +137,14 @@ def main():
         for s in sleepers:
             s.kill()
             s.wait(10)
-        tap.ok(wait_for(lambda: n() == 0, 60), "the psql sessions ended")
+        tap.ok(h.wait_for(lambda: n() == 0, 60), "the psql sessions ended")
 
         def grown():
             if load(srv, "b%d" % time.monotonic_ns(), threads=16, each=3):
                 return False
-            return conns(metrics(port)) == 4
-        tap.ok(wait_for(grown, 60), "with free slots the pool grows to pool-size (4)",
-               repr(metrics(port)))
+            return conns(h.metric_series(port, "tabled_postgres_")) == 4
+        tap.ok(h.wait_for(grown, 60), "with free slots the pool grows to pool-size (4)",
+               repr(h.metric_series(port, "tabled_postgres_")))
         srv.stop_and_check(tap)
         srv = None
     finally:

@@ -49,7 +49,6 @@ import os
 import re
 import sys
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -65,14 +64,9 @@ STATS_RE = re.compile(r'^<\?xml version="1\.0" encoding="utf-8"\?><StorageServic
                       r"</LastSyncTime></GeoReplication></StorageServiceStats>$")
 
 
-def wait_for(cond, seconds=WAIT, step=0.2):
-    """Polls cond() until true or seconds passed; returns its last value."""
-    end = time.monotonic() + seconds
-    while True:
-        v = cond()
-        if v or time.monotonic() > end:
-            return v
-        time.sleep(step)
+def wait_for(cond, seconds=WAIT):
+    """h.wait_for with this test's default bound."""
+    return h.wait_for(cond, seconds)
 
 
 def stats(http):
@@ -307,14 +301,6 @@ def check_down(tap, standby, http):
     tap.ok(r, "and the secondary reads again")
 
 
-def metrics(port):
-    """The admin listener's tabled_postgres_* series as {series: value}."""
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
-        text = r.read().decode()
-    return {m.group(1): float(m.group(2)) for m in
-            re.finditer(r"^(tabled_postgres_\S+) (\S+)$", text, re.M)}
-
-
 def check_config_file(tap, pg, standby, ci, db, nowhere):
     """The same options from a config file (replica-conninfo twice)."""
     path = os.path.join(pg.dir, "tabled.conf")
@@ -331,7 +317,7 @@ def check_config_file(tap, pg, standby, ci, db, nowhere):
                repr(s or stats(http)))
         r = sec_get(http, "Rep", "a", "1")
         tap.ok(r.status == 200, "config file: the secondary reads the standby", repr(r))
-        m = metrics(h.admin_port(srv))
+        m = h.metric_series(h.admin_port(srv), "tabled_postgres_")
         tap.ok(m.get('tabled_postgres_pool_size{role="replica"}') ==
                m.get('tabled_postgres_pool_size{role="primary"}') and
                m.get('tabled_postgres_reachable{role="replica"}') == 1 and

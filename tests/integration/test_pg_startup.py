@@ -40,16 +40,6 @@ REFUSED = "refuses connections; is it running?"
 SLOTS = "has no free connection slot"
 
 
-def wait_for(cond, seconds):
-    """Polls cond() until true or seconds passed; returns its last value."""
-    end = time.monotonic() + seconds
-    while True:
-        v = cond()
-        if v or time.monotonic() >= end:
-            return v
-        time.sleep(0.2)
-
-
 def start_waiting(srv):
     """Starts srv on a thread (its start blocks until tabled is ready, which
     waits for the database); returns the thread and a dict that gets "ok"
@@ -104,7 +94,7 @@ def test_stop_while_waiting(tap, ci):
                    backend="postgres", ready_timeout=300)
     t, started = start_waiting(srv)
     try:
-        port = wait_for(lambda: waiting_port(srv), 30)
+        port = h.wait_for(lambda: waiting_port(srv), 30)
         tap.ok(port, "a second waiting front end prints its health URL",
                srv.stderr_text()[-2000:])
         t0 = time.monotonic()
@@ -139,7 +129,7 @@ def main():
         srv = h.Server(args=["--admin-port", "0", "--backend-option", "conninfo=" + ci],
                        backend="postgres", ready_timeout=300)
         t, started = start_waiting(srv)
-        saw = wait_for(lambda: REFUSED in srv.stderr_text() or "err" in started, 60)
+        saw = h.wait_for(lambda: REFUSED in srv.stderr_text() or "err" in started, 60)
         tap.ok(saw and "err" not in started,
                "with the database down, the log says PostgreSQL refuses connections",
                srv.stderr_text()[-2000:] + started.get("err", ""))
@@ -152,7 +142,7 @@ def main():
         n = srv.stderr_text().count(REFUSED)
         tap.ok(1 <= n <= 3, "the repeated failure is not logged per attempt (%d lines)" % n,
                srv.stderr_text()[-2000:])
-        hport = wait_for(lambda: waiting_port(srv), 10)
+        hport = h.wait_for(lambda: waiting_port(srv), 10)
         status, body = get_healthz(srv.host if srv.host else "127.0.0.1", hport)
         tap.ok(hport and status == 503 and REFUSED in body,
                "while waiting, /healthz on the admin port answers 503 with the reason",
@@ -164,7 +154,7 @@ def main():
                started.get("err") or srv.stderr_text()[-2000:])
         if not started.get("ok"):
             return
-        port = wait_for(lambda: admin_port(srv), 10)
+        port = h.wait_for(lambda: admin_port(srv), 10)
         try:
             with urllib.request.urlopen("http://%s:%d/healthz" % (srv.host, port),
                                         timeout=20) as r:
@@ -203,12 +193,12 @@ def test_slots(tap, pg, ci):
     sleepers = pg.hold_connections(6)
     srv = None
     try:
-        full = wait_for(lambda: sum(p.poll() is not None for p in sleepers) >= 1, 60)
+        full = h.wait_for(lambda: sum(p.poll() is not None for p in sleepers) >= 1, 60)
         tap.ok(full, "max_connections=5: the sixth psql session is refused")
         srv = h.Server(args=["--backend-option", "conninfo=" + ci], backend="postgres",
                        ready_timeout=300)
         t, started = start_waiting(srv)
-        saw = wait_for(lambda: SLOTS in srv.stderr_text() or "err" in started, 60)
+        saw = h.wait_for(lambda: SLOTS in srv.stderr_text() or "err" in started, 60)
         text = srv.stderr_text()
         tap.ok(saw and "err" not in started and "max_connections" in text and
                "pool-size" in text,
