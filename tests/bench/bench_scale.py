@@ -41,7 +41,12 @@ to the next (10x the data by default).
   bench_scale.py --dir SCRATCH [--sizes 100000,1000000,10000000]
                  [--backends memory,leveldb,flatfile,postgres] [--seconds 5]
                  [--conns 16] [--pages 20] [--scans 5] [--value 1000]
-                 [--pg-fsync] [--keep] [--json FILE]
+                 [--pg-fsync] [--base OLD_TABLED] [--keep] [--json FILE]
+
+--base: at each size, after the load, an older tabled binary is started
+on the same data (kill -9 of the loading one: its restart is measured)
+and measured, then this build the same way, and this build loads the next
+step; each durable backend gets a second table labelled "base".
 
 SCRATCH holds the data (removed at the end unless --keep); 10,000,000
 entities need about 12 GB per durable backend, and the memory backend
@@ -102,10 +107,10 @@ class Server:
 
     def __init__(self, backend, data, options):
         self.backend, self.data, self.options = backend, data, options
-        self.proc, self.port = None, None
+        self.proc, self.port, self.binary = None, None, TABLED
 
     def start(self):
-        cmd = [TABLED, "--port", "0", "--auth", "off", "--access-log", "off", "--log-level",
+        cmd = [self.binary, "--port", "0", "--auth", "off", "--access-log", "off", "--log-level",
                "warn", "--backend", self.backend]
         if self.backend != "memory":
             cmd += ["--data", self.data]
@@ -282,9 +287,12 @@ def settle(srv, limit=1800):
     return time.monotonic() - t0
 
 
-def restart(srv, keys, rnd):
-    """kill -9, start again; seconds to the first answered GET."""
+def restart(srv, keys, rnd, binary=None):
+    """kill -9, start again (binary: another tabled on the same data);
+    seconds to the first answered GET."""
     srv.kill9()
+    if binary:
+        srv.binary = binary
     pk, rk = keys.sample(rnd)
     t0 = srv.start()
     path = "/%s(PartitionKey='%s',RowKey='%s')" % (TABLE, pk, rk)
@@ -295,6 +303,29 @@ def restart(srv, keys, rnd):
         if time.monotonic() - t0 > 3600:
             raise RuntimeError("no answer within an hour of the restart")
         time.sleep(0.01)
+
+
+def measure(srv, keys, args, tmp, rnd, row, binary):
+    """Every measure at the current size into row. binary None: in load
+    order (GETs, inserts, pages, scan, then the restart); a path (--base):
+    the restart into that binary first, so each build's figures are its
+    own, from its own start on the same data."""
+    if binary:
+        row["restart_s"] = restart(srv, keys, rnd, binary)
+        row["rss_idle_kib"] = bg.rss_kib(srv.proc.pid)
+    row["get"] = wrk_get(srv, keys, args, tmp, rnd)
+    c0 = cpu_s(srv.proc.pid)
+    prefix = "i%d%s" % (len(keys.steps), "b" if binary and binary == args.base else "")
+    ins = bench_insert(srv.port, args, prefix, ["-c", str(args.conns), "-d", str(args.seconds)])
+    ins["cpu_us"] = (cpu_s(srv.proc.pid) - c0) * 1e6 / max(ins["requests"], 1)
+    row["insert"] = ins
+    row["rss_load_kib"] = bg.rss_kib(srv.proc.pid)
+    settle(srv)
+    row["page"] = pages(srv, keys, args, rnd)
+    row["scan"] = scan(srv, keys, args)
+    if not binary and srv.backend != "memory":
+        row["restart_s"] = restart(srv, keys, rnd)
+        row["rss_idle_kib"] = bg.rss_kib(srv.proc.pid)
 
 
 def one_backend(backend, args, rnd):
@@ -331,20 +362,18 @@ def one_backend(backend, args, rnd):
             loaded += batches * 100
             row = {"backend": label, "entities": loaded, "load_eps": batches * 100 / load_s,
                    "load_s": load_s, "settle_s": settle(srv)}
-            row["get"] = wrk_get(srv, keys, args, tmp, rnd)
-            c0 = cpu_s(srv.proc.pid)
-            ins = bench_insert(srv.port, args, "i%d" % step, ["-c", str(args.conns),
-                                                             "-d", str(args.seconds)])
-            ins["cpu_us"] = (cpu_s(srv.proc.pid) - c0) * 1e6 / max(ins["requests"], 1)
-            row["insert"] = ins
-            loaded += ins["requests"]
-            row["rss_load_kib"] = bg.rss_kib(srv.proc.pid)
-            settle(srv)
-            row["page"] = pages(srv, keys, args, rnd)
-            row["scan"] = scan(srv, keys, args)
-            if backend != "memory":
-                row["restart_s"] = restart(srv, keys, rnd)
-                row["rss_idle_kib"] = bg.rss_kib(srv.proc.pid)
+            builds = [("", None)]
+            if args.base and backend != "memory":
+                # the old build first, then this one, which loads the next step
+                builds = [(" base", args.base), ("", TABLED)]
+            for tag, binary in builds:
+                r = row if not tag else dict(row, backend=label + tag)
+                measure(srv, keys, args, tmp, rnd, r, binary)
+                loaded += r["insert"]["requests"]
+                if tag:
+                    r["disk_bytes"] = du_bytes(data) if not pg else None
+                    rows.append(r)
+                    print_row(r)
             if pg:
                 row["disk_bytes"] = int(pg.psql("SELECT pg_database_size(current_database())",
                                                 dbname=ci.split("dbname=")[1].split()[0])
@@ -377,7 +406,7 @@ MEASURES = [  # (name, unit, getter)
     ("RSS idle", "MiB", lambda r: r["rss_idle_kib"] / 1024 if "rss_idle_kib" in r else None),
     ("RSS load", "MiB", lambda r: r["rss_load_kib"] / 1024),
     ("disk", "bytes/entity", lambda r: r["disk_bytes"] / r["entities"]
-     if "disk_bytes" in r else None),
+     if r.get("disk_bytes") else None),
 ]
 
 
@@ -424,6 +453,8 @@ def main():
     ap.add_argument("--scans", type=int, default=5)
     ap.add_argument("--value", type=int, default=1000)
     ap.add_argument("--pg-fsync", action="store_true", help="PostgreSQL with fsync on")
+    ap.add_argument("--base", help="an older tabled measured on the same data at each size, "
+                    "alternating with this one (not for memory)")
     ap.add_argument("--keep", action="store_true", help="keep the data in --dir")
     ap.add_argument("--json", help="write every row to this file")
     ap.add_argument("--seed", type=int, default=1)
