@@ -274,16 +274,17 @@ def scan(srv, keys, args):
             "wall_ms": (time.monotonic() - t0) * 1e3 / args.scans}
 
 
-def settle(srv, limit=1800):
-    """Waits until the server is idle (under 5% of a core over a second:
-    LevelDB's compactions after a load run on its own threads and would be
-    counted against the requests measured next); the seconds waited."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < limit:
+def settle(srv, limit=1800, quiet=5):
+    """Waits until the server is idle: under 5% of a core in each of quiet
+    seconds in a row (LevelDB's compactions after a load run on its own
+    threads and would be counted against the requests measured next; the
+    LevelDB backend starts its own whole-store compaction 3 s after writes
+    stop); the seconds waited."""
+    t0, calm = time.monotonic(), 0
+    while time.monotonic() - t0 < limit and calm < quiet:
         c0 = cpu_s(srv.proc.pid)
         time.sleep(1)
-        if cpu_s(srv.proc.pid) - c0 < 0.05:
-            break
+        calm = calm + 1 if cpu_s(srv.proc.pid) - c0 < 0.05 else 0
     return time.monotonic() - t0
 
 
