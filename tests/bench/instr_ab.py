@@ -15,6 +15,9 @@ drift. For each binary:
           connection, batches of 100 ~1 KiB inserts (-m 20000: 200
           batches); the count minus that of a one-batch run, over 199.
 
+  table-SAS GET: --table-sas: the SAS GET signed by a table SAS (tn=bench,
+          sp=r) instead.
+
   insert: --inserts N: N single ~1 KiB inserts (POST, each its own
           RowKey) on one connection; the count minus that of a run with
           none, over N.
@@ -25,7 +28,7 @@ drift. For each binary:
           (Data ne 'y', which every entity passes, so each returns the
           page of 1,000 after testing the filter on each).
 
-  instr_ab.py [--gets N] [--int] [--no-batch] [--no-get] [--inserts N]
+  instr_ab.py [--gets N] [--int] [--no-batch] [--no-get] [--table-sas] [--inserts N]
               [--pages N] [--scans N] [--backend NAME] BASE_BINARY NEW_BINARY
 
 --int adds an Int32 property to the entity (as tests/bench/bench_get.py's
@@ -96,6 +99,19 @@ def account_sas():
     return "?" + urllib.parse.urlencode(f + [("sig", sig)])
 
 
+def table_sas():
+    """"?" and a table SAS (doc/protocol.md, Table SAS) for reading table bench, valid
+    until 2099."""
+    key = base64.b64decode("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
+                           "K1SZFPTOtr/KBHBeksoGMGw==")
+    se = "2099-01-01T00:00:00Z"
+    sts = "\n".join(["r", "", se, "/table/devstoreaccount1/bench", "", "", "", "2019-02-02",
+                     "", "", "", ""])
+    sig = base64.b64encode(hmac.new(key, sts.encode(), hashlib.sha256).digest()).decode()
+    return "?" + urllib.parse.urlencode([("se", se), ("sp", "r"), ("sv", "2019-02-02"),
+                                         ("tn", "bench"), ("sig", sig)])
+
+
 def start(binary, tmp, out, sas=False, backend="memory"):
     """The server under callgrind (writing out) and a connection to it."""
     args = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, binary,
@@ -154,11 +170,13 @@ def pages(binary, n, tmp, with_int=False, backend="memory", query=""):
     return stop(p, s, out)
 
 
-def gets(binary, n, tmp, sas=False, with_int=False):
+def gets(binary, n, tmp, sas=False, with_int=False, tsas=False):
     """Instructions of a server run that answers n GETs (sas: with
-    authentication on, each GET signed by an account SAS)."""
-    out = os.path.join(tmp, "get-%d%s.out" % (n, "-sas" if sas else ""))
+    authentication on, each GET signed by an account SAS; tsas: by a table
+    SAS)."""
+    out = os.path.join(tmp, "get-%d%s%s.out" % (n, "-sas" if sas else "", "-t" if tsas else ""))
     q = account_sas() if sas else ""
+    gq = table_sas() if tsas else q
     p = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, binary,
                           "--port", "0", "--backend", "memory", "--auth", "on" if sas else "off",
                           "--log-level", "warn", "--access-log", "off"],
@@ -177,7 +195,7 @@ def gets(binary, n, tmp, sas=False, with_int=False):
     ent = json.dumps(ent).encode()
     assert http(s, "POST", "/bench" + q, ent) in (201, 204)
     for _ in range(n):
-        assert http(s, "GET", "/bench(PartitionKey='p',RowKey='r')" + q) == 200
+        assert http(s, "GET", "/bench(PartitionKey='p',RowKey='r')" + gq) == 200
     s.close()
     p.send_signal(signal.SIGTERM)
     p.wait()
@@ -209,6 +227,8 @@ def main():
     ap.add_argument("--scans", type=int, default=0,
                     help="filtered queries over 1,000 entities (0: skip)")
     ap.add_argument("--backend", default="memory", help="memory or flatfile (not $batch)")
+    ap.add_argument("--table-sas", action="store_true",
+                    help="also the point GET signed by a table SAS")
     ap.add_argument("base")
     ap.add_argument("new")
     a = ap.parse_args()
@@ -222,6 +242,9 @@ def main():
                                   gets(binary, 0, tmp, False, a.int)) / a.gets
                 r["SAS point GET"] = (gets(binary, a.gets, tmp, True, a.int) -
                                       gets(binary, 0, tmp, True, a.int)) / a.gets
+            if a.table_sas:
+                r["table-SAS point GET"] = (gets(binary, a.gets, tmp, True, a.int, True) -
+                                            gets(binary, 0, tmp, True, a.int, True)) / a.gets
             if not a.no_batch:
                 r["$batch of 100 inserts"] = (batches(binary, 20000, tmp) -
                                               batches(binary, 100, tmp)) / 199
