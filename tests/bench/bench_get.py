@@ -30,6 +30,9 @@ compared between tabled-sas and nginx (the median of the per-round ratios).
 
   bench_get.py [--seconds S] [--conns C] [--rounds R] [--value BYTES]
                [--no-azurite] [--no-nginx] [--backend NAME] [--atom]
+               [--shapes old,outside,outside-plain,outside-onekey]
+               [--entities N] [--sas account|table] [--base OLD_BINARY]
+               [--only-sas]
 
 --atom adds tabled-atom: the same signed GET with x-ms-version 2013-08-15
 and Accept: application/atom+xml (an AtomPub entry instead of JSON), and
