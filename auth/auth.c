@@ -119,7 +119,7 @@ enum auth_status auth_check(const struct auth_ctx *ctx, const struct request *re
     const char *authz = auth_header(req, "Authorization", &len);
     if (authz) {
         rc = from_header(ctx, req, account, op, authz, len, out);
-    } else if ((grant = auth_sas_cache_find(ctx, account, req->query, req->query_len))) {
+    } else if ((grant = auth_sas_cache_find(ctx, account, op, req->query, req->query_len))) {
         rc = auth_sas_grant(ctx, req, grant, out);
     } else {
         struct authq *params;

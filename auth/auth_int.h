@@ -80,11 +80,18 @@ struct sas_grant {
     int64_t start, expiry;
     const char *sip, *spr, *sv; /* NULL when absent (sv never is) */
     int table_service;          /* ss names the table service */
+    /* A table SAS (no stored access policy: si is never cached) instead of
+     * an account SAS: the table it is scoped to, whether that came from the
+     * request's path (no tn), and its key range. */
+    int table_sas;
+    const char *table;
+    int table_from_path;
+    struct auth_range range;
 };
 
-/* The per-request checks of an account SAS whose grant is g (time window,
- * source IP, protocol, service, doc/protocol.md, SAS checks), filling out; the cached and
- * the uncached path both end here. */
+/* The per-request checks of a SAS whose grant is g (time window, source IP,
+ * protocol, and for an account SAS the service, doc/protocol.md, SAS checks), filling
+ * out; the cached and the uncached path both end here. */
 enum auth_status auth_sas_grant(const struct auth_ctx *ctx, const struct request *req,
                                 const struct sas_grant *g, struct auth_result *out);
 /* HMAC-SHA256 state of one key after its inner and outer pad blocks. */
@@ -94,7 +101,7 @@ struct hmac_pads {
     int used;
 };
 
-/* One verified account SAS (sas_cache.c). */
+/* One verified account or table SAS (sas_cache.c). */
 #define SAS_CACHE_SLOTS 64
 struct sas_entry {
     char *query; /* malloc'd raw query text, NULL when the slot is empty */
@@ -104,8 +111,9 @@ struct sas_entry {
     unsigned char key1[CONFIG_MAX_KEY_BYTES], key2[CONFIG_MAX_KEY_BYTES];
     size_t key1_len, key2_len;
     int (*version_known)(const char *v);
-    struct sas_grant grant; /* its strings point into strs */
+    struct sas_grant grant; /* its strings point into strs and extra */
     char strs[3][64];
+    char *extra; /* malloc'd: a table SAS's table and key-range bounds */
 };
 
 /* A few keys' pad states, so a signature costs two SHA-256 runs over the
@@ -120,10 +128,12 @@ struct auth_cache {
     struct sas_entry sas[SAS_CACHE_SLOTS];   /* direct-mapped by query hash */
 };
 
-/* The grant verified earlier for exactly this query text, account and the
- * account's current keys, or NULL (sas_cache.c). */
+/* The grant verified earlier for exactly this query text, account, the
+ * account's current keys and (a table SAS without tn) op's table, or NULL
+ * (sas_cache.c). */
 const struct sas_grant *auth_sas_cache_find(const struct auth_ctx *ctx, const char *account,
-                                            const char *query, size_t query_len);
+                                            const struct auth_op *op, const char *query,
+                                            size_t query_len);
 /* Remembers g for the query text (a copy); quietly does nothing when the
  * query is empty or too long to keep. */
 void auth_sas_cache_put(const struct auth_ctx *ctx, const char *account,

@@ -97,8 +97,10 @@ void auth_cache_free(struct auth_cache *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < SAS_CACHE_SLOTS; i++)
+    for (size_t i = 0; i < SAS_CACHE_SLOTS; i++) {
         free(c->sas[i].query);
+        free(c->sas[i].extra);
+    }
     free(c);
 }
 

@@ -345,6 +345,24 @@ enum auth_status auth_sas_grant(const struct auth_ctx *ctx, const struct request
         check_window(ctx, req, g->has_start, g->start, g->expiry, g->sip, g->spr, out);
     if (rc != AUTH_OK)
         return rc;
+    if (g->table_sas) {
+        /* g may be the cache's: the result gets the request's own copies. */
+        const struct auth_range *r = &g->range;
+        out->scheme = AUTH_SCHEME_TABLE_SAS;
+        out->perms = g->perms;
+        out->rtypes = 0;
+        out->sas_table = arena_strdup(req->arena, g->table);
+        out->range.spk = r->spk ? arena_strndup(req->arena, r->spk, r->spk_len) : NULL;
+        out->range.spk_len = r->spk_len;
+        out->range.srk = r->srk ? arena_strndup(req->arena, r->srk, r->srk_len) : NULL;
+        out->range.srk_len = r->srk_len;
+        out->range.epk = r->epk ? arena_strndup(req->arena, r->epk, r->epk_len) : NULL;
+        out->range.epk_len = r->epk_len;
+        out->range.erk = r->erk ? arena_strndup(req->arena, r->erk, r->erk_len) : NULL;
+        out->range.erk_len = r->erk_len;
+        out->sas_version = arena_strdup(req->arena, g->sv);
+        return AUTH_OK;
+    }
     if (!g->table_service)
         return auth_refuse(out, AUTH_SERVICE_MISMATCH, AUTH_WHY_SAS_SERVICE,
                            "the account SAS's ss does not include t (the table service)");
@@ -437,25 +455,30 @@ static enum auth_status verify_table(const struct auth_ctx *ctx, const struct re
     }
     /* Before 2015-04-05 sip and spr are not signed, so they mean nothing. */
     int signed_net = strcmp(s->sv, "2015-04-05") >= 0;
-    rc = check_window(ctx, req, has_start, start, expiry, signed_net ? s->sip : NULL,
-                      signed_net ? s->spr : NULL, out);
-    if (rc != AUTH_OK)
-        return rc;
-
-    out->scheme = AUTH_SCHEME_TABLE_SAS;
-    out->perms = perms;
-    out->rtypes = 0;
-    out->sas_table = table;
-    out->range.spk = s->spk;
-    out->range.spk_len = s->spk_len;
-    out->range.srk = s->srk;
-    out->range.srk_len = s->srk_len;
-    out->range.epk = s->epk;
-    out->range.epk_len = s->epk_len;
-    out->range.erk = s->erk;
-    out->range.erk_len = s->erk_len;
-    out->sas_version = s->sv;
-    return AUTH_OK;
+    struct sas_grant g;
+    memset(&g, 0, sizeof g);
+    g.perms = perms;
+    g.has_start = has_start;
+    g.start = start;
+    g.expiry = expiry;
+    g.sip = signed_net ? s->sip : NULL;
+    g.spr = signed_net ? s->spr : NULL;
+    g.sv = s->sv;
+    g.table_sas = 1;
+    g.table = table;
+    g.table_from_path = s->tn == NULL;
+    g.range.spk = s->spk;
+    g.range.spk_len = s->spk_len;
+    g.range.srk = s->srk;
+    g.range.srk_len = s->srk_len;
+    g.range.epk = s->epk;
+    g.range.epk_len = s->epk_len;
+    g.range.erk = s->erk;
+    g.range.erk_len = s->erk_len;
+    /* A stored access policy can change or go: such a SAS is never kept. */
+    if (!s->si)
+        auth_sas_cache_put(ctx, account, acct, req->query, req->query_len, &g);
+    return auth_sas_grant(ctx, req, &g, out);
 }
 
 /* Entry from auth_check(): a query with `sig`. An `ss` or `srt` makes it an

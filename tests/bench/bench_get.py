@@ -30,12 +30,44 @@ compared between tabled-sas and nginx (the median of the per-round ratios).
 
   bench_get.py [--seconds S] [--conns C] [--rounds R] [--value BYTES]
                [--no-azurite] [--no-nginx] [--backend NAME] [--atom]
+               [--shapes old,outside,outside-plain,outside-onekey]
+               [--entities N] [--sas account|table] [--base OLD_BINARY]
+               [--only-sas]
 
 --atom adds tabled-atom: the same signed GET with x-ms-version 2013-08-15
 and Accept: application/atom+xml (an AtomPub entry instead of JSON), and
 prints its throughput relative to tabled-auth's JSON.
 
-TABLED names the binary (default ./tabled of the build tree).
+Shapes. The default (shape "old") is the one above: one entity, the same
+URL every request, the memory backend, an account SAS, the few headers
+above, nometadata. --shapes old,outside runs a second shape in the same
+invocation, round by round with the first, the one an outside harness
+measured ("100,000 x 1 KiB entities, SAS-signed wrk, point GET"):
+
+  outside   --entities (default 100000) entities of ~1 KiB loaded once
+            (tests/bench/bench_insert -b 100 -w, 10 connections, into the
+            default backend leveldb in a fresh data directory, served by
+            each server started after that); every request a random one
+            of them (a wrk Lua script builds each URL: a different path
+            every time, the SAS query on each); the SAS kind of --sas
+            (account, or table: a service SAS for table bench, sp=r);
+            the headers an Azure SDK sends (Accept: ...minimalmetadata,
+            x-ms-version, x-ms-date, x-ms-client-request-id, User-Agent,
+            DataServiceVersion, MaxDataServiceVersion, Accept-Encoding,
+            Connection: keep-alive). nginx answers the same script's
+            requests with 204.
+
+Two variants of it, to tell its parts apart: outside-plain sends the old
+shape's headers (nometadata) instead of the SDK's, outside-onekey asks for
+the same entity every time.
+
+--base OLD_BINARY adds tabled-sas-base (that binary, same shapes), run
+alternately with the new one in every round, and prints the two ratios.
+--only-sas runs just the signed servers (tabled-sas, its base, nginx).
+
+TABLED names the binary (default ./tabled of the build tree);
+BENCH_INSERT the loader (default tests/bench/bench_insert of the build
+tree).
 """
 import argparse
 import base64
@@ -59,6 +91,8 @@ import urllib.request
 TOP = os.environ.get("TOP_BUILDDIR") or os.getcwd()
 TABLED = os.environ.get("TABLED") or os.path.join(TOP, "tabled")
 DEPS = os.path.join(TOP, "tests", "bench-deps")
+BENCH_INSERT = os.environ.get("BENCH_INSERT") or os.path.join(TOP, "tests", "bench", "bench_insert")
+LOAD_CONNS = 10  # bench_insert connections of the outside shape's load: partitions bc0000..
 ACCOUNT = "devstoreaccount1"
 KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
        "K1SZFPTOtr/KBHBeksoGMGw==")
@@ -95,6 +129,18 @@ def account_sas():
     sig = base64.b64encode(hmac.new(base64.b64decode(KEY), sts.encode(),
                                     hashlib.sha256).digest()).decode()
     return urllib.parse.urlencode(f + [("sig", sig)])
+
+
+def table_sas(table="bench"):
+    """A table (service) SAS query string (doc/protocol.md, Table SAS) for reading table,
+    valid until 2099, as an SDK's generate_table_sas writes it."""
+    se = "2099-01-01T00:00:00Z"
+    sts = "\n".join(["r", "", se, "/table/%s/%s" % (ACCOUNT, table), "", "", "", VERSION,
+                     "", "", "", ""])
+    sig = base64.b64encode(hmac.new(base64.b64decode(KEY), sts.encode(),
+                                    hashlib.sha256).digest()).decode()
+    return urllib.parse.urlencode([("se", se), ("sp", "r"), ("sv", VERSION), ("tn", table),
+                                   ("sig", sig)])
 
 
 def call(port, method, path, body=None):
@@ -195,10 +241,11 @@ class Proc:
             self.p.wait(5)
 
 
-def tabled_proc(auth, backend, tmp, name=None):
+def tabled_proc(auth, backend, tmp, name=None, binary=None, data=None):
     port = free_port()
-    argv = [TABLED, "--port", str(port), "--backend", backend, "--durability", "none",
-            "--access-log", "off", "--log-level", "warn", "--data", os.path.join(tmp, "data")]
+    argv = [binary or TABLED, "--port", str(port), "--backend", backend, "--durability", "none",
+            "--access-log", "off", "--log-level", "warn",
+            "--data", data or os.path.join(tmp, "data")]
     if not auth:
         argv += ["--auth", "off"]
     return Proc(name or ("tabled-auth" if auth else "tabled-noauth"), argv, port)
@@ -266,6 +313,100 @@ def nginx_proc(exe, tmp):
     return Proc("nginx", [exe, "-p", d, "-c", conf], port)
 
 
+# The outside shape's requests: a random loaded entity each time, the SAS
+# on every URL, an SDK's headers (a fresh client request id each time).
+OUTSIDE_LUA = """
+local sas = "%(sas)s"
+local sdk = %(sdk)s
+local hdrs = {["Accept"] = "application/json;odata=minimalmetadata",
+  ["x-ms-version"] = "%(version)s", ["x-ms-date"] = "%(date)s",
+  ["DataServiceVersion"] = "3.0", ["MaxDataServiceVersion"] = "3.0;NetFx",
+  ["User-Agent"] = "azsdk-python-data-tables/12.4.0 Python/3.11.2 (Linux-6.1.0-x86_64-with-glibc2.36)",
+  ["Accept-Encoding"] = "gzip, deflate", ["Connection"] = "keep-alive"}
+if not sdk then
+  hdrs = {["x-ms-version"] = "%(version)s", ["Accept"] = "application/json;odata=nometadata",
+          ["DataServiceVersion"] = "3.0", ["MaxDataServiceVersion"] = "3.0"}
+end
+local one = %(one)s
+math.randomseed(os.time())
+request = function()
+  if sdk then
+    hdrs["x-ms-client-request-id"] = string.format("%%08x-%%04x-4%%03x-a%%03x-%%012x",
+      math.random(0, 0x7fffffff), math.random(0, 0xffff), math.random(0, 0xfff),
+      math.random(0, 0xfff), math.random(0, 0x7fffffff))
+  end
+  local path
+  if one then
+    path = "/%(account)s/bench(PartitionKey='bc0000',RowKey='r0000000001-00')?" .. sas
+  else
+    path = string.format(
+      "/%(account)s/bench(PartitionKey='bc%%04d',RowKey='r%%010d-%%02d')?",
+      math.random(0, %(conns)d - 1), math.random(1, %(per)d), math.random(0, 99)) .. sas
+  end
+  return wrk.format("GET", path, hdrs)
+end
+"""
+
+
+def load_outside(tmp, entities, value):
+    """Loads the outside shape's entities once into a fresh leveldb data
+    directory (a server with --auth off, bench_insert $batch changesets of
+    100); returns the directory."""
+    if entities % (100 * LOAD_CONNS):
+        sys.exit("bench_get.py: --entities must be a multiple of %d" % (100 * LOAD_CONNS))
+    if not os.access(BENCH_INSERT, os.X_OK):
+        sys.exit("bench_get.py: %s not built (make tests/bench/bench_insert)" % BENCH_INSERT)
+    data = os.path.join(tmp, "outside-data")
+    srv = tabled_proc(False, "leveldb", tmp, "loader", data=data).start()
+    try:
+        if call(srv.port, "POST", "/Tables", {"TableName": "bench"}) != 201:
+            raise RuntimeError("loader: Create Table failed")
+        t0 = time.monotonic()
+        out = subprocess.run([BENCH_INSERT, "-p", str(srv.port), "-t", "bench", "-k", "b", "-w",
+                              "-s", str(value), "-b", "100", "-c", str(LOAD_CONNS), "-N",
+                              str(entities // 100 // LOAD_CONNS)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if out.returncode != 0:
+            raise RuntimeError("bench_insert failed:\n" + out.stdout)
+        print("outside shape: %d entities loaded into leveldb in %.1f s"
+              % (entities, time.monotonic() - t0))
+    finally:
+        srv.stop()
+    # LevelDB writes the load's log into tables when it next opens the
+    # store, and compacts on its own threads: let that finish here, not
+    # under the first measured server.
+    srv = tabled_proc(False, "leveldb", tmp, "settle", data=data).start()
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 600:
+            c0 = cpu_seconds(srv.p.pid)
+            time.sleep(1)
+            if cpu_seconds(srv.p.pid) - c0 < 0.05:
+                break
+        print("outside shape: store settled in %.1f s" % (time.monotonic() - t0))
+    finally:
+        srv.stop()
+    return data
+
+
+def wrk_script(port, seconds, conns, script):
+    """One wrk run of a Lua script's requests; returns (req/s, p50, p99, non-2xx)."""
+    argv = ["wrk", "-t1", "-c%d" % conns, "-d%ds" % seconds, "--latency", "-s", script,
+            "http://127.0.0.1:%d" % port]
+    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True).stdout
+    return wrk_parse(out)
+
+
+def wrk_parse(out):
+    m = re.search(r"Requests/sec:\s*([\d.]+)", out)
+    if not m:
+        raise RuntimeError("wrk output not understood:\n" + out)
+    lat = dict(re.findall(r"^\s+(50|99)%\s+(\S+)", out, re.M))
+    bad = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", out)
+    return float(m.group(1)), lat.get("50", "?"), lat.get("99", "?"), int(bad.group(1)) if bad else 0
+
+
 def wrk(port, seconds, conns, atom=False, sas=None):
     """One wrk run of the signed point GET (SharedKey headers, or the
     account SAS query sas); returns (req/s, p50, p99, non-2xx)."""
@@ -281,12 +422,7 @@ def wrk(port, seconds, conns, atom=False, sas=None):
                                                 "?" + sas if sas else ""))
     out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True).stdout
-    m = re.search(r"Requests/sec:\s*([\d.]+)", out)
-    if not m:
-        raise RuntimeError("wrk output not understood:\n" + out)
-    lat = dict(re.findall(r"^\s+(50|99)%\s+(\S+)", out, re.M))
-    bad = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", out)
-    return float(m.group(1)), lat.get("50", "?"), lat.get("99", "?"), int(bad.group(1)) if bad else 0
+    return wrk_parse(out)
 
 
 def main():
@@ -295,81 +431,147 @@ def main():
     ap.add_argument("--conns", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--value", type=int, default=1000, help="bytes of the Data property")
-    ap.add_argument("--backend", default="memory")
+    ap.add_argument("--backend", default="memory", help="backend of the old shape")
     ap.add_argument("--no-azurite", action="store_true")
     ap.add_argument("--no-nginx", action="store_true")
     ap.add_argument("--atom", action="store_true", help="also the GET in AtomPub XML")
+    ap.add_argument("--shapes", default="old", help="old, outside or old,outside")
+    ap.add_argument("--entities", type=int, default=100000, help="entities of the outside shape")
+    ap.add_argument("--sas", default="account", choices=("account", "table"),
+                    help="SAS kind of the outside shape")
+    ap.add_argument("--base", help="an older tabled binary run alternately with TABLED")
+    ap.add_argument("--only-sas", action="store_true",
+                    help="only the SAS-signed servers and nginx")
     a = ap.parse_args()
     if not shutil.which("wrk"):
         sys.exit("bench_get.py: wrk not found (apt-get install wrk)")
+    shapes = a.shapes.split(",")
+    if not set(shapes) <= {"old", "outside", "outside-plain", "outside-onekey"}:
+        sys.exit("bench_get.py: --shapes takes old, outside, outside-plain, outside-onekey")
     tmp = tempfile.mkdtemp(prefix="tabled-bench-")
-    configs = [lambda: tabled_proc(False, a.backend, tmp), lambda: tabled_proc(True, a.backend, tmp),
-               lambda: tabled_proc(True, a.backend, tmp, "tabled-sas")]
+    ngx = None
     if a.no_nginx:
         print("nginx: skipped (--no-nginx)")
     else:
         ngx = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",)
                                              if os.access(p, os.X_OK)), None)
-        if ngx:
-            configs.append(lambda: nginx_proc(ngx, tmp))
-        else:
+        if not ngx:
             print("nginx: not found, skipped (apt-get install nginx-light)")
-    if a.atom:
-        configs.append(lambda: tabled_proc(True, a.backend, tmp, "tabled-atom"))
-    if a.no_azurite:
-        print("azurite: skipped (--no-azurite)")
-    else:
+    exe = None
+    if "old" in shapes and not a.no_azurite and not a.only_sas:
         exe, why = azurite_bin()
-        if exe:
-            configs.append(lambda: azurite_proc(exe, tmp))
-        else:
+        if not exe:
             print("azurite: unavailable, %s" % why)
+    elif "old" in shapes and a.no_azurite:
+        print("azurite: skipped (--no-azurite)")
+    # (shape, name, factory); names carry the shape when there are two
+    configs = []
+    data = None
+    for shape in shapes:
+        sfx = "" if len(shapes) == 1 else "/" + shape
+        if shape == "old":
+            be, dd = a.backend, None
+            if not a.only_sas:
+                configs += [(shape, "tabled-noauth" + sfx, lambda be=be: tabled_proc(False, be, tmp)),
+                            (shape, "tabled-auth" + sfx, lambda be=be: tabled_proc(True, be, tmp))]
+        else:
+            data = data or load_outside(tmp, a.entities, a.value)
+            be, dd = "leveldb", data
+        configs.append((shape, "tabled-sas" + sfx,
+                        lambda be=be, dd=dd, n="tabled-sas" + sfx:
+                        tabled_proc(True, be, tmp, n, data=dd)))
+        if a.base:
+            configs.append((shape, "tabled-sas-base" + sfx,
+                            lambda be=be, dd=dd, n="tabled-sas-base" + sfx:
+                            tabled_proc(True, be, tmp, n, binary=a.base, data=dd)))
+        if ngx:
+            configs.append((shape, "nginx" + sfx, lambda: nginx_proc(ngx, tmp)))
+        if shape == "old" and a.atom:
+            configs.append((shape, "tabled-atom", lambda: tabled_proc(True, a.backend, tmp,
+                                                                      "tabled-atom")))
+        if shape == "old" and exe:
+            configs.append((shape, "azurite", lambda: azurite_proc(exe, tmp)))
     entity = {"PartitionKey": "p", "RowKey": "r", "Data": "x" * a.value, "Qty": 3}
     sas = account_sas()
+    osas = account_sas() if a.sas == "account" else table_sas()
+    scripts = {}
+    for shape in shapes:
+        if shape.startswith("outside"):
+            scripts[shape] = os.path.join(tmp, shape + ".lua")
+            with open(scripts[shape], "w") as f:
+                f.write(OUTSIDE_LUA % {
+                    "sas": osas, "version": VERSION, "date": rfc1123(), "account": ACCOUNT,
+                    "conns": LOAD_CONNS, "per": a.entities // 100 // LOAD_CONNS,
+                    "sdk": "false" if shape == "outside-plain" else "true",
+                    "one": "true" if shape == "outside-onekey" else "false"})
+    probe = "/bench(PartitionKey='bc0000',RowKey='r%010d-00')" % 1
     results = {}
-    ratios = []  # tabled-sas / nginx req/s per core, per round
+    ratios = {}  # (shape, server) -> [server / nginx req/s per core, per round]
     try:
         for _ in range(a.rounds):
-            for make in configs:
-                srv = make().start()
+            for shape, name, make in configs:
+                srv = make()
+                srv.name = name
+                srv.start()
                 try:
-                    if srv.name != "nginx":
+                    plain = name.split("/")[0]
+                    if plain != "nginx" and shape == "old":
                         st = (call(srv.port, "POST", "/Tables", {"TableName": "bench"}),
                               call(srv.port, "PUT", ENTITY_PATH, entity),
                               call(srv.port, "GET", ENTITY_PATH))
                         if st[2] != 200:
-                            raise RuntimeError("%s: setup answered %s" % (srv.name, st))
+                            raise RuntimeError("%s: setup answered %s" % (name, st))
+                    elif plain != "nginx" and call(srv.port, "GET", probe) != 200:
+                        raise RuntimeError("%s: a loaded entity is missing" % name)
                     cpu0, t0 = cpu_seconds(srv.p.pid), time.monotonic()
-                    rps, p50, p99, bad = wrk(srv.port, a.seconds, a.conns,
-                                             srv.name == "tabled-atom",
-                                             sas if srv.name in ("tabled-sas", "nginx") else None)
+                    if shape in scripts:
+                        rps, p50, p99, bad = wrk_script(srv.port, a.seconds, a.conns,
+                                                        scripts[shape])
+                    else:
+                        rps, p50, p99, bad = wrk(srv.port, a.seconds, a.conns,
+                                                 plain == "tabled-atom",
+                                                 sas if plain in ("tabled-sas", "tabled-sas-base",
+                                                                  "nginx") else None)
                     cores = (cpu_seconds(srv.p.pid) - cpu0) / (time.monotonic() - t0)
                     if bad:
-                        raise RuntimeError("%s: %d non-2xx answers under load" % (srv.name, bad))
-                    results.setdefault(srv.name, []).append(
+                        raise RuntimeError("%s: %d non-2xx answers under load" % (name, bad))
+                    results.setdefault(name, []).append(
                         (rps, p50, p99, rss_kib(srv.p.pid), rps / max(cores, 1e-3)))
                 finally:
                     srv.stop()
-            if "tabled-sas" in results and "nginx" in results:
-                ratios.append(results["tabled-sas"][-1][4] / results["nginx"][-1][4])
+            for shape in shapes:
+                sfx = "" if len(shapes) == 1 else "/" + shape
+                for t in ("tabled-sas", "tabled-sas-base"):
+                    if t + sfx in results and "nginx" + sfx in results:
+                        ratios.setdefault((shape, t), []).append(
+                            results[t + sfx][-1][4] / results["nginx" + sfx][-1][4])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("point GET of a %d-byte entity, wrk -t1 -c%d -d%ds, %d rounds (median [min-max])"
+    print("point GET, %d-byte Data, wrk -t1 -c%d -d%ds, %d rounds (median [min-max])"
           % (a.value, a.conns, a.seconds, a.rounds))
-    print("%-14s %10s %22s %9s %9s %10s %12s" % ("server", "req/s", "range", "p50", "p99",
+    for shape in shapes:
+        if shape == "old":
+            print("  old: one entity, one URL, %s backend, account SAS, nometadata" % a.backend)
+        else:
+            print("  %s: %d entities, %s, leveldb, %s SAS, %s" % (
+                shape, a.entities,
+                "the same one every request" if shape == "outside-onekey"
+                else "a random one per request", a.sas,
+                "the old shape's headers, nometadata" if shape == "outside-plain"
+                else "SDK headers, minimalmetadata"))
+    print("%-22s %10s %22s %9s %9s %10s %12s" % ("server", "req/s", "range", "p50", "p99",
                                                  "RSS MiB", "req/s/core"))
     for name, runs in results.items():
         runs.sort()
         med = runs[len(runs) // 2]
-        print("%-14s %10.0f %22s %9s %9s %10.1f %12.0f" % (
+        print("%-22s %10.0f %22s %9s %9s %10.1f %12.0f" % (
             name, statistics.median(r[0] for r in runs),
             "[%.0f-%.0f]" % (runs[0][0], runs[-1][0]), med[1], med[2], med[3] / 1024.0,
             statistics.median(r[4] for r in runs)))
-    if ratios:
-        print("tabled (account SAS verified) per server core: %.1f%% of nginx's `return 204` "
+    for (shape, t), rs in ratios.items():
+        print("%s shape, %s per server core: %.1f%% of nginx's `return 204` "
               "(median of %d rounds, range %.1f-%.1f%%)" % (
-                  100 * statistics.median(ratios), len(ratios), 100 * min(ratios),
-                  100 * max(ratios)))
+                  shape, t, 100 * statistics.median(rs), len(rs), 100 * min(rs), 100 * max(rs)))
     if "tabled-auth" in results and "tabled-noauth" in results:
         on = statistics.median(r[0] for r in results["tabled-auth"])
         off = statistics.median(r[0] for r in results["tabled-noauth"])

@@ -15,6 +15,11 @@ drift. For each binary:
           connection, batches of 100 ~1 KiB inserts (-m 20000: 200
           batches); the count minus that of a one-batch run, over 199.
 
+  table-SAS GET: --table-sas: the SAS GET signed by a table SAS (tn=bench,
+          sp=r) instead.
+  SDK GET: --sdk: the SAS GET with the headers an Azure SDK sends
+          (minimalmetadata, User-Agent, a fresh x-ms-client-request-id...).
+
   insert: --inserts N: N single ~1 KiB inserts (POST, each its own
           RowKey) on one connection; the count minus that of a run with
           none, over N.
@@ -25,7 +30,8 @@ drift. For each binary:
           (Data ne 'y', which every entity passes, so each returns the
           page of 1,000 after testing the filter on each).
 
-  instr_ab.py [--gets N] [--int] [--no-batch] [--no-get] [--inserts N]
+  instr_ab.py [--gets N] [--int] [--no-batch] [--no-get] [--table-sas] [--sdk]
+              [--inserts N]
               [--pages N] [--scans N] [--backend NAME] BASE_BINARY NEW_BINARY
 
 --int adds an Int32 property to the entity (as tests/bench/bench_get.py's
@@ -48,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.parse
+import uuid
 
 TOP = os.environ.get("TOP_BUILDDIR") or os.getcwd()
 BENCH_BATCH = os.path.join(TOP, "tests", "bench", "bench_batch")
@@ -62,11 +69,26 @@ def callgrind_total(path):
     raise RuntimeError("no totals in %s" % path)
 
 
-def http(sock, method, path, body=b""):
-    """One request on a keep-alive connection; returns the status."""
-    head = ("%s /devstoreaccount1%s HTTP/1.1\r\nHost: x\r\nx-ms-version: 2019-02-02\r\n"
-            "Accept: application/json;odata=nometadata\r\nContent-Type: application/json\r\n"
-            "Content-Length: %d\r\n\r\n" % (method, path, len(body))).encode()
+# The headers an Azure SDK sends with a GET (tests/bench/bench_get.py's
+# outside shape), but for the request id, which http() adds fresh.
+SDK_HEADERS = ("Accept: application/json;odata=minimalmetadata\r\nx-ms-version: 2019-02-02\r\n"
+               "x-ms-date: Sun, 29 Nov 2026 06:00:00 GMT\r\nDataServiceVersion: 3.0\r\n"
+               "MaxDataServiceVersion: 3.0;NetFx\r\nUser-Agent: azsdk-python-data-tables/12.4.0 "
+               "Python/3.11.2 (Linux-6.1.0-x86_64-with-glibc2.36)\r\n"
+               "Accept-Encoding: gzip, deflate\r\nConnection: keep-alive\r\n")
+
+
+def http(sock, method, path, body=b"", sdk=False):
+    """One request on a keep-alive connection; returns the status. sdk: with
+    SDK_HEADERS and a fresh x-ms-client-request-id instead of the short set."""
+    if sdk:
+        head = ("%s /devstoreaccount1%s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s"
+                "x-ms-client-request-id: %s\r\n\r\n"
+                % (method, path, SDK_HEADERS, uuid.uuid4())).encode()
+    else:
+        head = ("%s /devstoreaccount1%s HTTP/1.1\r\nHost: x\r\nx-ms-version: 2019-02-02\r\n"
+                "Accept: application/json;odata=nometadata\r\nContent-Type: application/json\r\n"
+                "Content-Length: %d\r\n\r\n" % (method, path, len(body))).encode()
     sock.sendall(head + body)
     buf = b""
     while b"\r\n\r\n" not in buf:
@@ -94,6 +116,19 @@ def account_sas():
                      d["sv"], ""])
     sig = base64.b64encode(hmac.new(key, sts.encode(), hashlib.sha256).digest()).decode()
     return "?" + urllib.parse.urlencode(f + [("sig", sig)])
+
+
+def table_sas():
+    """"?" and a table SAS (doc/protocol.md, Table SAS) for reading table bench, valid
+    until 2099."""
+    key = base64.b64decode("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
+                           "K1SZFPTOtr/KBHBeksoGMGw==")
+    se = "2099-01-01T00:00:00Z"
+    sts = "\n".join(["r", "", se, "/table/devstoreaccount1/bench", "", "", "", "2019-02-02",
+                     "", "", "", ""])
+    sig = base64.b64encode(hmac.new(key, sts.encode(), hashlib.sha256).digest()).decode()
+    return "?" + urllib.parse.urlencode([("se", se), ("sp", "r"), ("sv", "2019-02-02"),
+                                         ("tn", "bench"), ("sig", sig)])
 
 
 def start(binary, tmp, out, sas=False, backend="memory"):
@@ -154,11 +189,14 @@ def pages(binary, n, tmp, with_int=False, backend="memory", query=""):
     return stop(p, s, out)
 
 
-def gets(binary, n, tmp, sas=False, with_int=False):
+def gets(binary, n, tmp, sas=False, with_int=False, tsas=False, sdk=False):
     """Instructions of a server run that answers n GETs (sas: with
-    authentication on, each GET signed by an account SAS)."""
-    out = os.path.join(tmp, "get-%d%s.out" % (n, "-sas" if sas else ""))
+    authentication on, each GET signed by an account SAS; tsas: by a table
+    SAS; sdk: with an SDK's headers)."""
+    out = os.path.join(tmp, "get-%d%s%s%s.out" % (n, "-sas" if sas else "", "-t" if tsas else "",
+                                                  "-sdk" if sdk else ""))
     q = account_sas() if sas else ""
+    gq = table_sas() if tsas else q
     p = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, binary,
                           "--port", "0", "--backend", "memory", "--auth", "on" if sas else "off",
                           "--log-level", "warn", "--access-log", "off"],
@@ -177,7 +215,7 @@ def gets(binary, n, tmp, sas=False, with_int=False):
     ent = json.dumps(ent).encode()
     assert http(s, "POST", "/bench" + q, ent) in (201, 204)
     for _ in range(n):
-        assert http(s, "GET", "/bench(PartitionKey='p',RowKey='r')" + q) == 200
+        assert http(s, "GET", "/bench(PartitionKey='p',RowKey='r')" + gq, sdk=sdk) == 200
     s.close()
     p.send_signal(signal.SIGTERM)
     p.wait()
@@ -209,6 +247,10 @@ def main():
     ap.add_argument("--scans", type=int, default=0,
                     help="filtered queries over 1,000 entities (0: skip)")
     ap.add_argument("--backend", default="memory", help="memory or flatfile (not $batch)")
+    ap.add_argument("--table-sas", action="store_true",
+                    help="also the point GET signed by a table SAS")
+    ap.add_argument("--sdk", action="store_true",
+                    help="also the account-SAS point GET with an SDK's headers")
     ap.add_argument("base")
     ap.add_argument("new")
     a = ap.parse_args()
@@ -222,6 +264,13 @@ def main():
                                   gets(binary, 0, tmp, False, a.int)) / a.gets
                 r["SAS point GET"] = (gets(binary, a.gets, tmp, True, a.int) -
                                       gets(binary, 0, tmp, True, a.int)) / a.gets
+            if a.table_sas:
+                r["table-SAS point GET"] = (gets(binary, a.gets, tmp, True, a.int, True) -
+                                            gets(binary, 0, tmp, True, a.int, True)) / a.gets
+            if a.sdk:
+                r["SDK-headers SAS point GET"] = (
+                    gets(binary, a.gets, tmp, True, a.int, False, True) -
+                    gets(binary, 0, tmp, True, a.int, False, True)) / a.gets
             if not a.no_batch:
                 r["$batch of 100 inserts"] = (batches(binary, 20000, tmp) -
                                               batches(binary, 100, tmp)) / 199

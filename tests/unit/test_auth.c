@@ -1514,6 +1514,104 @@ static void test_sas_cache(void)
                 AUTH_FAILED, "a verified SAS of one account does not sign for another");
 }
 
+/* Slots of the SAS cache holding a verified query. */
+static int sas_cache_entries(void)
+{
+    int n = 0;
+    for (size_t i = 0; i < SAS_CACHE_SLOTS; i++)
+        n += ctx.cache->sas[i].query != NULL;
+    return n;
+}
+
+/* A replayed table SAS is answered from the same cache: the same grant
+ * (table, permissions, key range), the window checked every time, a changed
+ * key or signature never passing, a SAS without tn kept for its path's table
+ * only, and one with a stored access policy never kept. */
+static void test_table_sas_cache(void)
+{
+    auth_cache_free(ctx.cache);
+    ctx.cache = auth_cache_new();
+    for (int round = 0; round < 3; round++) {
+        TEST_EQ_INT(sas("tbl_ex2", AUTH_OP_GET_ENTITY, "orders"), AUTH_OK, "replayed table SAS");
+        TEST_CHECK(res.scheme == AUTH_SCHEME_TABLE_SAS && res.perms != 0 && res.rtypes == 0 &&
+                       res.sas_table && strcmp(res.sas_table, "orders") == 0 &&
+                       res.range.spk && res.range.spk_len == 2 && memcmp(res.range.spk, "p1", 2) == 0 &&
+                       res.range.epk && res.range.epk_len == 2 && !res.range.srk && !res.range.erk &&
+                       res.sas_version && strcmp(res.sas_version, "2019-02-02") == 0,
+                   "replayed table SAS grants the same table, range and version");
+        TEST_EQ_INT(sas_keys("tbl_ex2", AUTH_OP_GET_ENTITY, "orders", "p2", "x"), AUTH_FAILURE,
+                    "replayed table SAS: its key range still applies");
+    }
+    TEST_EQ_INT(sas_cache_entries(), 1, "the verified table SAS is kept");
+
+    /* The same fields under a different signature. */
+    struct treq t;
+    char q[1024];
+    snprintf(q, sizeof q, "/devstoreaccount1/orders?%s", V("tbl_ex2")->query);
+    char *sig = strstr(q, "sig=");
+    TEST_CHECK(sig != NULL, "tbl_ex2 has a sig");
+    sig[4] = sig[4] == 'A' ? 'B' : 'A';
+    treq_init(&t, "GET", q);
+    TEST_EQ_INT(check(&t, AUTH_OP_GET_ENTITY, "orders"), AUTH_FAILED,
+                "a changed signature of a kept table SAS fails");
+    TEST_EQ_INT(sas("tbl_ex2", AUTH_OP_GET_ENTITY, "orders"), AUTH_OK, "the right one still passes");
+
+    /* Key rotation. */
+    accounts[0].key1[3] ^= 1;
+    TEST_EQ_INT(sas("tbl_ex2", AUTH_OP_GET_ENTITY, "orders"), AUTH_FAILED,
+                "a kept table SAS fails once key1 changes");
+    TEST_CHECK(res.detail && strstr(res.detail, "Signature did not match"), "... as a signature mismatch");
+    accounts[0].key1[3] ^= 1;
+    TEST_EQ_INT(sas("tbl_ex2", AUTH_OP_GET_ENTITY, "orders"), AUTH_OK, "key1 back: passes again");
+
+    /* Expiry and start after a valid use. */
+    int64_t saved = test_now;
+    test_now = TICKS(NOW_UNIX + 30 * 86400);
+    TEST_EQ_INT(sas("tbl_ex2", AUTH_OP_GET_ENTITY, "orders"), AUTH_FAILED,
+                "a kept table SAS past its expiry fails");
+    TEST_CHECK(res.detail && strstr(res.detail, "Signature not valid in the specified time frame"),
+               "... with the time-frame detail");
+    test_now = saved;
+    TEST_EQ_INT(sas("tbl_ex1", AUTH_OP_GET_ENTITY, "orders"), AUTH_OK, "tbl_ex1 (st set) passes");
+    test_now = TICKS(NOW_UNIX - 5 * 86400);
+    TEST_EQ_INT(sas("tbl_ex1", AUTH_OP_GET_ENTITY, "orders"), AUTH_FAILED,
+                "a kept table SAS before its start fails");
+    test_now = saved;
+
+    /* IP and protocol per request. */
+    sas_req(&t, "GET", "/devstoreaccount1/orders", "tbl_sip", NULL);
+    snprintf(t.req.peer_ip, sizeof t.req.peer_ip, "127.0.0.1");
+    TEST_EQ_INT(check(&t, AUTH_OP_QUERY_ENTITIES, "orders"), AUTH_OK, "tbl_sip from its IP");
+    sas_req(&t, "GET", "/devstoreaccount1/orders", "tbl_sip", NULL);
+    snprintf(t.req.peer_ip, sizeof t.req.peer_ip, "10.1.1.1");
+    TEST_EQ_INT(check(&t, AUTH_OP_QUERY_ENTITIES, "orders"), AUTH_SOURCE_IP_MISMATCH,
+                "a kept table SAS from another IP fails");
+    sas_req(&t, "GET", "/devstoreaccount1/orders", "tbl_https", NULL);
+    t.req.tls = 1;
+    TEST_EQ_INT(check(&t, AUTH_OP_QUERY_ENTITIES, "orders"), AUTH_OK, "tbl_https over HTTPS");
+    sas_req(&t, "GET", "/devstoreaccount1/orders", "tbl_https", NULL);
+    TEST_EQ_INT(check(&t, AUTH_OP_QUERY_ENTITIES, "orders"), AUTH_PROTOCOL_MISMATCH,
+                "a kept spr=https table SAS over HTTP fails");
+
+    /* No tn: kept for the table of the path it was verified for. */
+    TEST_EQ_INT(sas("tbl_notn", AUTH_OP_QUERY_ENTITIES, "orders"), AUTH_OK, "tbl_notn for orders");
+    TEST_EQ_INT(sas("tbl_notn", AUTH_OP_QUERY_ENTITIES, "others"), AUTH_FAILED,
+                "a kept SAS without tn does not sign another table");
+    TEST_EQ_INT(sas("tbl_notn", AUTH_OP_BATCH, NULL), AUTH_FAILED, "... nor a request without one");
+    TEST_EQ_INT(sas("tbl_notn", AUTH_OP_QUERY_ENTITIES, "orders"), AUTH_OK, "... and still orders");
+
+    /* A stored access policy is looked up every time. */
+    int before = sas_cache_entries();
+    TEST_EQ_INT(sas("tbl_si", AUTH_OP_QUERY_ENTITIES, "orders"), AUTH_OK, "si SAS passes");
+    TEST_EQ_INT(sas_cache_entries(), before, "a SAS with si is not kept");
+
+    /* A SAS of another account's name. */
+    sas_req(&t, "GET", "/devstoreaccount1/orders", "tbl_ex2", NULL);
+    struct auth_op op = op_of(AUTH_OP_QUERY_ENTITIES, "orders");
+    TEST_EQ_INT(auth_check(&ctx, &t.req, "other", &op, &res), AUTH_FAILED,
+                "a kept table SAS of one account does not sign for another");
+}
+
 /* The permission table of doc/protocol.md, Account SAS; Table SAS for every operation kind. */
 static void test_sas_permissions(void)
 {
@@ -1770,6 +1868,7 @@ int main(void)
     test_sas_mutations();
     test_sas_time_ip_protocol();
     test_sas_cache();
+    test_table_sas_cache();
     test_sas_permissions();
     test_sas_ranges_and_batch();
     test_stored_policies();
