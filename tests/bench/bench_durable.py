@@ -16,13 +16,31 @@
   fsync    the disk's own price: 500 appends of --value bytes to a file
            under --dir, each followed by fdatasync (what one group commit
            costs at least), mean and fastest latency
+  bound    durable inserts against the disk's own bound, --rounds times:
+           each round measures the fsync price above, then per backend and
+           connection count C inserts with --durability none (mean latency
+           L = C / throughput) and with --durability batch; C closed-loop
+           clients cannot get more durable inserts than C / (L + fsync),
+           the bound. Prints each run, then per binary, backend and C the
+           medians of durable/s, the bound, durable/s as a fraction of it
+           and the server's CPU per durable insert. With --base OLD_TABLED
+           each round runs the old binary, then the new one (alternating,
+           so that the machine's load falls on both alike); --base-args and
+           --new-args add server arguments to the one or the other (the
+           same binary with and without an option). Also the mean
+           time of the group commit's syncs during each durable run (the
+           server's /metrics) and the median latency in units of it: on a
+           busy machine both move with the load, their ratio much less
+           (about 1 when a reply waits for one sync, 1.5-2 when it waits
+           for the rest of one and a whole next one)
 
 --durability (default batch) runs the inserts in another mode: `none`
 gives the ceiling any group commit can reach on the machine.
 
   bench_durable.py [--entities N] [--seconds S] [--conns C[,C]...] [--value BYTES]
                    [--backends leveldb,flatfile] [--dir DIR] [--durability MODE]
-                   [inserts|restart|rss|fsync]...
+                   [--rounds N] [--base OLD_TABLED] [--base-args ARGS] [--new-args ARGS]
+                   [inserts|restart|rss|fsync|bound]...
 
 TABLED and BENCH_INSERT name the binaries (default: ./tabled and
 ./tests/bench/bench_insert of the build tree). Data goes under --dir
@@ -46,8 +64,8 @@ BENCH = os.environ.get("BENCH_INSERT") or os.path.join(TOP, "tests", "bench", "b
 
 
 class Server:
-    def __init__(self, backend, data, durability="batch", extra=()):
-        self.cmd = [TABLED, "--port", "0", "--auth", "off", "--access-log", "off",
+    def __init__(self, backend, data, durability="batch", extra=(), binary=None):
+        self.cmd = [binary or TABLED, "--port", "0", "--auth", "off", "--access-log", "off",
                     "--log-level", "warn", "--backend", backend, "--data", data,
                     "--durability", durability] + list(extra)
 
@@ -59,6 +77,11 @@ class Server:
             if m:
                 self.secs = time.monotonic() - t0
                 self.port = int(m.group(1))
+                if "--admin-port" not in self.cmd:
+                    return self
+            m = re.search(rb"Admin endpoint:\s+http://[^ ]+:(\d+)/metrics", raw)
+            if m:
+                self.admin = int(m.group(1))
                 return self
         raise RuntimeError("tabled did not start: %s" % " ".join(self.cmd))
 
@@ -71,6 +94,14 @@ class Server:
         with open(path) as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def syncs(self):
+        """The group commit's syncs so far from /metrics: (count, seconds)."""
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.admin, timeout=60) as r:
+            text = r.read().decode()
+        got = {k: float(v) for k, v in re.findall(
+            r"^tabled_backend_sync_duration_seconds_(sum|count) (\S+)$", text, re.M)}
+        return got.get("count", 0.0), got.get("sum", 0.0)
 
     def rss_mib(self):
         with open("/proc/%d/status" % self.p.pid) as f:
@@ -175,8 +206,8 @@ def do_rss(a, base):
           % (secs, text, before, after, after / 1024.0))
 
 
-def do_fsync(a, base):
-    """write + fdatasync of an appended file, 500 times."""
+def fsync_probe(a, base):
+    """write + fdatasync of an appended file, 500 times: the latencies (s)."""
     path = os.path.join(base, "fsync-probe")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     block, times = b"x" * a.value, []
@@ -189,8 +220,86 @@ def do_fsync(a, base):
     finally:
         os.close(fd)
         os.unlink(path)
+    return times
+
+
+def do_fsync(a, base):
+    """write + fdatasync of an appended file, 500 times."""
+    times = fsync_probe(a, base)
     print("## fdatasync after an append of %d bytes, 500 times: mean %.0f us, fastest %.0f us"
           % (a.value, sum(times) / len(times) * 1e6, min(times) * 1e6))
+
+
+def run_inserts(binary, be, durability, conns, a, base, args=()):
+    """One run of single inserts: (inserts/s, server CPU us per insert, mean
+    duration of the group commit's syncs during the run in s (0: none),
+    median latency in s, text)."""
+    data = os.path.join(base, "bound-" + be)
+    s = Server(be, data, durability, extra=["--admin-port", "0"] + list(args),
+               binary=binary).start()
+    try:
+        s.request("POST", "/Tables", json.dumps({"TableName": "bench"}))
+        cpu0, (n0, t0) = s.cpu_secs(), s.syncs()
+        text = bench_insert(s.port, "-c", conns, "-d", a.seconds, "-s", a.value)
+        cpu, (n1, t1) = s.cpu_secs() - cpu0, s.syncs()
+    finally:
+        s.stop()
+        shutil.rmtree(data, ignore_errors=True)
+    m = re.search(r"requests (\d+) in ([\d.]+) s", text)
+    n, secs = (int(m.group(1)), float(m.group(2))) if m else (0, 1.0)
+    p50 = re.search(r"p50 ([\d.]+) ms", text)
+    return (n / secs, cpu * 1e6 / max(n, 1), (t1 - t0) / (n1 - n0) if n1 > n0 else 0.0,
+            float(p50.group(1)) / 1e3 if p50 else 0.0, text)
+
+
+def median(xs):
+    xs = sorted(xs)
+    k = len(xs)
+    return (xs[k // 2] + xs[(k - 1) // 2]) / 2.0 if k else 0.0
+
+
+def do_bound(a, base):
+    """Durable inserts as a fraction of C / (latency without durability +
+    one fdatasync), per binary, backend and connection count."""
+    binaries = ([("old", a.base, a.base_args.split())] if a.base else []) + \
+        [("new", TABLED, a.new_args.split())]
+    conns = [int(c) for c in a.conns.split(",")]
+    res = {}
+    print("## durable inserts against the bound C / (L_none + fdatasync): %d rounds of %d s "
+          "runs, %d-byte Data" % (a.rounds, a.seconds, a.value))
+    for rnd in range(a.rounds):
+        for tag, binary, args in binaries:
+            t = fsync_probe(a, base)
+            fs = sum(t) / len(t)
+            print("round %d %s: fdatasync mean %.0f us, load average %s"
+                  % (rnd + 1, tag, fs * 1e6, open("/proc/loadavg").read().split()[0]))
+            for be in a.backends.split(","):
+                for c in conns:
+                    none, ncpu, _, _, _ = run_inserts(binary, be, "none", c, a, base, args)
+                    dur, dcpu, sync, p50, text = run_inserts(binary, be, "batch", c, a, base,
+                                                             args)
+                    bound = c / (c / max(none, 1e-9) + fs)
+                    r = res.setdefault((tag, be, c), {"dur": [], "bound": [], "frac": [],
+                                                      "cpu": [], "none": [], "fs": [],
+                                                      "sync": [], "p50s": []})
+                    for k, v in (("dur", dur), ("bound", bound), ("frac", dur / bound),
+                                 ("cpu", dcpu), ("none", none), ("fs", fs), ("sync", sync),
+                                 ("p50s", p50 / sync if sync else 0.0)):
+                        r[k].append(v)
+                    print("  %s %-8s %3d conns: none %.0f/s (L %.0f us, CPU %.1f us), durable "
+                          "%.0f/s (CPU %.1f us), bound %.0f/s, fraction %.2f; syncs in the run "
+                          "%.0f us mean, p50 latency %.2f syncs; %s"
+                          % (tag, be, c, none, c / max(none, 1e-9) * 1e6, ncpu, dur, dcpu,
+                             bound, dur / bound, sync * 1e6, p50 / sync if sync else 0.0, text))
+                    sys.stdout.flush()
+    print("## medians over %d rounds" % a.rounds)
+    print("binary backend   conns  fdatasync_us  none/s  bound/s  durable/s  fraction  "
+          "cpu_us/durable_insert  sync_us_in_run  p50_latency_in_syncs")
+    for (tag, be, c), r in sorted(res.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        print("%-6s %-8s %5d  %12.0f  %6.0f  %7.0f  %9.0f  %8.2f  %21.1f  %14.0f  %20.2f"
+              % (tag, be, c, median(r["fs"]) * 1e6, median(r["none"]), median(r["bound"]),
+                 median(r["dur"]), median(r["frac"]), median(r["cpu"]),
+                 median(r["sync"]) * 1e6, median(r["p50s"])))
 
 
 def main():
@@ -202,6 +311,10 @@ def main():
     ap.add_argument("--backends", default="leveldb,flatfile")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--durability", default="batch", choices=["batch", "sync", "none"])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--base", default=None, help="an older tabled to alternate with (bound)")
+    ap.add_argument("--base-args", default="", help="server arguments for --base (bound)")
+    ap.add_argument("--new-args", default="", help="server arguments for TABLED (bound)")
     ap.add_argument("what", nargs="*", default=["inserts", "restart", "rss"])
     a = ap.parse_args()
     base = tempfile.mkdtemp(prefix="tabled-bench-", dir=a.dir)
@@ -210,7 +323,7 @@ def main():
     try:
         for w in a.what:
             {"inserts": do_inserts, "restart": do_restart, "rss": do_rss,
-             "fsync": do_fsync}[w](a, base)
+             "fsync": do_fsync, "bound": do_bound}[w](a, base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
