@@ -271,3 +271,13 @@ void ffidx_bulk_finish(struct ffidx *ix)
     ix->bulk = NULL;
     ix->capbulk = 0;
 }
+
+/* skl_link() at the end of the list: the predecessors are the last nodes
+ * of each level, which the caller keeps in tail[]. */
+void ffidx_append(struct ffidx *ix, struct ffidx_node *n, struct skl_node **tail)
+{
+    skl_link(&ix->sl, &n->sk, tail);
+    for (int lvl = 0; lvl < n->sk.height; lvl++)
+        tail[lvl] = &n->sk;
+    ix->live_bytes += ffidx_node_bytes(n);
+}

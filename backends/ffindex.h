@@ -98,4 +98,10 @@ int ffidx_bulk_add(struct ffidx *ix, struct ffidx_node *n);
  * of a key wins; superseded nodes and tombstones are freed). */
 void ffidx_bulk_finish(struct ffidx *ix);
 
+/* Start-up from a checkpoint: links n (vlen set) after every linked node;
+ * keys must come in strictly ascending order. tail[] (SKL_MAX_HEIGHT
+ * entries, all NULL before the first call) keeps the last node of each
+ * level between calls, so each append is O(height). */
+void ffidx_append(struct ffidx *ix, struct ffidx_node *n, struct skl_node **tail);
+
 #endif
