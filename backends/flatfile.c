@@ -678,9 +678,9 @@ static const struct opt ff_rows[] = {
      .help = "bytes copied per compaction step between requests"},
     {.name = "checkpoint-bytes", .type = OPT_SIZE, FF_AT(ckpt_bytes), .min = 0,
      .max = 1LL << 40, .def = "64M", .arg = "BYTES",
-     .help = "write an index checkpoint when the log has grown this much (and a quarter of "
+     .help = "write an index checkpoint once the log has grown this much (and a quarter of "
              "the last checkpoint's size) since the last one, so that a restart reads only "
-             "the log after it; 0: none"},
+             "the log after it; 0: never"},
     {.name = "sync-thread", .type = OPT_BOOL, FF_AT(sync_thread), .def = "on", .arg = "on|off",
      .help = "durability batch syncs on a worker thread (off: on the event loop)"},
 };
