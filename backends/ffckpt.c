@@ -160,6 +160,10 @@ static int ffckpt_build(const uint8_t *p, const uint8_t *end, uint64_t count, st
                         int parity, uint64_t need, char *why, size_t whylen)
 {
     struct skl_node *tail[SKL_MAX_HEIGHT] = {NULL};
+    /* node bytes to expect: the keys, the node, 1.33 forward pointers on
+       average, alignment (the body has 16 bytes per entry besides keys) */
+    ix->arena_hint = (uint64_t)(end - p) +
+                     count * (sizeof(struct ffidx_node) + 11 + 8 - FFCKPT_ENT_HDR) + 4096;
     const uint8_t *prev = NULL;
     uint32_t prevlen = 0;
     for (uint64_t i = 0; i < count; i++) {
@@ -172,7 +176,7 @@ static int ffckpt_build(const uint8_t *p, const uint8_t *end, uint64_t count, st
             loc > need || vl > need - loc ||
             (prev && bkey_cmp(prev, prevlen, p, kl) >= 0))
             goto bad;
-        struct ffidx_node *n = ffidx_node_new(ix, p, kl);
+        struct ffidx_node *n = ffidx_node_arena(ix, p, kl);
         if (!n) {
             ffidx_free(ix);
             return -1;
