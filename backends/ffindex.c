@@ -84,10 +84,13 @@ struct ffidx_node *ffidx_node_arena(struct ffidx *ix, const void *key, size_t kl
                       : left > FFIDX_CHUNK ? FFIDX_CHUNK : (size_t)left;
         if (want < size + 64)
             want = size + 64;
-        void *m = mmap(NULL, want, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             return NULL;
+        /* huge pages where the system allows them: a few faults per block
+           instead of one per 4 KiB, and fewer TLB misses in lookups */
+        if (want >= ((size_t)2 << 20))
+            madvise(m, want, MADV_HUGEPAGE);
         c = m;
         c->next = ix->chunks;
         c->size = want;
