@@ -5,6 +5,10 @@
  *   flatfile.log           the log
  *   flatfile.log.compact   the next log while a compaction builds it
  *   LOCK                   flock()ed while a process has the store open
+ *   flatfile.ckpt          the index checkpoint (ffckpt.h; "the index
+ *                          checkpoint" below): start-up loads it and
+ *                          replays only the log written after its start
+ *   flatfile.ckpt.tmp      a checkpoint being written
  *
  * Log format (integers little-endian):
  *   file header, 32 bytes: "TBLDFLAT", u32 version (1), u32 header size
