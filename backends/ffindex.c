@@ -7,10 +7,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 
 #define FFIDX_BULK_CHUNK ((size_t)1 << 22)  /* queued writes merged at once */
 #define FFIDX_SMALL_SORT 16                 /* insertion sort below this */
+#define FFIDX_CHUNK ((size_t)32 << 20)      /* arena block, at most */
+#define FFIDX_CHUNK_MIN ((size_t)64 << 10)  /* and at least */
 
 /* Bytes a live node stands for in the log (for the garbage estimate). */
 static uint64_t ffidx_node_bytes(const struct ffidx_node *n)
@@ -29,7 +32,21 @@ void ffidx_init(struct ffidx *ix, uint64_t seed)
  * array's), and detaches the cursors. */
 void ffidx_free(struct ffidx *ix)
 {
-    skl_free(&ix->sl);
+    /* the malloc()ed nodes one by one, the arena's with its blocks */
+    struct skl_node *n = ix->sl.head[0];
+    while (n) {
+        struct skl_node *next = n->next[0];
+        ffidx_node_free(ix, ffidx_of(n));
+        n = next;
+    }
+    memset(ix->sl.head, 0, sizeof ix->sl.head);
+    skl_free(&ix->sl);          /* detaches the cursors, resets the list */
+    while (ix->chunks) {
+        struct ffidx_chunk *c = ix->chunks;
+        ix->chunks = c->next;
+        munmap(c, c->size);
+    }
+    ix->arena_bytes = 0;
     for (size_t i = 0; i < ix->nbulk; i++)
         ffidx_node_free(ix, ix->bulk[i].node);
     free(ix->bulk);
@@ -50,10 +67,54 @@ struct ffidx_node *ffidx_node_new(struct ffidx *ix, const void *key, size_t klen
     return n;
 }
 
-/* Frees an unlinked node: its one block. */
+/* A node carved from the current arena block (a new block when it is
+ * full), height drawn as skl_node_new() does. */
+struct ffidx_node *ffidx_node_arena(struct ffidx *ix, const void *key, size_t klen)
+{
+    int h = skl_random_height(&ix->sl);
+    size_t size = offsetof(struct ffidx_node, sk) + sizeof(struct skl_node) +
+                  (size_t)h * sizeof(struct skl_node *) + klen;
+    size = (size + 7) & ~(size_t)7;
+    struct ffidx_chunk *c = ix->chunks;
+    if (!c || c->size - c->used < size) {
+        /* blocks sized to what is still expected (the hint), so that the
+           last one, mapped whole, is not much bigger than needed */
+        uint64_t left = ix->arena_hint > ix->arena_bytes ? ix->arena_hint - ix->arena_bytes : 0;
+        size_t want = left < FFIDX_CHUNK_MIN ? FFIDX_CHUNK_MIN
+                      : left > FFIDX_CHUNK ? FFIDX_CHUNK : (size_t)left;
+        if (want < size + 64)
+            want = size + 64;
+        void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        /* huge pages where the system allows them: a few faults per block
+           instead of one per 4 KiB, and fewer TLB misses in lookups */
+        if (want >= ((size_t)2 << 20))
+            madvise(m, want, MADV_HUGEPAGE);
+        c = m;
+        c->next = ix->chunks;
+        c->size = want;
+        c->used = (sizeof(*c) + 15) & ~(size_t)15;
+        ix->chunks = c;
+        ix->arena_bytes += want;
+    }
+    struct ffidx_node *n = (struct ffidx_node *)((char *)c + c->used);
+    c->used += size;
+    n->sk.klen = (uint32_t)klen;
+    n->sk.height = (uint8_t)h;
+    n->sk.flags = FFIDX_ARENA;
+    memcpy(skl_key(&n->sk), key, klen);
+    n->loc[0] = n->loc[1] = 0;
+    n->vlen = 0;
+    n->cgen = 0;
+    return n;
+}
+
+/* Frees an unlinked node: its one block (an arena node stays until the
+ * index is freed). */
 void ffidx_node_free(struct ffidx *ix, struct ffidx_node *n)
 {
-    if (n)
+    if (n && !(n->sk.flags & FFIDX_ARENA))
         skl_node_free(&ix->sl, &n->sk);
 }
 
@@ -225,7 +286,7 @@ static void ffidx_bulk_merge(struct ffidx *ix)
         if (old) {
             skl_unlink(&ix->sl, old, update, NULL);
             ix->live_bytes -= ffidx_node_bytes(ffidx_of(old));
-            skl_node_free(&ix->sl, old);
+            ffidx_node_free(ix, ffidx_of(old));
         }
         if (!(w->sk.flags & FFIDX_TOMB)) {
             skl_link(&ix->sl, &w->sk, update);
@@ -270,4 +331,14 @@ void ffidx_bulk_finish(struct ffidx *ix)
     free(ix->bulk);
     ix->bulk = NULL;
     ix->capbulk = 0;
+}
+
+/* skl_link() at the end of the list: the predecessors are the last nodes
+ * of each level, which the caller keeps in tail[]. */
+void ffidx_append(struct ffidx *ix, struct ffidx_node *n, struct skl_node **tail)
+{
+    skl_link(&ix->sl, &n->sk, tail);
+    for (int lvl = 0; lvl < n->sk.height; lvl++)
+        tail[lvl] = &n->sk;
+    ix->live_bytes += ffidx_node_bytes(n);
 }

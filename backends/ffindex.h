@@ -23,6 +23,7 @@
 #include "backends/skiplist.h"
 
 #define FFIDX_TOMB 1u            /* sk.flags: a delete, only during bulk load */
+#define FFIDX_ARENA 2u           /* sk.flags: carved from the arena, not malloc()ed */
 #define FFIDX_ENTRY_OVERHEAD 9u  /* bytes of a logged put beside key and value */
 
 /* One key: where its value lies, then the shared list's node (its forward
@@ -40,8 +41,17 @@ struct ffidx_bulk_ent {
     uint64_t seq;               /* write order */
 };
 
+/* A block of nodes loaded from a checkpoint (ffidx_node_arena). */
+struct ffidx_chunk {
+    struct ffidx_chunk *next;
+    size_t size, used;          /* bytes mapped, bytes handed out (header included) */
+};
+
 struct ffidx {
     struct skl sl;              /* the linked nodes; its cursors survive writes */
+    struct ffidx_chunk *chunks; /* arena blocks, freed with the index */
+    uint64_t arena_bytes;       /* their size */
+    uint64_t arena_hint;        /* bytes of arena nodes expected in all */
     uint64_t live_bytes;        /* sum of klen + vlen + FFIDX_ENTRY_OVERHEAD */
     struct ffidx_bulk_ent *bulk;
     size_t nbulk, capbulk;
@@ -78,7 +88,13 @@ void ffidx_free(struct ffidx *ix);
 
 /* A new unlinked node holding a copy of key; NULL when out of memory. */
 struct ffidx_node *ffidx_node_new(struct ffidx *ix, const void *key, size_t klen);
-/* Frees an unlinked node (NULL: nothing). */
+/* Like ffidx_node_new, from the arena: start-up from a checkpoint makes
+ * millions of nodes, and one malloc() each costs more than the rest of
+ * the load. An arena node's memory is given back only with the whole
+ * index (ffidx_free): when it is replaced or removed it stays, so the
+ * arena holds at most the checkpoint's nodes. */
+struct ffidx_node *ffidx_node_arena(struct ffidx *ix, const void *key, size_t klen);
+/* Frees an unlinked node (NULL: nothing; an arena node: nothing now). */
 void ffidx_node_free(struct ffidx *ix, struct ffidx_node *n);
 
 /* The node with exactly this key, or NULL. */
@@ -97,5 +113,11 @@ int ffidx_bulk_add(struct ffidx *ix, struct ffidx_node *n);
 /* Sorts the queued writes and merges them into the index (the last write
  * of a key wins; superseded nodes and tombstones are freed). */
 void ffidx_bulk_finish(struct ffidx *ix);
+
+/* Start-up from a checkpoint: links n (vlen set) after every linked node;
+ * keys must come in strictly ascending order. tail[] (SKL_MAX_HEIGHT
+ * entries, all NULL before the first call) keeps the last node of each
+ * level between calls, so each append is O(height). */
+void ffidx_append(struct ffidx *ix, struct ffidx_node *n, struct skl_node **tail);
 
 #endif

@@ -5,6 +5,10 @@
  *   flatfile.log           the log
  *   flatfile.log.compact   the next log while a compaction builds it
  *   LOCK                   flock()ed while a process has the store open
+ *   flatfile.ckpt          the index checkpoint (ffckpt.h; "the index
+ *                          checkpoint" below): start-up loads it and
+ *                          replays only the log written after its start
+ *   flatfile.ckpt.tmp      a checkpoint being written
  *
  * Log format (integers little-endian):
  *   file header, 32 bytes: "TBLDFLAT", u32 version (1), u32 header size
@@ -93,6 +97,7 @@
 #include "backends/bsync.h"
 #include "backends/checks.h"
 #include "backends/crc32c.h"
+#include "backends/ffckpt.h"
 #include "backends/ffindex.h"
 #include "core/clock.h"
 #include "core/errfmt.h"
@@ -100,6 +105,10 @@
 #define FF_LOG_NAME "flatfile.log"
 #define FF_TMP_NAME "flatfile.log.compact"
 #define FF_LOCK_NAME "LOCK"
+#define FF_CKPT_NAME "flatfile.ckpt"
+#define FF_CKPT_TMP "flatfile.ckpt.tmp"
+#define FF_CKPT_CLOSE_MIN (1u << 20) /* a clean close checkpoints a longer tail */
+#define FF_STALE 1                  /* ff_scan: the checkpoint does not fit the log */
 
 #define FF_FILE_MAGIC "TBLDFLAT"
 #define FF_VERSION 1u
@@ -134,6 +143,7 @@ struct ff_compaction {
     uint64_t end;                   /* its size */
     uint64_t kicked;                /* bytes already handed to writeback */
     uint64_t old_size;              /* live file size when it started */
+    uint64_t file_id;               /* the new log's, from its header */
     struct skl_cursor cur;          /* the key-order walk */
 };
 
@@ -174,6 +184,16 @@ struct backend_store {
     uint64_t sync_end;              /* the log end it covers */
     unsigned sync_resets;           /* resets when it began */
     int sync_thread;                /* option sync-thread: use a worker */
+    uint64_t file_id;               /* the live log's, from its header */
+    uint64_t ck_min;                /* option checkpoint-bytes (0: none) */
+    uint64_t ck_start;              /* the checkpoint on disk replays the log
+                                       from here (0: none for this log) */
+    uint64_t ck_bytes;              /* its size */
+    uint64_t ck_retry;              /* after a failed one: not before here */
+    int ck_on;                      /* a checkpoint walk is under way */
+    struct skl_cursor ck_cur;       /* its key-order walk */
+    struct ffckpt_writer ckw;       /* its file */
+    struct ffckpt_meta ck_meta;     /* start, file id, tail CRC of it */
     uint64_t lgen;                  /* bumped whenever bytes already in the
                                        log may change or the live file is
                                        swapped: read-ahead windows of
@@ -306,7 +326,7 @@ static void ff_seal(uint8_t *rec, uint32_t payload_len)
 
 /* Creates dir/name holding just a file header (new file id) and returns
  * its fd, or -errno. The caller decides about fsync and rename. */
-static int ff_create_file(struct backend_store *st, const char *name)
+static int ff_create_file(struct backend_store *st, const char *name, uint64_t *file_id)
 {
     if (unlinkat(st->dirfd, name, 0) != 0 && errno != ENOENT)
         return -errno;
@@ -318,6 +338,7 @@ static int ff_create_file(struct backend_store *st, const char *name)
     if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
         id = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     memcpy(h, FF_FILE_MAGIC, 8);
+    *file_id = id;
     ff_put32(h + 8, FF_VERSION);
     ff_put32(h + 12, FF_HDR_SIZE);
     ff_put64(h + 16, id);
@@ -429,8 +450,139 @@ bad:
     return BACKEND_CORRUPT;
 }
 
-/* Reads the whole log, rebuilds the index and cuts a torn tail. Sets
- * st->end and st->epoch. */
+/* CRC-32C of the log bytes a checkpoint starting at start checks: up to
+ * FFCKPT_TAIL_CHECK bytes before it, after the file header. */
+static uint32_t ff_ckpt_crc(const uint8_t *bytes, uint64_t start)
+{
+    uint64_t from = start > FF_HDR_SIZE + FFCKPT_TAIL_CHECK ? start - FFCKPT_TAIL_CHECK
+                                                            : FF_HDR_SIZE;
+    return start > from ? crc32c_extend(0, bytes + from, start - from) : 0;
+}
+
+/* Verifies and replays the records of map[from, size) into the index and
+ * cuts a torn tail. need: when a checkpoint was loaded, the log must hold
+ * intact records up to there; a bad record below it returns FF_STALE
+ * before anything is cut (the caller replays the whole log instead).
+ * Sets *end, raises *epoch and counts the records in *nrec. */
+static int ff_scan(struct backend_store *st, const uint8_t *map, uint64_t size, uint64_t from,
+                   uint64_t need, uint64_t *end, uint64_t *epoch_io, uint64_t *nrec_out,
+                   char *err, size_t errlen)
+{
+    uint64_t p = from, epoch = *epoch_io, nrec = 0, dropped = from & ~(uint64_t)(FF_RECOVER_UNMAP - 1);
+    uint32_t len;
+    int rc;
+    while (p < size && ff_record_ok(map, size, p, &len)) {
+        rc = ff_replay(st, map, p + FF_REC_HDR, len, err, errlen);
+        if (rc != BACKEND_OK)
+            return rc;
+        uint64_t e = ff_get64(map + p + FF_REC_HDR);
+        if (e > epoch)
+            epoch = e;
+        p += FF_REC_HDR + (uint64_t)len;
+        nrec++;
+        /* Unmap what was read (the page cache keeps it), so that reading a
+           large log does not show up as resident memory of the server. */
+        if (p - dropped >= FF_RECOVER_UNMAP) {
+            uint64_t upto = p & ~(uint64_t)(FF_RECOVER_UNMAP - 1);
+            madvise((uint8_t *)map + dropped, upto - dropped, MADV_DONTNEED);
+            dropped = upto;
+        }
+    }
+    if (p < need)
+        return FF_STALE;
+
+    if (p < size) {
+        /* A bad record at p: torn tail or damage in the middle? */
+        uint64_t q = ff_find_record(map, size, p + 1);
+        uint64_t first_epoch = 0, max_epoch = 0, intact = 0;
+        for (uint64_t r = q; r < size;) {
+            if (!ff_record_ok(map, size, r, &len)) {
+                r = ff_find_record(map, size, r + 1);
+                continue;
+            }
+            uint64_t e = ff_get64(map + r + FF_REC_HDR);
+            if (!intact)
+                first_epoch = e;
+            if (e > max_epoch)
+                max_epoch = e;
+            intact++;
+            r += FF_REC_HDR + (uint64_t)len;
+        }
+        if (intact && max_epoch >= first_epoch + 2) {
+            ff_err(err, errlen,
+                   "%s/%s is corrupt in the middle: the record at offset %llu fails its "
+                   "checksum, and %llu intact records after it include ones written after it "
+                   "was made durable; refusing to open (restore the file from a backup; do "
+                   "not delete it)",
+                   st->dir, FF_LOG_NAME, (unsigned long long)p, (unsigned long long)intact);
+            return BACKEND_CORRUPT;
+        }
+        ff_log(st, BACKEND_LOG_WARN,
+               "torn or corrupt tail at offset %llu: cut %llu bytes (%llu intact records "
+               "after it, all from the last unsynced moment) left by a crash during a write "
+               "that was never acknowledged as durable",
+               (unsigned long long)p, (unsigned long long)(size - p), (unsigned long long)intact);
+        if (ftruncate(st->fd, (off_t)p) != 0) {
+            ff_err(err, errlen, "open: cannot cut the torn tail of %s/%s: %s", st->dir,
+                   FF_LOG_NAME, strerror(errno));
+            return BACKEND_IOERR;
+        }
+    }
+    *end = p;
+    *epoch_io = epoch;
+    *nrec_out = nrec;
+    return BACKEND_OK;
+}
+
+/* Loads the index checkpoint when there is one that fits this log (its
+ * file id, a log long enough, the same bytes before its start): the
+ * index then holds its entries, *from and *need tell ff_scan where to go
+ * on, *epoch is raised. A checkpoint that does not fit is ignored (and
+ * logged): the whole log is replayed. BACKEND_OK or BACKEND_NOMEM. */
+static int ff_load_ckpt(struct backend_store *st, const uint8_t *map, uint64_t size,
+                        uint64_t *from, uint64_t *need, uint64_t *epoch, char *err,
+                        size_t errlen)
+{
+    struct ffckpt_meta m;
+    uint64_t bytes;
+    char why[200];
+    int lr = ffckpt_load(st->dirfd, FF_CKPT_NAME, &st->ix, st->parity, &m, &bytes, why,
+                         sizeof why);
+    if (lr < 0) {
+        ff_err(err, errlen, "open: out of memory loading the index checkpoint");
+        return BACKEND_NOMEM;
+    }
+    if (lr == 1) {
+        const char *bad = NULL;
+        if (m.file_id != st->file_id)
+            bad = "it was written for an earlier log (before a compaction)";
+        else if (m.start < FF_HDR_SIZE || m.need > size)
+            bad = "the log is shorter than the part it covers";
+        else if (ff_ckpt_crc(map, m.start) != m.tail_crc)
+            bad = "the log is not the one it was written for";
+        if (bad) {
+            ffidx_free(&st->ix);
+            snprintf(why, sizeof why, "%s", bad);
+            lr = 0;
+        }
+    }
+    if (lr == 0) {
+        if (why[0])
+            ff_log(st, BACKEND_LOG_WARN, "index checkpoint %s ignored (%s): reading the whole "
+                   "log instead", FF_CKPT_NAME, why);
+        return BACKEND_OK;
+    }
+    *from = m.start;
+    *need = m.need;
+    if (m.epoch > *epoch)
+        *epoch = m.epoch;
+    st->ck_start = m.start;
+    st->ck_bytes = bytes;
+    return BACKEND_OK;
+}
+
+/* Rebuilds the index (from the checkpoint and the log after it, or from
+ * the whole log) and cuts a torn tail. Sets st->end and st->epoch. */
 static int ff_recover(struct backend_store *st, char *err, size_t errlen)
 {
     struct stat sb;
@@ -465,68 +617,28 @@ static int ff_recover(struct backend_store *st, char *err, size_t errlen)
         rc = BACKEND_CORRUPT;
         goto out;
     }
+    st->file_id = ff_get64(map + 16);
 
-    uint64_t p = FF_HDR_SIZE, epoch = 0, nrec = 0, dropped = 0;
-    uint32_t len;
-    while (p < size && ff_record_ok(map, size, p, &len)) {
-        rc = ff_replay(st, map, p + FF_REC_HDR, len, err, errlen);
-        if (rc != BACKEND_OK)
-            goto out;
-        uint64_t e = ff_get64(map + p + FF_REC_HDR);
-        if (e > epoch)
-            epoch = e;
-        p += FF_REC_HDR + (uint64_t)len;
-        nrec++;
-        /* Unmap what was read (the page cache keeps it), so that reading a
-           large log does not show up as resident memory of the server. */
-        if (p - dropped >= FF_RECOVER_UNMAP) {
-            uint64_t upto = p & ~(uint64_t)(FF_RECOVER_UNMAP - 1);
-            madvise(map + dropped, upto - dropped, MADV_DONTNEED);
-            dropped = upto;
-        }
+    uint64_t from = FF_HDR_SIZE, need = 0, epoch = 0, nrec = 0, end = 0;
+    rc = ff_load_ckpt(st, map, size, &from, &need, &epoch, err, errlen);
+    if (rc != BACKEND_OK)
+        goto out;
+    size_t loaded = ffidx_count(&st->ix);
+    rc = ff_scan(st, map, size, from, need, &end, &epoch, &nrec, err, errlen);
+    if (rc == FF_STALE) {
+        ff_log(st, BACKEND_LOG_WARN, "index checkpoint %s ignored (the log after offset %llu "
+               "is not intact up to the %llu bytes it covers): reading the whole log instead",
+               FF_CKPT_NAME, (unsigned long long)from, (unsigned long long)need);
+        ffidx_free(&st->ix);
+        st->ck_start = st->ck_bytes = 0;
+        from = FF_HDR_SIZE;
+        epoch = loaded = 0;
+        rc = ff_scan(st, map, size, from, 0, &end, &epoch, &nrec, err, errlen);
     }
-
-    if (p < size) {
-        /* A bad record at p: torn tail or damage in the middle? */
-        uint64_t q = ff_find_record(map, size, p + 1);
-        uint64_t first_epoch = 0, max_epoch = 0, intact = 0;
-        for (uint64_t r = q; r < size;) {
-            if (!ff_record_ok(map, size, r, &len)) {
-                r = ff_find_record(map, size, r + 1);
-                continue;
-            }
-            uint64_t e = ff_get64(map + r + FF_REC_HDR);
-            if (!intact)
-                first_epoch = e;
-            if (e > max_epoch)
-                max_epoch = e;
-            intact++;
-            r += FF_REC_HDR + (uint64_t)len;
-        }
-        if (intact && max_epoch >= first_epoch + 2) {
-            ff_err(err, errlen,
-                   "%s/%s is corrupt in the middle: the record at offset %llu fails its "
-                   "checksum, and %llu intact records after it include ones written after it "
-                   "was made durable; refusing to open (restore the file from a backup; do "
-                   "not delete it)",
-                   st->dir, FF_LOG_NAME, (unsigned long long)p, (unsigned long long)intact);
-            rc = BACKEND_CORRUPT;
-            goto out;
-        }
-        ff_log(st, BACKEND_LOG_WARN,
-               "torn or corrupt tail at offset %llu: cut %llu bytes (%llu intact records "
-               "after it, all from the last unsynced moment) left by a crash during a write "
-               "that was never acknowledged as durable",
-               (unsigned long long)p, (unsigned long long)(size - p), (unsigned long long)intact);
-        if (ftruncate(st->fd, (off_t)p) != 0) {
-            ff_err(err, errlen, "open: cannot cut the torn tail of %s/%s: %s", st->dir,
-                   FF_LOG_NAME, strerror(errno));
-            rc = BACKEND_IOERR;
-            goto out;
-        }
-    }
+    if (rc != BACKEND_OK)
+        goto out;
     ffidx_bulk_finish(&st->ix);
-    st->end = p;
+    st->end = end;
     /* What recovery found is what the store holds from now on: make it
        durable, and give later records a higher epoch than any before. */
     int sr = ff_datasync(st->fd);
@@ -537,7 +649,11 @@ static int ff_recover(struct backend_store *st, char *err, size_t errlen)
     }
     st->epoch = epoch + 1;
     st->durable_end = st->span_start = st->end;
-    if (nrec > 0)
+    if (loaded)
+        ff_log(st, BACKEND_LOG_INFO, "opened: %zu keys from the index checkpoint, %llu records "
+               "after it, %zu live keys, %llu bytes", loaded, (unsigned long long)nrec,
+               ffidx_count(&st->ix), (unsigned long long)st->end);
+    else if (nrec > 0)
         ff_log(st, BACKEND_LOG_INFO, "opened: %llu records, %zu live keys, %llu bytes",
                (unsigned long long)nrec, ffidx_count(&st->ix), (unsigned long long)st->end);
 out:
@@ -549,7 +665,7 @@ out:
 
 /* The settings the --backend-option rows below fill. */
 struct ff_conf {
-    size_t compact_min, compact_step;
+    size_t compact_min, compact_step, ckpt_bytes;
     long long compact_pct;
     int sync_thread;
 };
@@ -564,6 +680,11 @@ static const struct opt ff_rows[] = {
     {.name = "compact-step-bytes", .type = OPT_SIZE, FF_AT(compact_step), .min = 4096,
      .max = 1 << 30, .def = "1M", .arg = "BYTES",
      .help = "bytes copied per compaction step between requests"},
+    {.name = "checkpoint-bytes", .type = OPT_SIZE, FF_AT(ckpt_bytes), .min = 0,
+     .max = 1LL << 40, .def = "64M", .arg = "BYTES",
+     .help = "write an index checkpoint once the log has grown this much (and a quarter of "
+             "the last checkpoint's size) since the last one, so that a restart reads only "
+             "the log after it; 0: never"},
     {.name = "sync-thread", .type = OPT_BOOL, FF_AT(sync_thread), .def = "on", .arg = "on|off",
      .help = "durability batch syncs on a worker thread (off: on the event loop)"},
 };
@@ -585,12 +706,17 @@ static int ff_settings(struct backend_store *st, const struct backend_options *o
     st->compact_pct = (uint64_t)c.compact_pct;
     st->compact_step = c.compact_step;
     st->sync_thread = c.sync_thread;
+    st->ck_min = c.ckpt_bytes;
     return BACKEND_OK;
 }
 
 static void ff_free_store(struct backend_store *st)
 {
     bsync_free(st->syncer);         /* first: it may be syncing st->fd */
+    if (st->ck_on)
+        skl_cursor_close(&st->ix.sl, &st->ck_cur);
+    if (st->dirfd >= 0)
+        ffckpt_abort(&st->ckw, st->dirfd, FF_CKPT_TMP);
     for (size_t i = 0; i < st->nundo; i++)
         ffidx_node_free(&st->ix, st->undo[i].old);  /* the puts are in the index */
     free(st->undo);
@@ -623,6 +749,7 @@ static int ff_open(const struct backend_options *opt, struct backend_store **out
         return BACKEND_NOMEM;
     }
     st->dirfd = st->lockfd = st->fd = -1;
+    st->ckw.fd = -1;
     st->durability = opt->durability;
     st->log = opt->log;
     ffidx_init(&st->ix, (uint64_t)(uintptr_t)st ^ (uint64_t)time(NULL));
@@ -651,12 +778,14 @@ static int ff_open(const struct backend_options *opt, struct backend_store **out
     }
     if (unlinkat(st->dirfd, FF_TMP_NAME, 0) == 0)
         ff_log(st, BACKEND_LOG_INFO, "removed %s left by an unfinished compaction", FF_TMP_NAME);
+    unlinkat(st->dirfd, FF_CKPT_TMP, 0);   /* an unfinished checkpoint */
 
     st->fd = openat(st->dirfd, FF_LOG_NAME, O_RDWR | O_CLOEXEC);
     if (st->fd < 0 && errno == ENOENT) {
         /* A new store: create the log under a temporary name, make it
            durable, then give it its real name. */
-        int fd = ff_create_file(st, FF_TMP_NAME);
+        uint64_t id;
+        int fd = ff_create_file(st, FF_TMP_NAME, &id);
         int r = fd < 0 ? fd : ff_datasync(fd);
         if (r == 0 && renameat(st->dirfd, FF_TMP_NAME, st->dirfd, FF_LOG_NAME) != 0)
             r = -errno;
@@ -692,7 +821,10 @@ fail:
 }
 
 static void ff_compact_abort(struct backend_store *st, const char *why, int e);
+static void ff_ckpt_abort(struct backend_store *st, const char *why, int e);
 static void ff_fail(struct backend_store *st, const char *what, int r, uint64_t unsynced);
+
+static void ff_ckpt_close(struct backend_store *st);
 
 static void ff_close(struct backend_store *st)
 {
@@ -702,6 +834,7 @@ static void ff_close(struct backend_store *st)
         ff_compact_abort(st, "the store is closing", 0);
     bsync_free(st->syncer);         /* waits for the sync in flight */
     st->syncer = NULL;
+    ff_ckpt_close(st);
     if (st->dirty && !st->failed) {
         int r = ff_datasync(st->fd);
         if (r < 0)
@@ -988,6 +1121,7 @@ static void ff_fail(struct backend_store *st, const char *what, int r, uint64_t 
         return;
     if (st->cmp)
         ff_compact_abort(st, "the log is cut back after a failed write or fsync", 0);
+    ff_ckpt_abort(st, "the log is cut back after a failed write or fsync", 0);
     uint64_t dropped = st->end - st->durable_end + unsynced;
     ff_undo_all(st);
     st->failed = 1;
@@ -1160,7 +1294,7 @@ static void ff_compact_maybe_start(struct backend_store *st)
     struct ff_compaction *c = calloc(1, sizeof(*c));
     if (!c)
         return;
-    int fd = ff_create_file(st, FF_TMP_NAME);
+    int fd = ff_create_file(st, FF_TMP_NAME, &c->file_id);
     if (fd < 0) {
         free(c);
         ff_log(st, BACKEND_LOG_WARN, "cannot start compaction: %s", strerror(-fd));
@@ -1224,6 +1358,12 @@ static void ff_compact_finish(struct backend_store *st)
     skl_cursor_close(&st->ix.sl, &c->cur);
     if (st->syncer)
         bsync_wait(st->syncer);     /* its job may use the old descriptor */
+    /* A checkpoint names the old log's locations: the next one is made
+       from the new log (its start is then far behind: ff_ckpt_maybe). */
+    ff_ckpt_abort(st, "a compaction replaced the log", 0);
+    unlinkat(st->dirfd, FF_CKPT_NAME, 0);
+    st->ck_start = st->ck_bytes = st->ck_retry = 0;
+    st->file_id = c->file_id;
     close(st->fd);
     st->fd = c->fd;
     st->end = c->end;
@@ -1297,6 +1437,161 @@ static void ff_compact_step(struct backend_store *st)
     }
     if (!x)
         ff_compact_finish(st);
+}
+
+/* ---- the index checkpoint (ffckpt.h) ----
+ *
+ * A checkpoint is written by a walk of the index in key order, a step of
+ * about compact-step-bytes per apply() like a compaction, so the loop
+ * never stalls for the whole index. The walk begins at log offset S (the
+ * log end then); writes during the walk change entries before or after
+ * the cursor, but every such write is a record at or after S, which a
+ * restart replays over the checkpoint. An entry the walk meets may point
+ * at such a record: so the log is made durable up to where it ends when
+ * the walk ends (need) before the checkpoint is renamed into place, and a
+ * restart that finds the log shorter, or not intact up to need, ignores
+ * the checkpoint. A failed write or fsync (which may take index entries
+ * back) and a compaction's switch (which changes every location) end the
+ * walk without a checkpoint. */
+
+static void ff_ckpt_finish(struct backend_store *st);
+
+/* Ends the walk in progress (if any) without writing; e: errno for the
+ * log, 0 for an ordinary reason (logged at info level). */
+static void ff_ckpt_abort(struct backend_store *st, const char *why, int e)
+{
+    if (!st->ck_on)
+        return;
+    skl_cursor_close(&st->ix.sl, &st->ck_cur);
+    ffckpt_abort(&st->ckw, st->dirfd, FF_CKPT_TMP);
+    st->ck_on = 0;
+    if (e) {
+        uint64_t lim = st->ck_min > FF_CKPT_CLOSE_MIN ? st->ck_min : FF_CKPT_CLOSE_MIN;
+        st->ck_retry = st->end + lim;       /* not again at once */
+        ff_log(st, BACKEND_LOG_WARN, "index checkpoint not written (%s: %s); a restart "
+               "reads more of the log; tried again later", why, strerror(e < 0 ? -e : e));
+    } else {
+        ff_log(st, BACKEND_LOG_INFO, "index checkpoint abandoned: %s", why);
+    }
+}
+
+/* Starts a walk at the log end. */
+static void ff_ckpt_begin(struct backend_store *st)
+{
+    uint8_t tail[FFCKPT_TAIL_CHECK];
+    uint64_t start = st->end;
+    uint64_t from = start > FF_HDR_SIZE + FFCKPT_TAIL_CHECK ? start - FFCKPT_TAIL_CHECK
+                                                            : FF_HDR_SIZE;
+    int r = bfs_pread_all(st->fd, tail, (size_t)(start - from), from);
+    if (r == 0)
+        r = ffckpt_begin(&st->ckw, st->dirfd, FF_CKPT_TMP);
+    if (r < 0) {
+        st->ck_on = 1;      /* for the abort's bookkeeping */
+        skl_cursor_open(&st->ix.sl, &st->ck_cur, NULL, 0);
+        ff_ckpt_abort(st, "starting it", r);
+        return;
+    }
+    st->ck_meta.start = start;
+    st->ck_meta.file_id = st->file_id;
+    st->ck_meta.tail_crc = start > from ? crc32c_extend(0, tail, start - from) : 0;
+    skl_cursor_open(&st->ix.sl, &st->ck_cur, NULL, 0);
+    st->ck_on = 1;
+}
+
+/* Adds entries to the checkpoint until about budget bytes are written;
+ * finishes it at the end of the index. */
+static void ff_ckpt_step(struct backend_store *st, uint64_t budget)
+{
+    uint64_t stop = ffckpt_size(&st->ckw) + budget;
+    struct ffidx_node *x = ffidx_of(st->ck_cur.next);
+    while (x && ffckpt_size(&st->ckw) < stop) {
+        int r = ffckpt_add(&st->ckw, ffidx_key(x), x->sk.klen, x->vlen, x->loc[st->parity]);
+        if (r < 0) {
+            ff_ckpt_abort(st, "writing it", r);
+            return;
+        }
+        x = ffidx_next(x);
+    }
+    st->ck_cur.next = x ? &x->sk : NULL;
+    if (!x)
+        ff_ckpt_finish(st);
+}
+
+/* The walk is at the end: makes the log durable up to its end (not while
+ * a sync is in flight: the next apply tries again, as a compaction's
+ * switch), then puts the checkpoint in place. */
+static void ff_ckpt_finish(struct backend_store *st)
+{
+    if (st->syncer && bsync_busy(st->syncer))
+        return;
+    if (st->durable_end < st->end || st->dirty) {
+        uint64_t upto = st->end;
+        int r = ff_datasync(st->fd);
+        if (r < 0) {
+            ff_fail(st, "fdatasync of the log before an index checkpoint", r, 0);
+            return;
+        }
+        st->epoch++;
+        st->dirty = 0;
+        ff_durable(st, upto);
+    }
+    st->ck_meta.need = st->end;
+    st->ck_meta.epoch = st->epoch;
+    uint64_t size = ffckpt_size(&st->ckw);
+    uint64_t count = st->ckw.count;
+    skl_cursor_close(&st->ix.sl, &st->ck_cur);
+    st->ck_on = 0;
+    int r = ffckpt_commit(&st->ckw, st->dirfd, FF_CKPT_TMP, FF_CKPT_NAME, &st->ck_meta);
+    if (r < 0) {
+        st->ck_on = 1;      /* the abort logs it and sets the retry point */
+        skl_cursor_open(&st->ix.sl, &st->ck_cur, NULL, 0);
+        ff_ckpt_abort(st, "putting it in place", r);
+        return;
+    }
+    st->ck_start = st->ck_meta.start;
+    st->ck_bytes = size;
+    ff_log(st, BACKEND_LOG_INFO, "index checkpoint written: %llu keys, %llu bytes; a restart "
+           "reads the log from offset %llu", (unsigned long long)count,
+           (unsigned long long)size, (unsigned long long)st->ck_start);
+}
+
+/* After each apply(): a step of the walk in progress, or a new walk when
+ * the log has grown checkpoint-bytes and a quarter of the last
+ * checkpoint's size since the last one (so restarts replay a bounded tail
+ * while checkpoints cost a bounded share of the writes). Not during a
+ * compaction (its switch would end the walk). */
+static void ff_ckpt_maybe(struct backend_store *st)
+{
+    if (!st->ck_min || st->failed)
+        return;
+    if (!st->ck_on) {
+        uint64_t base = st->ck_start ? st->ck_start : FF_HDR_SIZE;
+        uint64_t lim = st->ck_min > st->ck_bytes / 4 ? st->ck_min : st->ck_bytes / 4;
+        if (st->cmp || st->end < st->ck_retry || st->end - base < lim)
+            return;
+        ff_ckpt_begin(st);
+        if (!st->ck_on)
+            return;
+    }
+    ff_ckpt_step(st, st->compact_step);
+}
+
+/* A clean close: the walk in progress is completed, or a new one made
+ * when the tail since the last checkpoint is long enough to matter. */
+static void ff_ckpt_close(struct backend_store *st)
+{
+    if (!st->ck_min || st->failed)
+        return;
+    if (!st->ck_on) {
+        uint64_t base = st->ck_start ? st->ck_start : FF_HDR_SIZE;
+        uint64_t lim = st->ck_min < FF_CKPT_CLOSE_MIN ? st->ck_min : FF_CKPT_CLOSE_MIN;
+        if (st->end - base < lim)
+            return;
+        ff_ckpt_begin(st);
+        if (!st->ck_on)
+            return;
+    }
+    ff_ckpt_step(st, UINT64_MAX / 2);
 }
 
 /* ---- writes ---- */
@@ -1512,6 +1807,7 @@ static int ff_apply_v2(struct backend_store *st, const struct backend_write *w,
         ff_compact_step(st);
     else
         ff_compact_maybe_start(st);
+    ff_ckpt_maybe(st);
     if (st->failed) {   /* the compaction's sync failed: this record is dropped too */
         ff_err(err, errlen, "apply: a write or fsync of %s/%s failed; the writes not yet "
                "durable are dropped", st->dir, FF_LOG_NAME);

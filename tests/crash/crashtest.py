@@ -39,12 +39,15 @@ import tload  # noqa: E402
 
 BACKEND_OPTS = {
     "flatfile": ["--backend-option", "compact-min-bytes=1M",
-                 "--backend-option", "compact-garbage-pct=15"],
+                 "--backend-option", "compact-garbage-pct=15",
+                 "--backend-option", "checkpoint-bytes=128K"],
     "leveldb": ["--backend-option", "write-buffer-size=256K"],
 }
 # Each flatfile start draws how much a compaction copies per write: small
 # steps keep a compaction running for many cycles (kills land inside it),
 # big ones finish it quickly (kills land around the switch to the new log).
+# The same step paces the index checkpoint's walk (checkpoint-bytes=128K:
+# one every few cycles, so restarts load one and replay the log after it).
 FLATFILE_STEPS = ["4K", "32K", "1M"]
 
 
