@@ -26,8 +26,9 @@ RUN autoreconf -fi \
  && make -j"$(nproc)" \
  && make install-strip DESTDIR=/out
 
-# Runtime stage: the binary, its links and man pages, and the shared
-# libraries "ldd tabled" names (tests/integration/test_container.py checks
+# Runtime stage: the binary, its links and man pages, the postgres
+# backend's module, and the shared libraries "ldd tabled" and the module
+# name (tests/integration/test_container.py checks
 # this list against the build).
 FROM debian:12-slim
 ARG DEBIAN_FRONTEND=noninteractive
@@ -39,6 +40,7 @@ RUN apt-get update \
  && useradd --system --uid 10001 --user-group --home-dir /data --no-create-home tabled \
  && mkdir -p /data && chown tabled:tabled /data
 COPY --from=build /out/usr/local/bin/ /usr/local/bin/
+COPY --from=build /out/usr/local/lib/tabled/ /usr/local/lib/tabled/
 COPY --from=build /out/usr/local/share/man/ /usr/local/share/man/
 COPY --from=build /out/etc/tabled/ /etc/tabled/
 # The working directory is the volume: azurite-table without -l keeps its

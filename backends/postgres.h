@@ -1,5 +1,6 @@
 /* postgres.h - the "postgres" backend's vtable (backends/postgres.c), built
- * only when configure found libpq (HAVE_LIBPQ). */
+ * only when configure found libpq (HAVE_LIBPQ), into the module postgres.so
+ * (backends/pg_module.h). */
 #ifndef TABLED_POSTGRES_H
 #define TABLED_POSTGRES_H
 #include <stdint.h>

@@ -25,11 +25,18 @@ const struct backend_ops *backend_replica_of(const struct backend_ops *ops);
 int backend_replica_sync_time(const struct backend_ops *ops, struct backend_store *st,
                               int64_t *unix_s);
 
+struct buf;
+/* Renders the metrics of the stores of a built-in backend (ops) into b
+   (Prometheus text): postgres's pools, arg a struct postgres_pools
+   (backends/postgres.h). NULL when the backend has none. */
+typedef void (*backend_metrics_fn)(void *arg, struct buf *b);
+backend_metrics_fn backend_metrics_of(const struct backend_ops *ops);
+
 /* Built-in vtables. */
 extern const struct backend_ops backend_memory_ops;
 extern const struct backend_ops backend_leveldb_ops;
 extern const struct backend_ops backend_flatfile_ops;
-/* Only in a build with libpq (HAVE_LIBPQ). */
-extern const struct backend_ops backend_postgres_ops;
+/* postgres is in a module (backends/pg_module.h): backend_lookup loads
+   it; its vtable is not linked into tabled. */
 
 #endif

@@ -19,9 +19,7 @@
 #include "backends/backend.h"
 #include "backends/registry.h"
 #include "backends/bopts.h"
-#ifdef HAVE_LIBPQ
-#include "backends/postgres.h"
-#endif
+#include "backends/postgres.h"   /* struct postgres_pools only: the backend is a module */
 #include "core/coro.h"
 #include "server/admin.h"
 #include "store/host.h"
@@ -527,8 +525,10 @@ static int main_backend_help(int argc, char **argv)
                    "--backend-option names (see its documentation).\n", name);
         return 1;
     }
-    fprintf(stderr, "tabled: unknown backend '%s' (built in: memory, leveldb, flatfile%s)\n",
-            name, bopt_lookup("postgres") ? ", postgres" : "");
+    /* unknown, or postgres without its module: the registry's message */
+    char err[1024];
+    if (!backend_lookup(name, err, sizeof err))
+        fprintf(stderr, "tabled: %s\n", err);
     return 2;
 }
 
@@ -722,14 +722,13 @@ int main(int argc, char **argv)
      * by turning the loop (nothing else is on it yet); from then on only
      * requests and the background step call the store, on coroutines. */
     kv_set_waiter(kv, main_wait_once, base);
-#ifdef HAVE_LIBPQ
     /* the postgres pools in /metrics (the replicas' too, once opened) */
     static struct postgres_pools pools;
-    if (metrics && kv_ops(kv) == &backend_postgres_ops) {
+    backend_metrics_fn pool_metrics = backend_metrics_of(kv_ops(kv));
+    if (metrics && pool_metrics) {
         pools.primary = kv_backend(kv);
-        metrics_add_series(metrics, postgres_render_metrics, &pools);
+        metrics_add_series(metrics, pool_metrics, &pools);
     }
-#endif
     store = store_new(kv, cfg.durability);
     struct service_settings set = service_settings_of(&cfg);
     svc = store ? service_new(&set, store, err, sizeof err) : NULL;
@@ -748,10 +747,8 @@ int main(int argc, char **argv)
                       rc == BACKEND_OK && !rstore ? "out of memory" : err);
             goto fail;
         }
-#ifdef HAVE_LIBPQ
         if (pools.primary)
             pools.replica = kv_backend(rkv);
-#endif
     }
     if (admin) {
         /* GET /export: tabled export --admin URL (tools/dump_serve.c) */

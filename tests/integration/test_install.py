@@ -2,7 +2,8 @@
 """Integration test: what "make install" installs, and what it promises.
 
   - make install DESTDIR=tmp: exactly the expected files (binary, the
-    azurite-table and azurite links, the man pages, the example configuration,
+    azurite-table and azurite links, the postgres module (a build with
+    libpq), which the installed tabled loads, the man pages, the example configuration,
     the systemd unit, the plug-in headers, tabled-backend.pc, the README); the unit names the
     installed binary and configuration; make uninstall removes them all.
   - the example plug-in (backends/examples/counting.c with the memory
@@ -117,11 +118,22 @@ def main():
                 dirs["docdir"] + "/README.md"}
         if dirs.get("systemdsystemunitdir"):
             want.add(dirs["systemdsystemunitdir"] + "/tabled.service")
+        # the postgres backend's module, in a build with libpq
+        have_pg = os.path.exists(os.path.join(os.environ.get("TOP_BUILDDIR", "."), "backends",
+                                              ".libs", "postgres.so"))
+        if have_pg:
+            want.add(dirs["pkglibdir"] + "/postgres.so")
         want = {w.lstrip("/") for w in want}
         got = files_under(dest)
         tap.eq(sorted(got), sorted(want), "exactly the expected files are installed")
         tap.ok(all(w.startswith(dirs["prefix"].lstrip("/")) for w in got),
                "everything lands under the prefix")
+        if have_pg:
+            p = subprocess.run([dest + dirs["bindir"] + "/tabled", "--backend", "postgres",
+                                "--help"], capture_output=True, timeout=60)
+            tap.ok(p.returncode == 0 and b"conninfo" in p.stdout,
+                   "the installed tabled loads the installed postgres module",
+                   p.stderr.decode()[-2000:])
         link = os.path.join(dest, dirs["bindir"].lstrip("/"), "azurite-table")
         tap.eq(os.readlink(link) if os.path.islink(link) else None, "tabled",
                "azurite-table is a relative link to tabled")
