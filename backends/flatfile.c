@@ -108,6 +108,7 @@
 #define FF_CKPT_NAME "flatfile.ckpt"
 #define FF_CKPT_TMP "flatfile.ckpt.tmp"
 #define FF_CKPT_CLOSE_MIN (1u << 20) /* a clean close checkpoints a longer tail */
+#define FF_CKPT_TICK_MS 1       /* a walk steps this often from the loop too */
 #define FF_STALE 1                  /* ff_scan: the checkpoint does not fit the log */
 
 #define FF_FILE_MAGIC "TBLDFLAT"
@@ -191,6 +192,8 @@ struct backend_store {
     uint64_t ck_bytes;              /* its size */
     uint64_t ck_retry;              /* after a failed one: not before here */
     int ck_on;                      /* a checkpoint walk is under way */
+    const struct backend_host *host; /* the loop's hooks, or NULL */
+    void *ck_timer;                 /* the host's timer that steps the walk */
     struct skl_cursor ck_cur;       /* its key-order walk */
     struct ffckpt_writer ckw;       /* its file */
     struct ffckpt_meta ck_meta;     /* start, file id, tail CRC of it */
@@ -808,6 +811,7 @@ static int ff_open(const struct backend_options *opt, struct backend_store **out
     rc = ff_recover(st, err, errlen);
     if (rc != BACKEND_OK)
         goto fail;
+    st->host = opt->host;
     if (st->durability == BACKEND_DURABLE_BATCH && opt->host && st->sync_thread &&
         !(st->syncer = bsync_new(opt->host, err, errlen))) {
         rc = BACKEND_NOMEM;
@@ -832,6 +836,9 @@ static void ff_close(struct backend_store *st)
         return;
     if (st->cmp)
         ff_compact_abort(st, "the store is closing", 0);
+    if (st->ck_timer)
+        st->host->timer_cancel(st->host->arg, st->ck_timer);
+    st->ck_timer = NULL;
     bsync_free(st->syncer);         /* waits for the sync in flight */
     st->syncer = NULL;
     ff_ckpt_close(st);
@@ -1555,6 +1562,30 @@ static void ff_ckpt_finish(struct backend_store *st)
            (unsigned long long)size, (unsigned long long)st->ck_start);
 }
 
+static void ff_ckpt_arm(struct backend_store *st);
+
+/* The host's timer while a walk is under way: one more step, so that a
+ * walk also ends when the writes that began it have stopped (and its
+ * finish, which waits for the sync worker to be idle, gets to run under
+ * a steady load whose applies always find the worker busy). */
+static void ff_ckpt_tick(void *arg)
+{
+    struct backend_store *st = arg;
+    st->ck_timer = NULL;
+    if (!st->ck_on || st->failed || st->cmp)
+        return;
+    ff_ckpt_step(st, st->compact_step);
+    ff_ckpt_arm(st);
+}
+
+/* Keeps the walk stepping from the loop (FF_CKPT_TICK_MS apart, between
+ * requests) while it is under way and the store has a loop. */
+static void ff_ckpt_arm(struct backend_store *st)
+{
+    if (st->ck_on && st->host && !st->ck_timer)
+        st->ck_timer = st->host->timer_add(st->host->arg, FF_CKPT_TICK_MS, ff_ckpt_tick, st);
+}
+
 /* After each apply(): a step of the walk in progress, or a new walk when
  * the log has grown checkpoint-bytes and a quarter of the last
  * checkpoint's size since the last one (so restarts replay a bounded tail
@@ -1574,6 +1605,7 @@ static void ff_ckpt_maybe(struct backend_store *st)
             return;
     }
     ff_ckpt_step(st, st->compact_step);
+    ff_ckpt_arm(st);
 }
 
 /* A clean close: the walk in progress is completed, or a new one made

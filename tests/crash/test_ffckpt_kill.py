@@ -11,9 +11,17 @@ SIGKILL. The restart must load the checkpoint (its log line says so),
 replay the tail, and answer every acknowledged write: each entity as last
 written, every deleted one 404. Done twice, the second time with writes
 during a checkpoint walk at the moment of the kill.
+
+Then a walk that the writes leave unfinished: 1,200 inserts with RowKeys
+of 900 characters (checkpoint-bytes=1M, so the walk begins near the end,
+and 4 KiB steps of about four keys each, so it needs far more steps than
+writes are left) and no write after them: the walk must still end (the
+loop steps it) and a kill -9 then a restart load a checkpoint of every
+key, replaying only the writes made during the walk.
 """
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -148,7 +156,45 @@ def main():
             srv.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    idle_walk(tap)
     tap.done()
+
+
+def idle_walk(tap):
+    tmp = tempfile.mkdtemp(prefix="ffckpt-idle-")
+    data = os.path.join(tmp, "data")
+    args = ["--data", data, "--durability", "batch", "--auth", "off", "--log-level", "info",
+            "--backend-option", "checkpoint-bytes=1M",
+            "--backend-option", "compact-step-bytes=4096",
+            "--backend-option", "compact-min-bytes=1G"]
+    try:
+        srv = h.Server(args, backend="flatfile").start()
+        http = h.Http(srv)
+        tap.eq(http.create_table(TABLE).status, 201, "idle walk: table created")
+        bad = 0
+        with http.connect() as conn:
+            for i in range(1200):
+                r = conn.request("POST", "/" + TABLE,
+                                 body={"PartitionKey": "p", "RowKey": "%04d" % i + "k" * 896,
+                                       "V": i}, headers={"Prefer": "return-no-content"})
+                bad += r.status != 204
+        tap.eq(bad, 0, "idle walk: 1,200 inserts answered 204, then none")
+        done = wait_log(srv, "index checkpoint written", 20.0)
+        tap.ok(done, "idle walk: the walk the writes began ends without more writes",
+               srv.stderr_text()[-1500:])
+        srv.kill()
+        srv = h.Server(args, backend="flatfile").start()
+        wait_log(srv, "keys from the index checkpoint", 10.0)
+        m = re.search(r"opened: (\d+) keys from the index checkpoint, (\d+) records after",
+                      srv.stderr_text())
+        tap.ok(m and int(m.group(1)) >= 1200 and int(m.group(2)) < 300,
+               "idle walk: after kill -9 the restart loads a checkpoint of every key and "
+               "replays only the writes made during its walk", srv.stderr_text()[-1500:])
+        r = h.Http(srv).get_entity(TABLE, "p", "1199" + "k" * 896)
+        tap.eq(r.status, 200, "idle walk: and the last insert reads back")
+        srv.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def http_of(srv):
