@@ -16,34 +16,11 @@
 #include "backends/bkey.h"
 #include "backends/checks.h"
 #include "backends/crc32c.h"
+#include "backends/lecode.h"
 
 #define FFCKPT_MAGIC "TBLDFCKP"
 #define FFCKPT_VERSION 1u
 #define FFCKPT_FLUSH (1u << 20)     /* buffered entry bytes written at once */
-
-static void ffckpt_put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static void ffckpt_put64(uint8_t *p, uint64_t v)
-{
-    ffckpt_put32(p, (uint32_t)v);
-    ffckpt_put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint32_t ffckpt_get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t ffckpt_get64(const uint8_t *p)
-{
-    return (uint64_t)ffckpt_get32(p) | (uint64_t)ffckpt_get32(p + 4) << 32;
-}
 
 /* A fresh temporary file with room for the header. */
 int ffckpt_begin(struct ffckpt_writer *w, int dirfd, const char *tmp)
@@ -91,9 +68,9 @@ int ffckpt_add(struct ffckpt_writer *w, const uint8_t *key, uint32_t klen, uint3
         w->cap = cap;
     }
     uint8_t *p = w->buf + w->len;
-    ffckpt_put32(p, klen);
-    ffckpt_put32(p + 4, vlen);
-    ffckpt_put64(p + 8, loc);
+    le_put32(p, klen);
+    le_put32(p + 4, vlen);
+    le_put64(p + 8, loc);
     memcpy(p + FFCKPT_ENT_HDR, key, klen);
     w->crc = crc32c_extend(w->crc, p, FFCKPT_ENT_HDR + klen);
     w->len = need;
@@ -110,17 +87,17 @@ int ffckpt_commit(struct ffckpt_writer *w, int dirfd, const char *tmp, const cha
     if (r == 0) {
         uint8_t h[FFCKPT_HDR_SIZE] = {0};
         memcpy(h, FFCKPT_MAGIC, 8);
-        ffckpt_put32(h + 8, FFCKPT_VERSION);
-        ffckpt_put32(h + 12, FFCKPT_HDR_SIZE);
-        ffckpt_put64(h + 16, m->file_id);
-        ffckpt_put64(h + 24, m->start);
-        ffckpt_put64(h + 32, m->need);
-        ffckpt_put64(h + 40, m->epoch);
-        ffckpt_put64(h + 48, w->count);
-        ffckpt_put64(h + 56, w->off - FFCKPT_HDR_SIZE);
-        ffckpt_put32(h + 64, m->tail_crc);
-        ffckpt_put32(h + 68, w->crc);
-        ffckpt_put32(h + 76, crc32c_extend(0, h, 76));
+        le_put32(h + 8, FFCKPT_VERSION);
+        le_put32(h + 12, FFCKPT_HDR_SIZE);
+        le_put64(h + 16, m->file_id);
+        le_put64(h + 24, m->start);
+        le_put64(h + 32, m->need);
+        le_put64(h + 40, m->epoch);
+        le_put64(h + 48, w->count);
+        le_put64(h + 56, w->off - FFCKPT_HDR_SIZE);
+        le_put32(h + 64, m->tail_crc);
+        le_put32(h + 68, w->crc);
+        le_put32(h + 76, crc32c_extend(0, h, 76));
         r = bfs_pwrite_all(w->fd, h, sizeof h, 0);
     }
     while (r == 0 && fdatasync(w->fd) != 0)
@@ -169,8 +146,8 @@ static int ffckpt_build(const uint8_t *p, const uint8_t *end, uint64_t count, st
     for (uint64_t i = 0; i < count; i++) {
         if ((size_t)(end - p) < FFCKPT_ENT_HDR)
             goto bad;
-        uint32_t kl = ffckpt_get32(p), vl = ffckpt_get32(p + 4);
-        uint64_t loc = ffckpt_get64(p + 8);
+        uint32_t kl = le_get32(p), vl = le_get32(p + 4);
+        uint64_t loc = le_get64(p + 8);
         p += FFCKPT_ENT_HDR;
         if (kl == 0 || kl > BACKEND_KEY_MAX || vl > BACKEND_VAL_MAX || (size_t)(end - p) < kl ||
             loc > need || vl > need - loc ||
@@ -222,27 +199,27 @@ int ffckpt_load(int dirfd, const char *name, struct ffidx *ix, int parity,
     }
     madvise(map, size, MADV_SEQUENTIAL);
     int rc = 0;
-    if (memcmp(map, FFCKPT_MAGIC, 8) != 0 || ffckpt_get32(map + 76) != crc32c_extend(0, map, 76)) {
+    if (memcmp(map, FFCKPT_MAGIC, 8) != 0 || le_get32(map + 76) != crc32c_extend(0, map, 76)) {
         snprintf(why, whylen, "its header is damaged");
         goto out;
     }
-    if (ffckpt_get32(map + 8) != FFCKPT_VERSION || ffckpt_get32(map + 12) != FFCKPT_HDR_SIZE) {
-        snprintf(why, whylen, "unknown version %u", ffckpt_get32(map + 8));
+    if (le_get32(map + 8) != FFCKPT_VERSION || le_get32(map + 12) != FFCKPT_HDR_SIZE) {
+        snprintf(why, whylen, "unknown version %u", le_get32(map + 8));
         goto out;
     }
-    m->file_id = ffckpt_get64(map + 16);
-    m->start = ffckpt_get64(map + 24);
-    m->need = ffckpt_get64(map + 32);
-    m->epoch = ffckpt_get64(map + 40);
-    m->count = ffckpt_get64(map + 48);
-    m->tail_crc = ffckpt_get32(map + 64);
-    uint64_t body = ffckpt_get64(map + 56);
+    m->file_id = le_get64(map + 16);
+    m->start = le_get64(map + 24);
+    m->need = le_get64(map + 32);
+    m->epoch = le_get64(map + 40);
+    m->count = le_get64(map + 48);
+    m->tail_crc = le_get32(map + 64);
+    uint64_t body = le_get64(map + 56);
     if (body != size - FFCKPT_HDR_SIZE || m->start > m->need ||
         m->count > body / (FFCKPT_ENT_HDR + 1)) {
         snprintf(why, whylen, "it is cut short or its header does not add up");
         goto out;
     }
-    if (crc32c_extend(0, map + FFCKPT_HDR_SIZE, body) != ffckpt_get32(map + 68)) {
+    if (crc32c_extend(0, map + FFCKPT_HDR_SIZE, body) != le_get32(map + 68)) {
         snprintf(why, whylen, "its entries fail their checksum");
         goto out;
     }

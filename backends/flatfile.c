@@ -99,6 +99,7 @@
 #include "backends/crc32c.h"
 #include "backends/ffckpt.h"
 #include "backends/ffindex.h"
+#include "backends/lecode.h"
 #include "core/clock.h"
 #include "core/errfmt.h"
 
@@ -246,30 +247,6 @@ static void ff_log(const struct backend_store *st, enum backend_log_level lvl, c
         fprintf(stderr, "%s\n", msg);
 }
 
-static void ff_put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static void ff_put64(uint8_t *p, uint64_t v)
-{
-    ff_put32(p, (uint32_t)v);
-    ff_put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint32_t ff_get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t ff_get64(const uint8_t *p)
-{
-    return (uint64_t)ff_get32(p) | (uint64_t)ff_get32(p + 4) << 32;
-}
-
 /* fdatasync() retried on EINTR; 0 or -errno. */
 static int ff_datasync(int fd)
 {
@@ -320,11 +297,11 @@ static int ff_scratch(struct backend_store *st, size_t n)
 /* Seals a record whose payload is already at rec + FF_REC_HDR. */
 static void ff_seal(uint8_t *rec, uint32_t payload_len)
 {
-    ff_put32(rec, FF_REC_MAGIC);
-    ff_put32(rec + 4, payload_len);
+    le_put32(rec, FF_REC_MAGIC);
+    le_put32(rec + 4, payload_len);
     uint32_t crc = crc32c_extend(0, rec + 4, 4);
     crc = crc32c_extend(crc, rec + FF_REC_HDR, payload_len);
-    ff_put32(rec + 8, crc);
+    le_put32(rec + 8, crc);
 }
 
 /* Creates dir/name holding just a file header (new file id) and returns
@@ -342,10 +319,10 @@ static int ff_create_file(struct backend_store *st, const char *name, uint64_t *
         id = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     memcpy(h, FF_FILE_MAGIC, 8);
     *file_id = id;
-    ff_put32(h + 8, FF_VERSION);
-    ff_put32(h + 12, FF_HDR_SIZE);
-    ff_put64(h + 16, id);
-    ff_put32(h + 28, crc32c_extend(0, h, 28));
+    le_put32(h + 8, FF_VERSION);
+    le_put32(h + 12, FF_HDR_SIZE);
+    le_put64(h + 16, id);
+    le_put32(h + 28, crc32c_extend(0, h, 28));
     int rc = bfs_pwrite_all(fd, h, sizeof(h), 0);
     if (rc < 0) {
         close(fd);
@@ -369,14 +346,14 @@ static int ff_read_value(struct backend_store *st, const struct ffidx_node *n, v
  * map[p], with its payload length in *len. */
 static int ff_record_ok(const uint8_t *map, uint64_t size, uint64_t p, uint32_t *len)
 {
-    if (size - p < FF_REC_HDR || ff_get32(map + p) != FF_REC_MAGIC)
+    if (size - p < FF_REC_HDR || le_get32(map + p) != FF_REC_MAGIC)
         return 0;
-    uint32_t l = ff_get32(map + p + 4);
+    uint32_t l = le_get32(map + p + 4);
     if (l < FF_PAYLOAD_HDR || l > FF_MAX_PAYLOAD || l > size - p - FF_REC_HDR)
         return 0;
     uint32_t crc = crc32c_extend(0, map + p + 4, 4);
     crc = crc32c_extend(crc, map + p + FF_REC_HDR, l);
-    if (crc != ff_get32(map + p + 8))
+    if (crc != le_get32(map + p + 8))
         return 0;
     *len = l;
     return 1;
@@ -407,18 +384,18 @@ static int ff_replay(struct backend_store *st, const uint8_t *map, uint64_t off,
                      char *err, size_t errlen)
 {
     const uint8_t *p = map + off, *end = p + len;
-    uint32_t count = ff_get32(p + 8);
+    uint32_t count = le_get32(p + 8);
     p += FF_PAYLOAD_HDR;
     for (uint32_t i = 0; i < count; i++) {
         if (end - p < 5)
             goto bad;
         uint8_t op = p[0];
-        uint32_t kl = ff_get32(p + 1), vl = 0;
+        uint32_t kl = le_get32(p + 1), vl = 0;
         p += 5;
         if (op == FF_OP_PUT) {
             if (end - p < 4)
                 goto bad;
-            vl = ff_get32(p);
+            vl = le_get32(p);
             p += 4;
         } else if (op != FF_OP_DELETE) {
             goto bad;
@@ -478,7 +455,7 @@ static int ff_scan(struct backend_store *st, const uint8_t *map, uint64_t size, 
         rc = ff_replay(st, map, p + FF_REC_HDR, len, err, errlen);
         if (rc != BACKEND_OK)
             return rc;
-        uint64_t e = ff_get64(map + p + FF_REC_HDR);
+        uint64_t e = le_get64(map + p + FF_REC_HDR);
         if (e > epoch)
             epoch = e;
         p += FF_REC_HDR + (uint64_t)len;
@@ -503,7 +480,7 @@ static int ff_scan(struct backend_store *st, const uint8_t *map, uint64_t size, 
                 r = ff_find_record(map, size, r + 1);
                 continue;
             }
-            uint64_t e = ff_get64(map + r + FF_REC_HDR);
+            uint64_t e = le_get64(map + r + FF_REC_HDR);
             if (!intact)
                 first_epoch = e;
             if (e > max_epoch)
@@ -608,19 +585,19 @@ static int ff_recover(struct backend_store *st, char *err, size_t errlen)
     }
     madvise(map, size, MADV_SEQUENTIAL);
     int rc = BACKEND_OK;
-    if (memcmp(map, FF_FILE_MAGIC, 8) != 0 || ff_get32(map + 28) != crc32c_extend(0, map, 28)) {
+    if (memcmp(map, FF_FILE_MAGIC, 8) != 0 || le_get32(map + 28) != crc32c_extend(0, map, 28)) {
         ff_err(err, errlen, "%s/%s has no valid flat-file header: not a tabled flat-file log, "
                "or damaged", st->dir, FF_LOG_NAME);
         rc = BACKEND_CORRUPT;
         goto out;
     }
-    if (ff_get32(map + 8) != FF_VERSION || ff_get32(map + 12) != FF_HDR_SIZE) {
+    if (le_get32(map + 8) != FF_VERSION || le_get32(map + 12) != FF_HDR_SIZE) {
         ff_err(err, errlen, "%s/%s: unsupported format version %u", st->dir, FF_LOG_NAME,
-               ff_get32(map + 8));
+               le_get32(map + 8));
         rc = BACKEND_CORRUPT;
         goto out;
     }
-    st->file_id = ff_get64(map + 16);
+    st->file_id = le_get64(map + 16);
 
     uint64_t from = FF_HDR_SIZE, need = 0, epoch = 0, nrec = 0, end = 0;
     rc = ff_load_ckpt(st, map, size, &from, &need, &epoch, err, errlen);
@@ -1162,7 +1139,7 @@ static int ff_verify(struct backend_store *st, int fd, uint64_t from, uint64_t t
     if (r < 0)
         goto io;
     uint64_t p = from;
-    if (memcmp(h, FF_FILE_MAGIC, 8) != 0 || ff_get32(h + 28) != crc32c_extend(0, h, 28))
+    if (memcmp(h, FF_FILE_MAGIC, 8) != 0 || le_get32(h + 28) != crc32c_extend(0, h, 28))
         goto bad;
     while (p < to) {
         uint8_t rh[FF_REC_HDR];
@@ -1170,8 +1147,8 @@ static int ff_verify(struct backend_store *st, int fd, uint64_t from, uint64_t t
             goto bad;
         if ((r = bfs_pread_all(fd, rh, sizeof rh, p)) < 0)
             goto io;
-        uint32_t len = ff_get32(rh + 4);
-        if (ff_get32(rh) != FF_REC_MAGIC || len < FF_PAYLOAD_HDR || len > to - p - FF_REC_HDR)
+        uint32_t len = le_get32(rh + 4);
+        if (le_get32(rh) != FF_REC_MAGIC || len < FF_PAYLOAD_HDR || len > to - p - FF_REC_HDR)
             goto bad;
         if (ff_reserve(&st->rec, &st->rec_cap, len) != 0) {
             ff_err(err, errlen, "reading back %s/%s: out of memory", st->dir, FF_LOG_NAME);
@@ -1180,7 +1157,7 @@ static int ff_verify(struct backend_store *st, int fd, uint64_t from, uint64_t t
         if ((r = bfs_pread_all(fd, st->rec, len, p + FF_REC_HDR)) < 0)
             goto io;
         uint32_t crc = crc32c_extend(crc32c_extend(0, rh + 4, 4), st->rec, len);
-        if (crc != ff_get32(rh + 8))
+        if (crc != le_get32(rh + 8))
             goto bad;
         p += FF_REC_HDR + (uint64_t)len;
     }
@@ -1402,8 +1379,8 @@ static void ff_compact_step(struct backend_store *st)
             }
             uint8_t *p = st->rec + used;
             p[0] = FF_OP_PUT;
-            ff_put32(p + 1, x->sk.klen);
-            ff_put32(p + 5, x->vlen);
+            le_put32(p + 1, x->sk.klen);
+            le_put32(p + 5, x->vlen);
             memcpy(p + FFIDX_ENTRY_OVERHEAD, ffidx_key(x), x->sk.klen);
             int r = ff_read_value(st, x, p + FFIDX_ENTRY_OVERHEAD + x->sk.klen);
             if (r < 0) {
@@ -1419,8 +1396,8 @@ static void ff_compact_step(struct backend_store *st)
     }
     c->cur.next = x ? &x->sk : NULL;
     if (n) {
-        ff_put64(st->rec + FF_REC_HDR, st->epoch);
-        ff_put32(st->rec + FF_REC_HDR + 8, (uint32_t)n);
+        le_put64(st->rec + FF_REC_HDR, st->epoch);
+        le_put32(st->rec + FF_REC_HDR + 8, (uint32_t)n);
         ff_seal(st->rec, (uint32_t)(used - FF_REC_HDR));
         int r = bfs_pwrite_all(c->fd, st->rec, used, c->end);
         if (r < 0) {
@@ -1641,16 +1618,16 @@ static size_t ff_encode(struct backend_store *st, const struct backend_write *w,
     if (ff_reserve(&st->rec, &st->rec_cap, (size_t)size) != 0 || ff_scratch(st, n) != 0)
         return 0;
     uint8_t *p = st->rec + FF_REC_HDR;
-    ff_put64(p, st->epoch);
-    ff_put32(p + 8, (uint32_t)n);
+    le_put64(p, st->epoch);
+    le_put32(p + 8, (uint32_t)n);
     p += FF_PAYLOAD_HDR;
     for (size_t i = 0; i < n; i++) {
         st->nodes[i] = NULL;
         p[0] = w[i].op == BACKEND_PUT ? FF_OP_PUT : FF_OP_DELETE;
-        ff_put32(p + 1, (uint32_t)w[i].key_len);
+        le_put32(p + 1, (uint32_t)w[i].key_len);
         p += 5;
         if (w[i].op == BACKEND_PUT) {
-            ff_put32(p, (uint32_t)w[i].val_len);
+            le_put32(p, (uint32_t)w[i].val_len);
             p += 4;
             st->nodes[i] = ffidx_node_new(&st->ix, w[i].key, w[i].key_len);
             if (!st->nodes[i]) {
