@@ -120,8 +120,9 @@
  * minute later, when those compactions were done). So, with a loop
  * (backend_options.host), once writes have stopped for LDB_IDLE_MS and
  * at least max(write-buffer-size, an eighth of the database) was written
- * since the last such compaction, and more than one level holds table
- * files, the backend compacts the whole key range on its compaction
+ * since the last such compaction, and a point read may look into more
+ * than one table file (two level-0 files, which overlap, or files in two
+ * levels), the backend compacts the whole key range on its compaction
  * worker (as compact_v2 does, above): the load's compactions are done
  * while the server is idle, and afterwards a point read looks into one
  * table file and charges nothing. Writes and reads go on meanwhile; a
@@ -1170,18 +1171,20 @@ static int ldb_compact_range_set(struct backend_store *st, const void *lo, size_
                           hi_len);
 }
 
-/* How many of LevelDB's levels hold table files. */
-static int ldb_levels_used(leveldb_t *db)
+/* How many table files a point read may look into: each level-0 file
+ * (they overlap), and one per deeper level that holds files. */
+static int ldb_read_depth(leveldb_t *db)
 {
-    int used = 0;
+    int depth = 0;
     for (int level = 0; level < 7; level++) {
         char name[40];
         snprintf(name, sizeof name, "leveldb.num-files-at-level%d", level);
         char *v = leveldb_property_value(db, name);
-        used += v && strtoull(v, NULL, 10) > 0;
+        unsigned long long files = v ? strtoull(v, NULL, 10) : 0;
         leveldb_free(v);
+        depth += level == 0 ? (int)files : files > 0;
     }
-    return used;
+    return depth;
 }
 
 /* LevelDB's estimate of the bytes its table files hold. */
@@ -1217,7 +1220,7 @@ static void ldb_idle_tick(void *arg)
     if (st->idle_bytes < due)
         return;
     st->idle_bytes = 0;
-    if (ldb_levels_used(st->db) < 2)
+    if (ldb_read_depth(st->db) < 2)
         return;                     /* a read looks into one file already */
     char err[256];
     if (!st->compactor && !(st->compactor = bsync_new(st->host, err, sizeof err))) {
