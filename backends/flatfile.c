@@ -1072,6 +1072,23 @@ static void ff_durable(struct backend_store *st, uint64_t upto)
     }
 }
 
+/* Makes the whole log durable now, on the loop (before a compaction's
+ * switch or an index checkpoint, never while the sync worker runs): 0, or
+ * -errno after failing the store with what as the reason. */
+static int ff_sync_on_loop(struct backend_store *st, const char *what)
+{
+    uint64_t upto = st->end;
+    int r = ff_datasync(st->fd);
+    if (r < 0) {
+        ff_fail(st, what, r, 0);
+        return r;
+    }
+    st->epoch++;
+    st->dirty = 0;
+    ff_durable(st, upto);
+    return 0;
+}
+
 /* Takes every write past durable_end back out of the index, newest
  * first, so that the index shows the durable log again (cursors move as
  * for any write). */
@@ -1306,19 +1323,10 @@ static void ff_compact_finish(struct backend_store *st)
     struct ff_compaction *c = st->cmp;
     if (st->syncer && bsync_busy(st->syncer))
         return;
-    int r;
-    if (st->durable_end < st->end) {
-        uint64_t upto = st->end;
-        r = ff_datasync(st->fd);
-        if (r < 0) {
-            ff_fail(st, "fdatasync of the log before a compaction's switch", r, 0);
-            return;
-        }
-        st->epoch++;
-        st->dirty = 0;
-        ff_durable(st, upto);
-    }
-    r = ff_datasync(c->fd);
+    if (st->durable_end < st->end &&
+        ff_sync_on_loop(st, "fdatasync of the log before a compaction's switch") < 0)
+        return;
+    int r = ff_datasync(c->fd);
     if (r < 0) {
         ff_compact_abort(st, "fdatasync of the new log", r);
         return;
@@ -1508,17 +1516,9 @@ static void ff_ckpt_finish(struct backend_store *st)
 {
     if (st->syncer && bsync_busy(st->syncer))
         return;
-    if (st->durable_end < st->end || st->dirty) {
-        uint64_t upto = st->end;
-        int r = ff_datasync(st->fd);
-        if (r < 0) {
-            ff_fail(st, "fdatasync of the log before an index checkpoint", r, 0);
-            return;
-        }
-        st->epoch++;
-        st->dirty = 0;
-        ff_durable(st, upto);
-    }
+    if ((st->durable_end < st->end || st->dirty) &&
+        ff_sync_on_loop(st, "fdatasync of the log before an index checkpoint") < 0)
+        return;
     st->ck_meta.need = st->end;
     st->ck_meta.epoch = st->epoch;
     uint64_t size = ffckpt_size(&st->ckw);
