@@ -16,8 +16,13 @@ size it measures:
            own threads), and the wait is printed
 Server CPU is the tabled process's threads' time (schedstat). Measures:
 
-  get      point GETs of random existing entities (wrk, --conns
-           connections, --seconds): req/s, server CPU per request, p99
+  get      point GETs of 5,000 random existing entities (wrk, --conns
+           connections, --seconds): req/s, server CPU per request, p99,
+           and minor page faults per request (the first touch of each
+           page of LevelDB's memory-mapped table files costs one: right
+           after a load, the entities' pages are not mapped in yet)
+  get warm the same GETs of the same entities again right after (their
+           pages now mapped): req/s, server CPU per request, p99
   insert   single-entity inserts (bench_insert, --conns connections,
            --seconds): req/s, server CPU per request, p99
   page     a 1,000-entity page at a random place of a random partition
@@ -203,19 +208,33 @@ end
 """
 
 
-def wrk_get(srv, keys, args, tmp, rnd):
+def get_paths(keys, rnd, n=5000):
+    """n request paths of random loaded entities (wrk cycles through them)."""
     paths = []
-    for _ in range(5000):
+    for _ in range(n):
         pk, rk = keys.sample(rnd)
         paths.append('"/%s/%s(PartitionKey=\'%s\',RowKey=\'%s\')"' % (ACCT, TABLE, pk, rk))
+    return paths
+
+
+def minflt(pid):
+    """Minor page faults of pid so far (/proc/PID/stat field 10): a LevelDB
+    table page a thread touches for the first time in this process."""
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
+
+
+def wrk_get(srv, paths, args, tmp):
+    """wrk GETs of paths for --seconds: req/s, server CPU and minor page
+    faults per request, p99."""
     script = os.path.join(tmp, "get.lua")
     with open(script, "w") as f:
         f.write(WRK_LUA % ",".join(paths))
-    c0 = cpu_s(srv.proc.pid)
+    c0, f0 = cpu_s(srv.proc.pid), minflt(srv.proc.pid)
     out = subprocess.run(["wrk", "-t1", "-c%d" % args.conns, "-d%ds" % args.seconds,
                           "--latency", "-s", script, "http://127.0.0.1:%d" % srv.port],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
-    cpu = cpu_s(srv.proc.pid) - c0
+    cpu, faults = cpu_s(srv.proc.pid) - c0, minflt(srv.proc.pid) - f0
     m = re.search(r"(\d+) requests in", out)
     rps = re.search(r"Requests/sec:\s*([\d.]+)", out)
     p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\b", out, re.M)
@@ -228,7 +247,7 @@ def wrk_get(srv, keys, args, tmp, rnd):
     scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[p99.group(2)]
     n = int(m.group(1))
     return {"rps": float(rps.group(1)), "cpu_us": cpu * 1e6 / max(n, 1),
-            "p99_ms": float(p99.group(1)) * scale}
+            "p99_ms": float(p99.group(1)) * scale, "faults": faults / max(n, 1)}
 
 
 def query(srv, flt, top=None, token=None):
@@ -314,7 +333,9 @@ def measure(srv, keys, args, tmp, rnd, row, binary):
     if binary:
         row["restart_s"] = restart(srv, keys, rnd, binary)
         row["rss_idle_kib"] = bg.rss_kib(srv.proc.pid)
-    row["get"] = wrk_get(srv, keys, args, tmp, rnd)
+    paths = get_paths(keys, rnd)
+    row["get"] = wrk_get(srv, paths, args, tmp)
+    row["get_warm"] = wrk_get(srv, paths, args, tmp)
     c0 = cpu_s(srv.proc.pid)
     prefix = "i%d%s" % (len(keys.steps), "b" if binary and binary == args.base else "")
     ins = bench_insert(srv.port, args, prefix, ["-c", str(args.conns), "-d", str(args.seconds)])
@@ -397,6 +418,10 @@ MEASURES = [  # (name, unit, getter)
     ("GET", "req/s", lambda r: r["get"]["rps"]),
     ("GET CPU", "us/req", lambda r: r["get"]["cpu_us"]),
     ("GET p99", "ms", lambda r: r["get"]["p99_ms"]),
+    ("GET faults", "/req", lambda r: r["get"]["faults"]),
+    ("GET warm", "req/s", lambda r: r["get_warm"]["rps"]),
+    ("GET warm CPU", "us/req", lambda r: r["get_warm"]["cpu_us"]),
+    ("GET warm p99", "ms", lambda r: r["get_warm"]["p99_ms"]),
     ("insert", "req/s", lambda r: r["insert"]["rps"]),
     ("insert CPU", "us/req", lambda r: r["insert"]["cpu_us"]),
     ("insert p99", "ms", lambda r: r["insert"]["p99_ms"]),
@@ -418,7 +443,7 @@ def fmt(v):
         return "{:,.0f}".format(v)
     if v >= 10:
         return "%.1f" % v
-    return "%.2f" % v
+    return "%.2f" % v if v >= 1 or v == 0 else "%.3f" % v
 
 
 def print_row(r):
