@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/coding.h"
+#include "core/pages.h"
 #include "core/timefmt.h"
 
 /* Percent-decodes s into arena memory. '+' stays '+': the SDKs send a
@@ -87,9 +88,9 @@ const struct authq *authq_find(const struct authq *p, size_t n, const char *name
 
 struct auth_cache *auth_cache_new(void)
 {
-    struct auth_cache *c = calloc(1, sizeof *c);
-    if (!c)
-        abort();
+    /* 50 KiB of slots, filled one by one as keys and SAS queries come:
+     * in pages of their own (core/pages.h), resident once used */
+    struct auth_cache *c = pages_zalloc(sizeof *c);
     return c;
 }
 
@@ -101,7 +102,7 @@ void auth_cache_free(struct auth_cache *c)
         free(c->sas[i].query);
         free(c->sas[i].extra);
     }
-    free(c);
+    pages_free(c, sizeof *c);
 }
 
 /* The pad states of key: computed once per key when cache keeps them,

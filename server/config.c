@@ -5,6 +5,7 @@
  * the file and the command line accept exactly the same values and report
  * the same errors, and --help lists exactly the settings there are. */
 #include "server/config.h"
+#include "core/pages.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -25,6 +26,11 @@
 void config_defaults(struct config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
+    config_defaults_on_zero(cfg);
+}
+
+void config_defaults_on_zero(struct config *cfg)
+{
     /* the rows' defaults are checked by tests/unit/test_options.c */
     (void)opt_defaults(config_options, config_noptions, cfg, NULL, 0);
     config_add_account(cfg, DEV_ACCOUNT_NAME, DEV_ACCOUNT_KEY, NULL, NULL, 0);
@@ -440,16 +446,13 @@ static void drop_file_backend_option(struct config *cfg, size_t *nfile, const ch
     }
 }
 
-int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
+/* Pass 1 of config_parse_args: syntax, --help/--version (1 once printed),
+ * and where the config file is (*config_path); values are set on probe, a
+ * scratch copy, so errors are found before the file is read. 0 or -1. */
+static int parse_pass1(struct config *probe, int argc, char **argv, const char **config_path,
+                       char *msg, size_t msglen, char *err, size_t errlen)
 {
     struct arg a;
-    const char *config_path = NULL;
-    struct config probe;
-    char msg[512];
-    /* Pass 1: syntax, --help/--version, and where the config file is. Values
-     * are checked against a scratch copy so errors are found before the file
-     * is read. */
-    probe = *cfg;
     for (int i = 1; i < argc; i++) {
         if (next_arg(argc, argv, &i, &a, err, errlen) < 0)
             return -1;
@@ -474,14 +477,34 @@ int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size
             return 1;
         }
         if (strcmp(a.name, "config") == 0) {
-            config_path = a.value;
+            *config_path = a.value;
             continue;
         }
-        if (config_set(&probe, a.name, a.value, msg, sizeof msg) < 0) {
+        if (config_set(probe, a.name, a.value, msg, msglen) < 0) {
             errfmt_set(err, errlen, "%s", msg);
             return -1;
         }
     }
+    return 0;
+}
+
+int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    struct arg a;
+    const char *config_path = NULL;
+    char msg[512];
+    /* Pass 1: syntax, --help/--version, and where the config file is. Values
+     * are checked against a scratch configuration with the defaults (what cfg
+     * holds here) so errors are found before the file is read. It has pages
+     * of its own, unmapped at the end: not 80 KiB of stack, which would stay
+     * resident, and not a copy of cfg, which would read (and so make
+     * resident) every page of it. */
+    struct config *probe = pages_zalloc(sizeof *probe);
+    config_defaults_on_zero(probe);
+    int rc = parse_pass1(probe, argc, argv, &config_path, msg, sizeof msg, err, errlen);
+    pages_free(probe, sizeof *probe);
+    if (rc != 0)
+        return rc;
     if (config_path && config_load_file(cfg, config_path, err, errlen) < 0)
         return -1;
     /* Pass 2: flags override the file. */

@@ -119,6 +119,11 @@ struct config {
 
 /* Fills defaults (including devstoreaccount1 with the well-known key). */
 void config_defaults(struct config *cfg);
+/* The same on a configuration known to be all zero (static storage not
+ * written yet, or core/pages.h's pages_zalloc): only the fields with a
+ * default are written, so the pages of the rest (most of the 80 KiB: the
+ * arrays of accounts, fault rules, hosts) are never made resident. */
+void config_defaults_on_zero(struct config *cfg);
 /* Applies a config file. Returns 0, or -1 with a message in err. */
 int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen);
 /* Parses argv (applying --config first wherever it appears), then settles
@@ -126,6 +131,8 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
  * depend on each other. Returns 0 to run, 1 when --help/--version was
  * handled (exit 0), -1 on error (message in err, exit 2). */
 int config_parse_args(struct config *cfg, int argc, char **argv, char *err, size_t errlen);
+/* (cfg holds the defaults when it is called: config_defaults() or
+ * config_defaults_on_zero() just before.) */
 /* Adds or replaces an account; key2 may be NULL. Returns 0 or -1 (bad base64). */
 int config_add_account(struct config *cfg, const char *name, const char *key1_b64,
                        const char *key2_b64, char *err, size_t errlen);

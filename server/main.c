@@ -569,7 +569,7 @@ int main(int argc, char **argv)
         fflush(stdout);
         return bh == 1 ? 0 : 2;
     }
-    config_defaults(&cfg);
+    config_defaults_on_zero(&cfg);   /* static, not written yet: no memset over 80 KiB */
     int rc = config_parse_args(&cfg, argc, argv, err, sizeof err);
     if (rc == 1) {
         fflush(stdout);
