@@ -253,7 +253,10 @@ static void ffidx_mkqsort(struct ffidx_bulk_ent *a, size_t n, size_t d, int budg
 
 /* Sorts the queued writes and merges them into the list in one ascending
  * pass: the predecessors of the last key on every level (update[]) only
- * move forward, so the merge costs O(queued + existing). */
+ * move forward, and each search descends from the highest level that
+ * moved (skl_find_ge_from), so a few queued keys far apart in a large
+ * list (the log tail after a checkpoint) cost O(queued x height), not a
+ * walk over every existing node between them. */
 static void ffidx_bulk_merge(struct ffidx *ix)
 {
     size_t n = ix->nbulk;
