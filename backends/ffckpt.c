@@ -157,6 +157,7 @@ static int ffckpt_build(int fd, uint64_t body, uint64_t count, uint32_t want_crc
     /* node bytes to expect: the keys, the node, 1.33 forward pointers on
        average, alignment (the body has 16 bytes per entry besides keys) */
     ix->arena_hint = body + count * (sizeof(struct ffidx_node) + 11 + 8 - FFCKPT_ENT_HDR) + 4096;
+    ffidx_arena_reserve(ix, ix->arena_hint);
     const struct ffidx_node *prev = NULL;
     uint64_t off = FFCKPT_HDR_SIZE, left = body, i = 0;
     uint32_t crc = 0;
@@ -214,6 +215,7 @@ static int ffckpt_build(int fd, uint64_t body, uint64_t count, uint32_t want_crc
         rc = 1;
 out:
     free(buf);
+    ffidx_arena_done(ix);
     if (rc != 1)
         ffidx_free(ix);
     return rc;
