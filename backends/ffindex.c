@@ -16,7 +16,7 @@
 #define FFIDX_CHUNK ((size_t)32 << 20)      /* arena block, at most */
 #define FFIDX_CHUNK_MIN ((size_t)64 << 10)  /* and at least */
 #define FFIDX_HUGE ((size_t)2 << 20)        /* a huge page */
-#define FFIDX_FILL_MIN ((size_t)64 << 20)   /* a reserved block this large gets a fill thread */
+#define FFIDX_FILL_MIN ((size_t)4 << 20)    /* a reserved block this large gets a fill thread */
 #define FFIDX_FILL_STEP ((size_t)16 << 20)  /* bytes it faults in per call */
 
 /* The thread faulting in a reserved block (ffidx_arena_reserve). */
