@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #define FFCKPT_MAGIC "TBLDFCKP"
 #define FFCKPT_VERSION 1u
 #define FFCKPT_FLUSH (1u << 20)     /* buffered entry bytes written at once */
+#define FFCKPT_READ (1u << 20)      /* body bytes read at once on load */
 
 /* A fresh temporary file with room for the header. */
 int ffckpt_begin(struct ffckpt_writer *w, int dirfd, const char *tmp)
@@ -132,45 +132,93 @@ void ffckpt_abort(struct ffckpt_writer *w, int dirfd, const char *tmp)
     w->len = w->cap = 0;
 }
 
-/* Builds the nodes of a verified body, in order. 1, 0 (why set) or -1. */
-static int ffckpt_build(const uint8_t *p, const uint8_t *end, uint64_t count, struct ffidx *ix,
-                        int parity, uint64_t need, char *why, size_t whylen)
+/* Reads the body (body bytes after the header) through one buffer of
+ * about FFCKPT_READ bytes, checksumming what it reads and building the
+ * nodes of each whole entry in the same pass, in order; the last, partial
+ * entry of a read moves to the buffer's start for the next. 1 when every
+ * entry parsed and the checksum is want_crc; otherwise 0 (why set) or -1
+ * (out of memory), the index left empty.
+ *
+ * Reading instead of mapping the file: every page a mapping touches for
+ * the first time is a page fault, which costs more than copying it (on a
+ * virtual machine several times more: 0.5 s against 0.13 s for the 470 MB
+ * of 10,000,000 entities), and one pass instead of a checksum pass and a
+ * build pass reads it once. The nodes are built before the checksum is
+ * known, so a body that fails it is thrown away whole: nothing of the
+ * index is used before. */
+static int ffckpt_build(int fd, uint64_t body, uint64_t count, uint32_t want_crc,
+                        struct ffidx *ix, int parity, uint64_t need, char *why, size_t whylen)
 {
+    size_t cap = FFCKPT_READ + FFCKPT_ENT_HDR + BACKEND_KEY_MAX;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        return -1;
     struct skl_node *tail[SKL_MAX_HEIGHT] = {NULL};
     /* node bytes to expect: the keys, the node, 1.33 forward pointers on
        average, alignment (the body has 16 bytes per entry besides keys) */
-    ix->arena_hint = (uint64_t)(end - p) +
-                     count * (sizeof(struct ffidx_node) + 11 + 8 - FFCKPT_ENT_HDR) + 4096;
-    const uint8_t *prev = NULL;
-    uint32_t prevlen = 0;
-    for (uint64_t i = 0; i < count; i++) {
-        if ((size_t)(end - p) < FFCKPT_ENT_HDR)
-            goto bad;
-        uint32_t kl = le_get32(p), vl = le_get32(p + 4);
-        uint64_t loc = le_get64(p + 8);
-        p += FFCKPT_ENT_HDR;
-        if (kl == 0 || kl > BACKEND_KEY_MAX || vl > BACKEND_VAL_MAX || (size_t)(end - p) < kl ||
-            loc > need || vl > need - loc ||
-            (prev && bkey_cmp(prev, prevlen, p, kl) >= 0))
-            goto bad;
-        struct ffidx_node *n = ffidx_node_arena(ix, p, kl);
-        if (!n) {
-            ffidx_free(ix);
-            return -1;
+    ix->arena_hint = body + count * (sizeof(struct ffidx_node) + 11 + 8 - FFCKPT_ENT_HDR) + 4096;
+    ffidx_arena_reserve(ix, ix->arena_hint);
+    const struct ffidx_node *prev = NULL;
+    uint64_t off = FFCKPT_HDR_SIZE, left = body, i = 0;
+    uint32_t crc = 0;
+    size_t have = 0;            /* bytes of an unfinished entry at buf[0] */
+    int parsed = 1, rc = 0;
+    while (left) {
+        size_t want = left < FFCKPT_READ ? (size_t)left : FFCKPT_READ;
+        int r = bfs_pread_all(fd, buf + have, want, off);
+        if (r < 0) {
+            snprintf(why, whylen, "cannot read it: %s", strerror(-r));
+            goto out;
         }
-        n->vlen = vl;
-        n->loc[parity] = loc;
-        ffidx_append(ix, n, tail);
-        prev = p;
-        prevlen = kl;
-        p += kl;
+        crc = crc32c_extend(crc, buf + have, want);
+        off += want;
+        left -= want;
+        have += want;
+        const uint8_t *p = buf, *end = buf + have;
+        while (parsed && (size_t)(end - p) >= FFCKPT_ENT_HDR) {
+            uint32_t kl = le_get32(p), vl = le_get32(p + 4);
+            uint64_t loc = le_get64(p + 8);
+            const uint8_t *key = p + FFCKPT_ENT_HDR;
+            if (i == count || kl == 0 || kl > BACKEND_KEY_MAX || vl > BACKEND_VAL_MAX ||
+                loc > need || vl > need - loc) {
+                parsed = 0;
+                break;
+            }
+            if ((size_t)(end - key) < kl)
+                break;          /* the rest comes with the next read */
+            if (prev && bkey_cmp(ffidx_key(prev), prev->sk.klen, key, kl) >= 0) {
+                parsed = 0;
+                break;
+            }
+            struct ffidx_node *n = ffidx_node_arena(ix, key, kl);
+            if (!n) {
+                rc = -1;
+                goto out;
+            }
+            n->vlen = vl;
+            n->loc[parity] = loc;
+            ffidx_append(ix, n, tail);
+            prev = n;
+            i++;
+            p = key + kl;
+        }
+        /* an unparsable body is still read to the end, to tell damage (the
+           checksum fails) from a wrong writer */
+        have = parsed ? (size_t)(end - p) : 0;
+        memmove(buf, p, have);
     }
-    if (p == end)
-        return 1;
-bad:
-    snprintf(why, whylen, "its entries do not parse");
-    ffidx_free(ix);
-    return 0;
+    if (crc != want_crc)
+        snprintf(why, whylen, "its entries fail their checksum");
+    else if (!parsed || have || i != count)
+        snprintf(why, whylen, "its entries do not parse");
+    else
+        rc = 1;
+out:
+    free(buf);
+    ffidx_arena_done(ix);
+    if (rc != 1)
+        ffidx_free(ix);
+    return rc;
 }
 
 int ffckpt_load(int dirfd, const char *name, struct ffidx *ix, int parity,
@@ -184,50 +232,40 @@ int ffckpt_load(int dirfd, const char *name, struct ffidx *ix, int parity,
             snprintf(why, whylen, "cannot open it: %s", strerror(errno));
         return 0;
     }
+    uint8_t h[FFCKPT_HDR_SIZE];
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < FFCKPT_HDR_SIZE) {
+    int rc = 0;
+    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < FFCKPT_HDR_SIZE ||
+        bfs_pread_all(fd, h, sizeof h, 0) != 0) {
         snprintf(why, whylen, "it is shorter than its header");
-        close(fd);
-        return 0;
+        goto out;
     }
     uint64_t size = (uint64_t)sb.st_size;
-    uint8_t *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        snprintf(why, whylen, "cannot map it: %s", strerror(errno));
-        return 0;
-    }
-    madvise(map, size, MADV_SEQUENTIAL);
-    int rc = 0;
-    if (memcmp(map, FFCKPT_MAGIC, 8) != 0 || le_get32(map + 76) != crc32c_extend(0, map, 76)) {
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (memcmp(h, FFCKPT_MAGIC, 8) != 0 || le_get32(h + 76) != crc32c_extend(0, h, 76)) {
         snprintf(why, whylen, "its header is damaged");
         goto out;
     }
-    if (le_get32(map + 8) != FFCKPT_VERSION || le_get32(map + 12) != FFCKPT_HDR_SIZE) {
-        snprintf(why, whylen, "unknown version %u", le_get32(map + 8));
+    if (le_get32(h + 8) != FFCKPT_VERSION || le_get32(h + 12) != FFCKPT_HDR_SIZE) {
+        snprintf(why, whylen, "unknown version %u", le_get32(h + 8));
         goto out;
     }
-    m->file_id = le_get64(map + 16);
-    m->start = le_get64(map + 24);
-    m->need = le_get64(map + 32);
-    m->epoch = le_get64(map + 40);
-    m->count = le_get64(map + 48);
-    m->tail_crc = le_get32(map + 64);
-    uint64_t body = le_get64(map + 56);
+    m->file_id = le_get64(h + 16);
+    m->start = le_get64(h + 24);
+    m->need = le_get64(h + 32);
+    m->epoch = le_get64(h + 40);
+    m->count = le_get64(h + 48);
+    m->tail_crc = le_get32(h + 64);
+    uint64_t body = le_get64(h + 56);
     if (body != size - FFCKPT_HDR_SIZE || m->start > m->need ||
         m->count > body / (FFCKPT_ENT_HDR + 1)) {
         snprintf(why, whylen, "it is cut short or its header does not add up");
         goto out;
     }
-    if (crc32c_extend(0, map + FFCKPT_HDR_SIZE, body) != le_get32(map + 68)) {
-        snprintf(why, whylen, "its entries fail their checksum");
-        goto out;
-    }
-    rc = ffckpt_build(map + FFCKPT_HDR_SIZE, map + size, m->count, ix, parity, m->need, why,
-                      whylen);
+    rc = ffckpt_build(fd, body, m->count, le_get32(h + 68), ix, parity, m->need, why, whylen);
     if (rc == 1)
         *file_bytes = size;
 out:
-    munmap(map, size);
+    close(fd);
     return rc;
 }

@@ -76,7 +76,9 @@ void ffckpt_abort(struct ffckpt_writer *w, int dirfd, const char *tmp);
  * and fills m. 1 when loaded; 0 when there is no usable checkpoint (why
  * says what was wrong, empty when the file is absent; ix is left empty);
  * -1 when out of memory (ix left empty). Checks the header and body
- * checksums, the key order and that every value lies below m->need. */
+ * checksums, the key order and that every value lies below m->need. The
+ * body is read once, checksummed and built in the same pass; the nodes
+ * of a body that fails its checksum are freed. */
 int ffckpt_load(int dirfd, const char *name, struct ffidx *ix, int parity,
                 struct ffckpt_meta *m, uint64_t *file_bytes, char *why, size_t whylen);
 

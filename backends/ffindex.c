@@ -4,6 +4,7 @@
  * start-up. */
 #include "backends/ffindex.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,17 @@
 #define FFIDX_SMALL_SORT 16                 /* insertion sort below this */
 #define FFIDX_CHUNK ((size_t)32 << 20)      /* arena block, at most */
 #define FFIDX_CHUNK_MIN ((size_t)64 << 10)  /* and at least */
+#define FFIDX_HUGE ((size_t)2 << 20)        /* a huge page */
+#define FFIDX_FILL_MIN ((size_t)4 << 20)    /* a reserved block this large gets a fill thread */
+#define FFIDX_FILL_STEP ((size_t)16 << 20)  /* bytes it faults in per call */
+
+/* The thread faulting in a reserved block (ffidx_arena_reserve). */
+struct ffidx_fill {
+    pthread_t thread;
+    char *base;
+    size_t size;
+    int stop;                   /* set (atomically) to end it early */
+};
 
 /* Bytes a live node stands for in the log (for the garbage estimate). */
 static uint64_t ffidx_node_bytes(const struct ffidx_node *n)
@@ -32,6 +44,7 @@ void ffidx_init(struct ffidx *ix, uint64_t seed)
  * array's), and detaches the cursors. */
 void ffidx_free(struct ffidx *ix)
 {
+    ffidx_arena_done(ix);       /* no thread may touch a block being unmapped */
     /* the malloc()ed nodes one by one, the arena's with its blocks */
     struct skl_node *n = ix->sl.head[0];
     while (n) {
@@ -108,6 +121,76 @@ struct ffidx_node *ffidx_node_arena(struct ffidx *ix, const void *key, size_t kl
     n->vlen = 0;
     n->cgen = 0;
     return n;
+}
+
+/* The fill thread: faults the block in, a step at a time, from its start
+ * (where the nodes go first) until the end or until told to stop. */
+static void *ffidx_fill_main(void *arg)
+{
+    struct ffidx_fill *f = arg;
+#ifdef MADV_POPULATE_WRITE
+    for (size_t off = 0; off < f->size && !__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+         off += FFIDX_FILL_STEP) {
+        size_t n = f->size - off < FFIDX_FILL_STEP ? f->size - off : FFIDX_FILL_STEP;
+        if (madvise(f->base + off, n, MADV_POPULATE_WRITE) != 0)
+            break;              /* an older kernel: the nodes fault it in */
+    }
+#endif
+    return NULL;
+}
+
+void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes)
+{
+    if (ix->fill || bytes < FFIDX_HUGE || bytes > ((uint64_t)1 << 40))
+        return;
+    size_t size = ((size_t)bytes + FFIDX_HUGE - 1) & ~(FFIDX_HUGE - 1);
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return;
+    madvise(m, size, MADV_HUGEPAGE);
+    struct ffidx_chunk *c = m;
+    c->next = ix->chunks;
+    c->size = size;
+    c->used = (sizeof(*c) + 15) & ~(size_t)15;
+    ix->chunks = c;
+    ix->arena_bytes += size;
+#ifdef MADV_POPULATE_WRITE
+    if (size < FFIDX_FILL_MIN)
+        return;
+    struct ffidx_fill *f = calloc(1, sizeof *f);
+    if (!f)
+        return;
+    f->base = m;
+    f->size = size;
+    if (pthread_create(&f->thread, NULL, ffidx_fill_main, f) != 0) {
+        free(f);
+        return;
+    }
+    ix->fill = f;
+#endif
+}
+
+void ffidx_arena_done(struct ffidx *ix)
+{
+    struct ffidx_fill *f = ix->fill;
+    if (!f)
+        return;
+    __atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(f->thread, NULL);
+    ix->fill = NULL;
+    /* the estimate is a little high: unmap what no node took (the block
+       is the first chunk still, or one the nodes went on past) */
+    for (struct ffidx_chunk *c = ix->chunks; c; c = c->next) {
+        if ((char *)c != f->base)
+            continue;
+        size_t keep = (c->used + FFIDX_HUGE - 1) & ~(FFIDX_HUGE - 1);
+        if (keep < c->size) {
+            munmap((char *)c + keep, c->size - keep);
+            ix->arena_bytes -= c->size - keep;
+            c->size = keep;
+        }
+    }
+    free(f);
 }
 
 /* Frees an unlinked node: its one block (an arena node stays until the
@@ -253,7 +336,10 @@ static void ffidx_mkqsort(struct ffidx_bulk_ent *a, size_t n, size_t d, int budg
 
 /* Sorts the queued writes and merges them into the list in one ascending
  * pass: the predecessors of the last key on every level (update[]) only
- * move forward, so the merge costs O(queued + existing). */
+ * move forward, and each search descends from the highest level that
+ * moved (skl_find_ge_from), so a few queued keys far apart in a large
+ * list (the log tail after a checkpoint) cost O(queued x height), not a
+ * walk over every existing node between them. */
 static void ffidx_bulk_merge(struct ffidx *ix)
 {
     size_t n = ix->nbulk;

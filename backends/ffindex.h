@@ -47,9 +47,12 @@ struct ffidx_chunk {
     size_t size, used;          /* bytes mapped, bytes handed out (header included) */
 };
 
+struct ffidx_fill;
+
 struct ffidx {
     struct skl sl;              /* the linked nodes; its cursors survive writes */
     struct ffidx_chunk *chunks; /* arena blocks, freed with the index */
+    struct ffidx_fill *fill;    /* the thread faulting in a reserved block, or NULL */
     uint64_t arena_bytes;       /* their size */
     uint64_t arena_hint;        /* bytes of arena nodes expected in all */
     uint64_t live_bytes;        /* sum of klen + vlen + FFIDX_ENTRY_OVERHEAD */
@@ -94,6 +97,17 @@ struct ffidx_node *ffidx_node_new(struct ffidx *ix, const void *key, size_t klen
  * index (ffidx_free): when it is replaced or removed it stays, so the
  * arena holds at most the checkpoint's nodes. */
 struct ffidx_node *ffidx_node_arena(struct ffidx *ix, const void *key, size_t klen);
+/* Start-up from a checkpoint, before its nodes: maps one arena block of
+ * about bytes (the expected size of them all) and, when it is large,
+ * starts a thread that faults it in ahead of the nodes filled into it:
+ * the kernel zeroing the fresh pages is most of a large load, and this
+ * way it runs on another core while this one reads and builds. Without
+ * the block or the thread the load works as before. */
+void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes);
+/* Ends the start-up's reservation: stops and joins the thread (if any),
+ * and gives back the reserved block's unused end. Idempotent; called on
+ * every path of a load, and by ffidx_free. */
+void ffidx_arena_done(struct ffidx *ix);
 /* Frees an unlinked node (NULL: nothing; an arena node: nothing now). */
 void ffidx_node_free(struct ffidx *ix, struct ffidx_node *n);
 

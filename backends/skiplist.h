@@ -228,17 +228,30 @@ static inline struct skl_node *skl_find_ge(struct skl *sl, const void *key, size
 }
 
 /* skl_find_ge() for keys given in ascending order, with the caller's
- * finger: each level starts from update[lvl] (NULL meaning the head),
- * which must sort before key (as the previous search's update[] does for
- * a larger key, also after a link or unlink there); update then holds the
- * new predecessors. A sorted run of n keys costs O(n + list size). */
+ * finger: update[] must hold the predecessors of an earlier key k0 <= key
+ * on every level (NULL meaning the head), as the previous search's
+ * update[] does, also after a link or unlink at k0; update then holds the
+ * new predecessors. Each level starts from update[lvl] while no level
+ * above needed a step, else from where the level above ended: a step on
+ * a level passes that level's successor of k0, which sorts at or after k0
+ * and so after update[] of every level below, and starting there skips
+ * the nodes between, as a plain search does (starting every level from
+ * update[lvl] walked level 0 over every node between k0 and key: a merge
+ * of a few keys spread over a large list cost O(list size)). A sorted run
+ * of n keys costs O(n log) plus the upper-level steps between them. */
 static inline struct skl_node *skl_find_ge_from(struct skl *sl, const void *key, size_t klen,
                                                 struct skl_node **update)
 {
+    struct skl_node *x = NULL;
+    int moved = 0;
     for (int lvl = sl->height - 1; lvl >= 0; lvl--) {
-        struct skl_node *x = update[lvl], *n;
-        while ((n = *skl_slot(sl, x, lvl)) && skl_node_cmp(n, key, klen) < 0)
+        if (!moved)
+            x = update[lvl];
+        struct skl_node *n;
+        while ((n = *skl_slot(sl, x, lvl)) && skl_node_cmp(n, key, klen) < 0) {
             x = n;
+            moved = 1;
+        }
         update[lvl] = x;
     }
     return *skl_slot(sl, update[0], 0);

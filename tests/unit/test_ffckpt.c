@@ -7,7 +7,10 @@
  * exactly the model, as the same copy without the checkpoint (a full
  * replay) does. Then a corrupt, torn, and stale checkpoint (another log's,
  * or a log shorter than it covers) must be ignored with a full replay, and
- * checkpoints must go on being right across compactions. */
+ * checkpoints must go on being right across compactions. Last, a
+ * checkpoint of several of the load's 1 MiB reads, with entries
+ * straddling them, must load whole, and damage in a later read must get
+ * it ignored. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -303,6 +306,91 @@ static int spoil_other(const char *ck)
     return copy_file(other_ckpt, ck);
 }
 
+/* Key j of the large store: lengths from 1 to 300 bytes, so that entries
+ * end at every offset of the load's reads; "L" and 8 digits lead, so
+ * the order is j's. */
+static size_t big_key(int j, char *k)
+{
+    size_t len = 1 + (size_t)((j * 7919u) % 300u);
+    int n = snprintf(k, 320, "L%08d", j);
+    for (size_t i = (size_t)n; i < len; i++)
+        k[i] = (char)('a' + (j + (int)i) % 26);
+    return len < (size_t)n ? (size_t)n : len;
+}
+
+/* 0 when every key of the large store holds its value (its number). */
+static int big_check(struct backend_store *st, int nbig)
+{
+    int bad = 0;
+    for (int j = 0; j < nbig; j++) {
+        char k[320], err[256];
+        size_t kl = big_key(j, k);
+        const void *v;
+        size_t vl;
+        if (bta_get(ops, st, k, kl, &v, &vl, err, sizeof err) != BACKEND_OK || vl != sizeof j ||
+            memcmp(v, &j, sizeof j) != 0)
+            bad++;
+    }
+    return bad ? -1 : 0;
+}
+
+/* A checkpoint several times the load's read buffer (1 MiB): entries
+ * (keys of 1 to 300 bytes) straddle the reads at every offset of their
+ * header and key. It must load whole; damage in a later read (its
+ * checksum) must still get it ignored. */
+static void test_large(const char *dir)
+{
+    char big[256], copy[300], ck[320], t[200];
+    snprintf(big, sizeof big, "%s/big", dir);
+    snprintf(copy, sizeof copy, "%s/bigcopy", dir);
+    struct backend_store *st = open_dir(big, params);
+    enum { NBIG = 24000 };
+    int fails = !st;
+    for (int j = 0; st && j < NBIG; j += 100) {
+        struct backend_write w[100];
+        char keys[100][320];
+        int vals[100];
+        for (int b = 0; b < 100; b++) {
+            vals[b] = j + b;
+            w[b] = (struct backend_write){.op = BACKEND_PUT, .key = keys[b],
+                                          .key_len = big_key(j + b, keys[b]), .val = &vals[b],
+                                          .val_len = sizeof vals[b]};
+        }
+        char err[256];
+        fails += bta_apply(ops, st, w, NULL, 100, 0, NULL, err, sizeof err) != BACKEND_OK;
+    }
+    if (st)
+        ops->close(st);          /* a clean close: a checkpoint of everything */
+    snprintf(ck, sizeof ck, "%s/flatfile.ckpt", big);
+    struct stat sb;
+    TEST_CHECK(fails == 0 && stat(ck, &sb) == 0 && sb.st_size > 3 * (1 << 20),
+               "large store: a checkpoint of more than 3 MiB");
+    log_clear();
+    st = open_dir(big, params);
+    TEST_CHECK(st && log_has(" keys from the index checkpoint") &&
+               !log_has("ignored"), "large store: it loads whole");
+    TEST_CHECK(st && big_check(st, NBIG) == 0, "large store: every key holds its value");
+    if (st)
+        ops->close(st);
+    /* a byte of a key in the third read turned: checksum */
+    crash_copy(big, copy, 1);
+    snprintf(ck, sizeof ck, "%s/flatfile.ckpt", copy);
+    uint8_t x;
+    int fd = open(ck, O_RDWR);
+    int ok = fd >= 0 && pread(fd, &x, 1, (5 << 19) + 77) == 1;
+    x ^= 0x20;
+    ok = ok && pwrite(fd, &x, 1, (5 << 19) + 77) == 1;
+    if (fd >= 0)
+        close(fd);
+    log_clear();
+    st = open_dir(copy, params);
+    snprintf(t, sizeof t, "large store, damaged in a later read: ignored, the log replayed");
+    TEST_CHECK(ok && st && log_has("index checkpoint flatfile.ckpt ignored") &&
+               !log_has("keys from the index checkpoint") && big_check(st, NBIG) == 0, t);
+    if (st)
+        ops->close(st);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/test_ffckpt.XXXXXX";
@@ -442,6 +530,8 @@ int main(void)
     check_copy(live, copy, "after compactions");
     check_ignored(live, copy, "a checkpoint of the log before the compaction", spoil_other);
     ops->close(st);
+
+    test_large(dir);
 
     for (int j = 0; j < NKEYS; j++)
         free(model[j]);

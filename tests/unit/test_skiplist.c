@@ -19,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backends/bkey.h"
 #include "backends/skiplist.h"
@@ -353,6 +356,100 @@ static void test_ascending(void)
     skl_free(&sl);
 }
 
+/* Ascending searches with skl_find_ge_from() over a large list, with
+ * jumps of every size between the keys searched: each must find the same
+ * node and leave the same predecessors on every level as a plain search
+ * (skl_find_ge without a finger). */
+static void test_ascending_jumps(void)
+{
+    struct skl sl;
+    skl_init(&sl, offsetof(struct tnode, sk), 11, 0);
+    int ok = 1;
+    for (uint32_t i = 0; i < 20000 && ok; i++) {
+        uint8_t k[4] = {(uint8_t)(i >> 16), (uint8_t)(i >> 8), (uint8_t)i, 0};
+        struct skl_node *n = skl_node_new(&sl, k, sizeof k, 0);
+        ok = n != NULL;
+        if (n && skl_put(&sl, n))
+            ok = 0;
+    }
+    struct skl_node *update[SKL_MAX_HEIGHT] = {NULL}, *plain[SKL_MAX_HEIGHT];
+    uint32_t at = 0;
+    int searches = 0;
+    while (ok && at < 20000) {
+        uint8_t k[4] = {(uint8_t)(at >> 16), (uint8_t)(at >> 8), (uint8_t)at,
+                        (uint8_t)(rnd() & 1)};      /* on a key or just after it */
+        struct skl_node *a = skl_find_ge_from(&sl, k, sizeof k, update);
+        struct skl_node *b = skl_find_ge(&sl, k, sizeof k, plain);
+        ok = a == b && memcmp(update, plain, (size_t)sl.height * sizeof update[0]) == 0;
+        searches++;
+        uint64_t r = rnd();
+        at += (r & 15) == 0 ? 1 + (uint32_t)(r >> 8) % 2000 : 1 + (uint32_t)(r >> 8) % 3;
+    }
+    TEST_CHECK(ok && searches > 100, "ascending searches with jumps find what a plain search finds, "
+                                     "with the same predecessors");
+    skl_free(&sl);
+}
+
+/* The nodes between two keys of an ascending run that the upper levels
+ * step over are not read: level 0 starts from where the level above ended
+ * (a tail of a few keys merged into a large index would otherwise walk
+ * every node between them). The nodes between live in a page that is
+ * made unreadable; the search runs in a child process. */
+static void test_ascending_skips(void)
+{
+    enum { NMID = 400 };
+    size_t nsz = (sizeof(struct skl_node) + 2 * sizeof(struct skl_node *) + 3 + 7) & ~(size_t)7;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t midsz = (NMID * nsz + page - 1) & ~(page - 1);
+    uint8_t *outer = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *mid = mmap(NULL, midsz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (outer == MAP_FAILED || mid == MAP_FAILED) {
+        TEST_CHECK(0, "skip test: memory mapped");
+        return;
+    }
+    struct skl sl;
+    skl_init(&sl, 0, 1, 0);
+    /* key (hi, lo, 0) at height h, carved from mem */
+#define SKIP_NODE(mem, hi, lo, h)                                                  \
+    do {                                                                            \
+        struct skl_node *nd_ = (struct skl_node *)(void *)(mem);                    \
+        nd_->klen = 3;                                                              \
+        nd_->height = (h);                                                          \
+        nd_->flags = 0;                                                             \
+        uint8_t *k_ = skl_key(nd_);                                                 \
+        k_[0] = (hi), k_[1] = (lo), k_[2] = 0;                                      \
+        struct skl_node *up_[SKL_MAX_HEIGHT];                                       \
+        skl_find_ge(&sl, k_, 3, up_);                                               \
+        skl_link(&sl, nd_, up_);                                                    \
+    } while (0)
+    SKIP_NODE(outer, 1, 0, 2);                      /* a */
+    SKIP_NODE(outer + nsz, 5, 0, 1);                /* the first between: read, a's successor */
+    for (int i = 1; i < NMID; i++)
+        SKIP_NODE(mid + (size_t)i * nsz, 5, (uint8_t)i, 1);
+    SKIP_NODE(outer + 2 * nsz, 7, 0, 2);            /* c */
+    SKIP_NODE(outer + 3 * nsz, 9, 0, 2);            /* z */
+#undef SKIP_NODE
+    struct skl_node *c = (struct skl_node *)(void *)(outer + 2 * nsz);
+    struct skl_node *z = (struct skl_node *)(void *)(outer + 3 * nsz);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct skl_node *update[SKL_MAX_HEIGHT] = {NULL};
+        const uint8_t k0[3] = {2, 0, 0}, k1[3] = {8, 0, 0};
+        skl_find_ge_from(&sl, k0, 3, update);       /* update: a on both levels */
+        if (mprotect(mid, midsz, PROT_NONE) != 0)
+            _exit(3);
+        struct skl_node *r = skl_find_ge_from(&sl, k1, 3, update);
+        _exit(r == z && update[0] == c && update[1] == c ? 0 : 2);
+    }
+    int status = 0;
+    int waited = pid > 0 && waitpid(pid, &status, 0) == pid;
+    TEST_CHECK(waited && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+               "an ascending search does not walk level 0 over the nodes the level above stepped "
+               "over");
+    munmap(mid, midsz);
+    munmap(outer, page);
+}
+
 int main(int argc, char **argv)
 {
     long ops = argc > 1 ? atol(argv[1]) : 200000;
@@ -360,6 +457,8 @@ int main(int argc, char **argv)
     rng_state = seed ? seed : 1;
     test_bkey();
     test_ascending();
+    test_ascending_jumps();
+    test_ascending_skips();
     int fails = 0;
     for (int run = 0; run < 4; run++)
         fails += random_ops(ops / 4, seed + (uint64_t)run, run % 2);   /* finger on and off */
