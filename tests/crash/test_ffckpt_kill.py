@@ -187,9 +187,12 @@ def idle_walk(tap):
         wait_log(srv, "keys from the index checkpoint", 10.0)
         m = re.search(r"opened: (\d+) keys from the index checkpoint, (\d+) records after",
                       srv.stderr_text())
-        tap.ok(m and int(m.group(1)) >= 1200 and int(m.group(2)) < 300,
-               "idle walk: after kill -9 the restart loads a checkpoint of every key and "
-               "replays only the writes made during its walk", srv.stderr_text()[-1500:])
+        # the walk began at about 1 MiB of log (some 1,000 inserts); when
+        # it ended before the last inserts, they are replayed after it
+        tap.ok(m and int(m.group(1)) >= 900 and int(m.group(2)) < 300,
+               "idle walk: after kill -9 the restart loads a checkpoint of the keys its walk "
+               "passed and replays only the writes made during or after it",
+               srv.stderr_text()[-1500:])
         r = h.Http(srv).get_entity(TABLE, "p", "1199" + "k" * 896)
         tap.eq(r.status, 200, "idle walk: and the last insert reads back")
         srv.stop()
