@@ -15,7 +15,10 @@
            reads VmRSS
   fsync    the disk's own price: 500 appends of --value bytes to a file
            under --dir, each followed by fdatasync (what one group commit
-           costs at least), mean and fastest latency
+           costs at least), mean and fastest latency; then the same as
+           overwrites of a file written (zeros) and made durable before,
+           which keep its size: the price with zeros written ahead (the
+           flat file's preallocate)
   bound    durable inserts against the disk's own bound, --rounds times:
            each round measures the fsync price above, then per backend and
            connection count C inserts with --durability none (mean latency
@@ -23,7 +26,8 @@
            clients cannot get more durable inserts than C / (L + fsync),
            the bound. Prints each run, then per binary, backend and C the
            medians of durable/s, the bound, durable/s as a fraction of it
-           and the server's CPU per durable insert. With --base OLD_TABLED
+           and the server's CPU per durable insert, and the fraction of
+           the tighter bound with the overwrite's fdatasync price. With --base OLD_TABLED
            each round runs the old binary, then the new one (alternating,
            so that the machine's load falls on both alike); --base-args and
            --new-args add server arguments to the one or the other (the
@@ -206,12 +210,20 @@ def do_rss(a, base):
           % (secs, text, before, after, after / 1024.0))
 
 
-def fsync_probe(a, base):
-    """write + fdatasync of an appended file, 500 times: the latencies (s)."""
+def fsync_probe(a, base, overwrite=False):
+    """write + fdatasync of an appended file, 500 times: the latencies (s).
+    overwrite: the file is first written with zeros and made durable, and
+    the writes then overwrite it from its start (the file keeps its size
+    and blocks: what a log with zeros written ahead pays, the flat file's
+    preallocate)."""
     path = os.path.join(base, "fsync-probe")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | (0 if overwrite else os.O_APPEND), 0o644)
     block, times = b"x" * a.value, []
     try:
+        if overwrite:
+            os.write(fd, bytes(len(block) * 500 + 4096))
+            os.fdatasync(fd)
+            os.lseek(fd, 0, os.SEEK_SET)
         for _ in range(500):
             os.write(fd, block)
             t0 = time.monotonic()
@@ -227,6 +239,10 @@ def do_fsync(a, base):
     """write + fdatasync of an appended file, 500 times."""
     times = fsync_probe(a, base)
     print("## fdatasync after an append of %d bytes, 500 times: mean %.0f us, fastest %.0f us"
+          % (a.value, sum(times) / len(times) * 1e6, min(times) * 1e6))
+    times = fsync_probe(a, base, overwrite=True)
+    print("## fdatasync after an overwrite of %d bytes in a file written before, 500 times: "
+          "mean %.0f us, fastest %.0f us"
           % (a.value, sum(times) / len(times) * 1e6, min(times) * 1e6))
 
 
@@ -271,18 +287,24 @@ def do_bound(a, base):
         for tag, binary, args in binaries:
             t = fsync_probe(a, base)
             fs = sum(t) / len(t)
-            print("round %d %s: fdatasync mean %.0f us, load average %s"
-                  % (rnd + 1, tag, fs * 1e6, open("/proc/loadavg").read().split()[0]))
+            t = fsync_probe(a, base, overwrite=True)
+            fso = sum(t) / len(t)
+            print("round %d %s: fdatasync mean %.0f us after an append, %.0f us after an "
+                  "overwrite, load average %s" % (rnd + 1, tag, fs * 1e6, fso * 1e6,
+                                                  open("/proc/loadavg").read().split()[0]))
             for be in a.backends.split(","):
                 for c in conns:
                     none, ncpu, _, _, _ = run_inserts(binary, be, "none", c, a, base, args)
                     dur, dcpu, sync, p50, text = run_inserts(binary, be, "batch", c, a, base,
                                                              args)
                     bound = c / (c / max(none, 1e-9) + fs)
+                    bound_ow = c / (c / max(none, 1e-9) + fso)
                     r = res.setdefault((tag, be, c), {"dur": [], "bound": [], "frac": [],
                                                       "cpu": [], "none": [], "fs": [],
-                                                      "sync": [], "p50s": []})
+                                                      "sync": [], "p50s": [], "fso": [],
+                                                      "frac_ow": []})
                     for k, v in (("dur", dur), ("bound", bound), ("frac", dur / bound),
+                                 ("fso", fso), ("frac_ow", dur / bound_ow),
                                  ("cpu", dcpu), ("none", none), ("fs", fs), ("sync", sync),
                                  ("p50s", p50 / sync if sync else 0.0)):
                         r[k].append(v)
@@ -294,12 +316,15 @@ def do_bound(a, base):
                     sys.stdout.flush()
     print("## medians over %d rounds" % a.rounds)
     print("binary backend   conns  fdatasync_us  none/s  bound/s  durable/s  fraction  "
-          "cpu_us/durable_insert  sync_us_in_run  p50_latency_in_syncs")
+          "cpu_us/durable_insert  sync_us_in_run  p50_latency_in_syncs  overwrite_fdatasync_us"
+          "  fraction_of_overwrite_bound")
     for (tag, be, c), r in sorted(res.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
-        print("%-6s %-8s %5d  %12.0f  %6.0f  %7.0f  %9.0f  %8.2f  %21.1f  %14.0f  %20.2f"
+        print("%-6s %-8s %5d  %12.0f  %6.0f  %7.0f  %9.0f  %8.2f  %21.1f  %14.0f  %20.2f  "
+              "%22.0f  %27.2f"
               % (tag, be, c, median(r["fs"]) * 1e6, median(r["none"]), median(r["bound"]),
                  median(r["dur"]), median(r["frac"]), median(r["cpu"]),
-                 median(r["sync"]) * 1e6, median(r["p50s"])))
+                 median(r["sync"]) * 1e6, median(r["p50s"]), median(r["fso"]) * 1e6,
+                 median(r["frac_ow"])))
 
 
 def main():

@@ -503,7 +503,10 @@ static unsigned ff_present(struct backend_store *st, int n)
 }
 
 /* Damage kinds at the end of a log. */
-enum tail_damage { TAIL_HALF_RECORD, TAIL_GARBAGE, TAIL_ZEROS, TAIL_BAD_CRC, TAIL_SHORT_HEADER };
+enum tail_damage {
+    TAIL_HALF_RECORD, TAIL_GARBAGE, TAIL_ZEROS, TAIL_BAD_CRC, TAIL_SHORT_HEADER,
+    TAIL_HALF_THEN_ZEROS
+};
 
 static void test_ff_tail(enum tail_damage kind, const char *name)
 {
@@ -530,7 +533,15 @@ static void test_ff_tail(enum tail_damage kind, const char *name)
     } else if (kind == TAIL_GARBAGE) {
         spit(path, "\x54\x42\x52\x46garbage!", 12, "ab");
     } else if (kind == TAIL_ZEROS) {
+        /* what the zeros written ahead of the end (preallocate) leave
+           after a crash: the clean end of the log, kept as they are */
         static const unsigned char z[4096];
+        spit(path, z, sizeof(z), "ab");
+        keep = len + sizeof(z);
+    } else if (kind == TAIL_HALF_THEN_ZEROS) {
+        /* a crash while a record was written into those zeros */
+        static const unsigned char z[8192];
+        spit(path, f + off[2], (len - off[2]) / 2, "ab");
         spit(path, z, sizeof(z), "ab");
     } else if (kind == TAIL_SHORT_HEADER) {
         spit(path, f + off[2], 7, "ab");
@@ -548,7 +559,11 @@ static void test_ff_tail(enum tail_damage kind, const char *name)
         return;
     snprintf(what, sizeof(what), "flatfile tail (%s): the intact records are all there", name);
     BT_EQ_INT(ff_present(st, 3), want, what);
-    snprintf(what, sizeof(what), "flatfile tail (%s): the damaged tail was cut off", name);
+    if (kind == TAIL_ZEROS)
+        snprintf(what, sizeof(what), "flatfile tail (%s): taken for the clean end, not cut",
+                 name);
+    else
+        snprintf(what, sizeof(what), "flatfile tail (%s): the damaged tail was cut off", name);
     BT_EQ_INT(file_size(path), (long long)keep, what);
     snprintf(what, sizeof(what), "flatfile tail (%s): writes go on after it", name);
     BT_CHECK(put(st, "rec4", 4, "value of record 4", 17) == BACKEND_OK, what);
@@ -609,6 +624,66 @@ static void test_ff_middle(void)
     }
 }
 
+/* The bytes of a flat-file log that its records fill (header included). */
+static size_t ff_used(const char *path)
+{
+    size_t len = 0, off[64], n;
+    unsigned char *f = slurp(path, &len);
+    if (!f)
+        return 0;
+    n = ff_records(f, len, off, 64);
+    size_t used = n ? off[n - 1] + 12 + le32(f + off[n - 1] + 4) : 32;
+    free(f);
+    return used;
+}
+
+/* preallocate: with durability batch the log file runs ahead of its
+ * records by zeros (whole pages); close cuts them; preallocate=0 appends
+ * only. */
+static void test_ff_prealloc(void)
+{
+    static const char *const none[] = {"preallocate=0", NULL};
+    for (int r = 0; r < 2; r++) {
+        char section[64], dir[4200], path[4300], what[200], k[16], v[64];
+        snprintf(section, sizeof(section), "ff-prealloc-%d", r);
+        section_dir(dir, sizeof(dir), section);
+        snprintf(path, sizeof(path), "%s/flatfile.log", dir);
+        struct backend_store *st =
+            store_open_with(section, BACKEND_DURABLE_BATCH, r ? none : NULL, NULL, NULL, 0);
+        BT_CHECK(st != NULL, "flatfile preallocate: opens");
+        if (!st)
+            continue;
+        int ok = 1;
+        for (int i = 1; i <= 20; i++) {
+            snprintf(k, sizeof(k), "rec%d", i);
+            snprintf(v, sizeof(v), "value of record %d", i);
+            ok &= put(st, k, strlen(k), v, strlen(v)) == BACKEND_OK;
+        }
+        char err[256];
+        ok &= ops->sync(st, err, sizeof err) == BACKEND_OK;
+        BT_CHECK(ok, "flatfile preallocate: 20 writes and a sync");
+        off_t size = file_size(path);
+        size_t used = ff_used(path);
+        if (r == 0) {
+            snprintf(what, sizeof(what), "flatfile preallocate (default 1M): the file runs at "
+                     "least 512 KiB of zeros ahead of its %zu bytes of records (%lld)", used,
+                     (long long)size);
+            BT_CHECK(size >= (off_t)(used + (512u << 10)) && size % 4096 == 0, what);
+        } else {
+            BT_EQ_INT(size, (long long)used, "flatfile preallocate=0: the file ends with its "
+                      "last record");
+        }
+        ops->close(st);
+        BT_EQ_INT(file_size(path), (long long)used, "flatfile preallocate: close leaves the "
+                  "records only");
+        st = store_open(section, BACKEND_DURABLE_BATCH);
+        BT_CHECK(st && ff_present(st, 20) == 0xfffffu, "flatfile preallocate: every record "
+                 "after a reopen");
+        if (st)
+            ops->close(st);
+    }
+}
+
 /* A leftover flatfile.log.compact is removed; bad headers are refused. */
 static void test_ff_files(void)
 {
@@ -657,8 +732,9 @@ static void test_ff_files(void)
  * finds the latest values. */
 static void test_ff_compaction(void)
 {
+    /* zeros written ahead too, fewer than the 1 MiB bound below */
     static const char *const cparams[] = {"compact-min-bytes=64K", "compact-garbage-pct=50",
-                                          "compact-step-bytes=8K", NULL};
+                                          "compact-step-bytes=8K", "preallocate=128K", NULL};
     char dir[4200], path[4300];
     section_dir(dir, sizeof(dir), "ff-compact");
     snprintf(path, sizeof(path), "%s/flatfile.log", dir);
@@ -904,8 +980,10 @@ void test_durable_all(void)
         test_ff_tail(TAIL_GARBAGE, "garbage");
         test_ff_tail(TAIL_ZEROS, "zeros");
         test_ff_tail(TAIL_SHORT_HEADER, "a short header");
+        test_ff_tail(TAIL_HALF_THEN_ZEROS, "half a record, then zeros");
         test_ff_tail(TAIL_BAD_CRC, "bad checksum in the last record");
         test_ff_middle();
+        test_ff_prealloc();
         test_ff_files();
         test_ff_compaction();
         test_ff_sync_fail(BACKEND_DURABLE_BATCH, "batch", 1);
