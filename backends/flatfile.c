@@ -118,6 +118,7 @@
 #define FF_CKPT_TMP "flatfile.ckpt.tmp"
 #define FF_CKPT_CLOSE_MIN (1u << 20) /* a clean close checkpoints a longer tail */
 #define FF_CKPT_TICK_MS 1       /* a walk steps this often from the loop too */
+#define FF_CKPT_IDLE_MS 3000    /* writes stopped this long: checkpoint the tail */
 #define FF_STALE 1                  /* ff_scan: the checkpoint does not fit the log */
 
 #define FF_FILE_MAGIC "TBLDFLAT"
@@ -206,6 +207,8 @@ struct backend_store {
     int ck_on;                      /* a checkpoint walk is under way */
     const struct backend_host *host; /* the loop's hooks, or NULL */
     void *ck_timer;                 /* the host's timer that steps the walk */
+    void *ck_idle_timer;            /* the host's timer of ff_ckpt_idle */
+    uint64_t last_write_us;         /* clock_mono_us() of the last apply */
     struct skl_cursor ck_cur;       /* its key-order walk */
     struct ffckpt_writer ckw;       /* its file */
     struct ffckpt_meta ck_meta;     /* start, file id, tail CRC of it */
@@ -850,6 +853,9 @@ static void ff_close(struct backend_store *st)
     if (st->ck_timer)
         st->host->timer_cancel(st->host->arg, st->ck_timer);
     st->ck_timer = NULL;
+    if (st->ck_idle_timer)
+        st->host->timer_cancel(st->host->arg, st->ck_idle_timer);
+    st->ck_idle_timer = NULL;
     bsync_free(st->syncer);         /* waits for the sync in flight */
     st->syncer = NULL;
     ff_ckpt_close(st);
@@ -1602,20 +1608,67 @@ static void ff_ckpt_arm(struct backend_store *st)
         st->ck_timer = st->host->timer_add(st->host->arg, FF_CKPT_TICK_MS, ff_ckpt_tick, st);
 }
 
+/* 1 when the log after the checkpoint is long enough that a checkpoint
+ * should be written once writes stop: at least 1 MiB and a sixteenth of
+ * the last checkpoint's size (a restart then replays no tail; the walk
+ * writes the index once, which a tail that short does not repay). */
+static int ff_ckpt_idle_due(const struct backend_store *st)
+{
+    if (!st->ck_min || st->failed || st->cmp || st->ck_on || st->end < st->ck_retry)
+        return 0;
+    uint64_t base = st->ck_start ? st->ck_start : FF_HDR_SIZE;
+    uint64_t lim = st->ck_bytes / 16 > FF_CKPT_CLOSE_MIN ? st->ck_bytes / 16 : FF_CKPT_CLOSE_MIN;
+    return st->end - base >= lim;
+}
+
+/* The host's timer after writes: once they have stopped for
+ * FF_CKPT_IDLE_MS, a walk over the tail they left (a load ends with up
+ * to checkpoint-bytes or a quarter of the checkpoint after it, which
+ * every restart would otherwise replay); while they go on, waits again. */
+static void ff_ckpt_idle(void *arg)
+{
+    struct backend_store *st = arg;
+    st->ck_idle_timer = NULL;
+    if (!ff_ckpt_idle_due(st))
+        return;
+    uint64_t quiet_us = clock_mono_us() - st->last_write_us;
+    if (quiet_us < FF_CKPT_IDLE_MS * 1000ull) {
+        unsigned ms = (unsigned)((FF_CKPT_IDLE_MS * 1000ull - quiet_us) / 1000u) + 1;
+        st->ck_idle_timer = st->host->timer_add(st->host->arg, ms, ff_ckpt_idle, st);
+        return;
+    }
+    uint64_t base = st->ck_start ? st->ck_start : FF_HDR_SIZE;
+    ff_log(st, BACKEND_LOG_INFO, "writes stopped with %llu bytes of log after the index "
+           "checkpoint: writing a new one", (unsigned long long)(st->end - base));
+    ff_ckpt_begin(st);
+    if (!st->ck_on)
+        return;
+    ff_ckpt_step(st, st->compact_step);
+    ff_ckpt_arm(st);
+}
+
 /* After each apply(): a step of the walk in progress, or a new walk when
  * the log has grown checkpoint-bytes and a quarter of the last
  * checkpoint's size since the last one (so restarts replay a bounded tail
  * while checkpoints cost a bounded share of the writes). Not during a
- * compaction (its switch would end the walk). */
+ * compaction (its switch would end the walk). Otherwise, with a loop, the
+ * idle timer (ff_ckpt_idle) is set when the tail is worth a checkpoint
+ * once writes stop. */
 static void ff_ckpt_maybe(struct backend_store *st)
 {
     if (!st->ck_min || st->failed)
         return;
+    if (st->host)
+        st->last_write_us = clock_mono_us();
     if (!st->ck_on) {
         uint64_t base = st->ck_start ? st->ck_start : FF_HDR_SIZE;
         uint64_t lim = st->ck_min > st->ck_bytes / 4 ? st->ck_min : st->ck_bytes / 4;
-        if (st->cmp || st->end < st->ck_retry || st->end - base < lim)
+        if (st->cmp || st->end < st->ck_retry || st->end - base < lim) {
+            if (st->host && !st->ck_idle_timer && ff_ckpt_idle_due(st))
+                st->ck_idle_timer = st->host->timer_add(st->host->arg, FF_CKPT_IDLE_MS,
+                                                        ff_ckpt_idle, st);
             return;
+        }
         ff_ckpt_begin(st);
         if (!st->ck_on)
             return;

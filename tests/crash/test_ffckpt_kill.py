@@ -18,6 +18,11 @@ and 4 KiB steps of about four keys each, so it needs far more steps than
 writes are left) and no write after them: the walk must still end (the
 loop steps it) and a kill -9 then a restart load a checkpoint of every
 key, replaying only the writes made during the walk.
+
+Then a tail that no growth rule checkpoints: 2,400 such inserts with
+checkpoint-bytes=8M leave about 2.4 MB of log and no checkpoint; once
+writes have stopped for a few seconds the backend writes one, and a kill
+-9 then a restart load every key from it and replay no record.
 """
 import json
 import os
@@ -157,6 +162,7 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     idle_walk(tap)
+    idle_tail(tap)
     tap.done()
 
 
@@ -195,6 +201,42 @@ def idle_walk(tap):
                srv.stderr_text()[-1500:])
         r = h.Http(srv).get_entity(TABLE, "p", "1199" + "k" * 896)
         tap.eq(r.status, 200, "idle walk: and the last insert reads back")
+        srv.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def idle_tail(tap):
+    tmp = tempfile.mkdtemp(prefix="ffckpt-tail-")
+    data = os.path.join(tmp, "data")
+    args = ["--data", data, "--durability", "batch", "--auth", "off", "--log-level", "info",
+            "--backend-option", "checkpoint-bytes=8M"]
+    try:
+        srv = h.Server(args, backend="flatfile").start()
+        http = h.Http(srv)
+        tap.eq(http.create_table(TABLE).status, 201, "idle tail: table created")
+        bad = 0
+        with http.connect() as conn:
+            for i in range(2400):
+                r = conn.request("POST", "/" + TABLE,
+                                 body={"PartitionKey": "p", "RowKey": "%04d" % i + "t" * 896,
+                                       "V": i}, headers={"Prefer": "return-no-content"})
+                bad += r.status != 204
+        tap.eq(bad, 0, "idle tail: 2,400 inserts answered 204, then none")
+        begun = wait_log(srv, "writes stopped with", 30.0)
+        done = begun and wait_log(srv, "index checkpoint written", 30.0)
+        tap.ok(begun and done, "idle tail: a checkpoint is written once writes have stopped",
+               srv.stderr_text()[-1500:])
+        srv.kill()
+        srv = h.Server(args, backend="flatfile").start()
+        wait_log(srv, "keys from the index checkpoint", 10.0)
+        m = re.search(r"opened: (\d+) keys from the index checkpoint, (\d+) records after",
+                      srv.stderr_text())
+        tap.ok(m and int(m.group(1)) >= 2400 and int(m.group(2)) == 0,
+               "idle tail: after kill -9 the restart loads every key from it and replays "
+               "no record", srv.stderr_text()[-1500:])
+        r = h.Http(srv).get_entity(TABLE, "p", "2399" + "t" * 896)
+        tap.eq(r.status, 200, "idle tail: and the last insert reads back")
         srv.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
