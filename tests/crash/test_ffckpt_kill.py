@@ -166,6 +166,33 @@ def main():
     tap.done()
 
 
+def long_inserts(tap, srv, n, fill, what):
+    """Creates TABLE and inserts n entities with RowKeys of 900 characters
+    (four digits, then fill), one connection; checks each answered 204."""
+    http = h.Http(srv)
+    tap.eq(http.create_table(TABLE).status, 201, "%s: table created" % what)
+    bad = 0
+    with http.connect() as conn:
+        for i in range(n):
+            r = conn.request("POST", "/" + TABLE,
+                             body={"PartitionKey": "p", "RowKey": "%04d" % i + fill * 896,
+                                   "V": i}, headers={"Prefer": "return-no-content"})
+            bad += r.status != 204
+    tap.eq(bad, 0, "%s: %s inserts answered 204, then none" % (what, "{:,}".format(n)))
+
+
+def kill_restart(srv, args):
+    """kill -9, a new server on the same data; returns it and the keys it
+    loaded from the checkpoint and the records it replayed after it
+    (None, None when its log says no checkpoint was loaded)."""
+    srv.kill()
+    srv = h.Server(args, backend="flatfile").start()
+    wait_log(srv, "keys from the index checkpoint", 10.0)
+    m = re.search(r"opened: (\d+) keys from the index checkpoint, (\d+) records after",
+                  srv.stderr_text())
+    return (srv,) + ((int(m.group(1)), int(m.group(2))) if m else (None, None))
+
+
 def idle_walk(tap):
     tmp = tempfile.mkdtemp(prefix="ffckpt-idle-")
     data = os.path.join(tmp, "data")
@@ -175,27 +202,14 @@ def idle_walk(tap):
             "--backend-option", "compact-min-bytes=1G"]
     try:
         srv = h.Server(args, backend="flatfile").start()
-        http = h.Http(srv)
-        tap.eq(http.create_table(TABLE).status, 201, "idle walk: table created")
-        bad = 0
-        with http.connect() as conn:
-            for i in range(1200):
-                r = conn.request("POST", "/" + TABLE,
-                                 body={"PartitionKey": "p", "RowKey": "%04d" % i + "k" * 896,
-                                       "V": i}, headers={"Prefer": "return-no-content"})
-                bad += r.status != 204
-        tap.eq(bad, 0, "idle walk: 1,200 inserts answered 204, then none")
+        long_inserts(tap, srv, 1200, "k", "idle walk")
         done = wait_log(srv, "index checkpoint written", 20.0)
         tap.ok(done, "idle walk: the walk the writes began ends without more writes",
                srv.stderr_text()[-1500:])
-        srv.kill()
-        srv = h.Server(args, backend="flatfile").start()
-        wait_log(srv, "keys from the index checkpoint", 10.0)
-        m = re.search(r"opened: (\d+) keys from the index checkpoint, (\d+) records after",
-                      srv.stderr_text())
+        srv, keys, after = kill_restart(srv, args)
         # the walk began at about 1 MiB of log (some 1,000 inserts); when
         # it ended before the last inserts, they are replayed after it
-        tap.ok(m and int(m.group(1)) >= 900 and int(m.group(2)) < 300,
+        tap.ok(keys is not None and keys >= 900 and after < 300,
                "idle walk: after kill -9 the restart loads a checkpoint of the keys its walk "
                "passed and replays only the writes made during or after it",
                srv.stderr_text()[-1500:])
@@ -213,26 +227,13 @@ def idle_tail(tap):
             "--backend-option", "checkpoint-bytes=8M"]
     try:
         srv = h.Server(args, backend="flatfile").start()
-        http = h.Http(srv)
-        tap.eq(http.create_table(TABLE).status, 201, "idle tail: table created")
-        bad = 0
-        with http.connect() as conn:
-            for i in range(2400):
-                r = conn.request("POST", "/" + TABLE,
-                                 body={"PartitionKey": "p", "RowKey": "%04d" % i + "t" * 896,
-                                       "V": i}, headers={"Prefer": "return-no-content"})
-                bad += r.status != 204
-        tap.eq(bad, 0, "idle tail: 2,400 inserts answered 204, then none")
+        long_inserts(tap, srv, 2400, "t", "idle tail")
         begun = wait_log(srv, "writes stopped with", 30.0)
         done = begun and wait_log(srv, "index checkpoint written", 30.0)
         tap.ok(begun and done, "idle tail: a checkpoint is written once writes have stopped",
                srv.stderr_text()[-1500:])
-        srv.kill()
-        srv = h.Server(args, backend="flatfile").start()
-        wait_log(srv, "keys from the index checkpoint", 10.0)
-        m = re.search(r"opened: (\d+) keys from the index checkpoint, (\d+) records after",
-                      srv.stderr_text())
-        tap.ok(m and int(m.group(1)) >= 2400 and int(m.group(2)) == 0,
+        srv, keys, after = kill_restart(srv, args)
+        tap.ok(keys is not None and keys >= 2400 and after == 0,
                "idle tail: after kill -9 the restart loads every key from it and replays "
                "no record", srv.stderr_text()[-1500:])
         r = h.Http(srv).get_entity(TABLE, "p", "2399" + "t" * 896)
