@@ -1786,11 +1786,11 @@ static int ff_probe(void *ctx, const void *key, size_t klen, int want_version, u
  * appends until a later call succeeds. */
 static void ff_prealloc(struct backend_store *st)
 {
-    static uint8_t zeros[64 << 10]; /* never written: in .bss, no memory used */
+    static uint8_t zeros[64 << 10]; /* never written (.bss; resident once read) */
     if (!st->prealloc || st->durability == BACKEND_DURABLE_NONE || st->failed ||
         st->alloc_end >= st->end + st->prealloc / 2)
         return;
-    uint64_t from = st->alloc_end > st->end ? st->alloc_end : st->end, start = from;
+    uint64_t from = st->alloc_end, start = from;    /* alloc_end >= end always */
     uint64_t to = (st->end + st->prealloc + 4095) & ~(uint64_t)4095;
     while (from < to) {
         struct iovec iov[16];
