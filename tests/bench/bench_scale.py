@@ -31,7 +31,8 @@ Server CPU is the tabled process's threads' time (schedstat). Measures:
   scan     a filtered scan of one partition of the first step (the same
            partition at every size: $filter on Data matching nothing,
            following continuations), --scans times: server CPU and wall
-           clock per scan
+           clock per scan; the partition holds the first size / --conns
+           entities, so compare it only between runs of the same first size
   restart  kill -9 of the loaded server, then a new one on the same data:
            seconds from its start to the first answered GET of an entity
            (not for memory, which keeps nothing)
