@@ -24,7 +24,8 @@ Usage:
                            (tests/integration/pg_harness.py; skipped without
                            the server binaries or without libpq in tabled)
                  tls       the defaults plus an HTTPS listener
-                           (--tls-port 0, a self-signed certificate)
+                           (--tls-port on a free port, a self-signed
+                           certificate; --tls-port 0 would be no listener)
                  admin     the defaults plus the admin listener
                            (--admin-port 0: metrics, advisor, dashboard)
                  throttle  the defaults plus --throttle
@@ -45,6 +46,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -170,7 +172,12 @@ def args_for(config, tmp, pg):
                                                "--backend-option", "conninfo=" + ci]
     if config == "tls":
         cert, key = self_signed(tmp)
-        return base + ["--tls-port", "0", "--tls-cert", cert, "--tls-key", key]
+        # a free port: --tls-port 0 means no HTTPS listener at all
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        return base + ["--tls-port", str(port), "--tls-cert", cert, "--tls-key", key]
     if config == "admin":
         return base + ["--admin-port", "0"]
     if config == "throttle":
