@@ -27,7 +27,6 @@ static const struct sslload_crypto *crypto_ok;
 static const struct sslload_tls *tls_ok;
 static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
-static char load_error[768];
 
 void *sslload_open(const char *soname, const char *const *names, void **syms, size_t n,
                    char *err, size_t errlen)
@@ -53,18 +52,16 @@ void *sslload_open(const char *soname, const char *const *names, void **syms, si
 }
 
 /* Opens one library for what (a phrase naming the feature); on failure
- * writes and logs the message a user reads. 1 when loaded, else 0. */
+ * logs the line a user reads. 1 when loaded, else 0. */
 static int open_one(const char *soname, const char *package, const char *what,
                     const char *const *names, void **syms, size_t n)
 {
     char e[512];
     if (sslload_open(soname, names, syms, n, e, sizeof e))
         return 1;
-    snprintf(load_error, sizeof load_error,
-             "cannot load %s, needed for %s: %s; install the package that provides it "
-             "(on Debian: %s) and restart tabled",
-             soname, what, e, package);
-    log_error("%s", load_error);
+    log_error("cannot load %s, needed for %s: %s; install the package that provides it "
+              "(on Debian: %s) and restart tabled",
+              soname, what, e, package);
     return 0;
 }
 
@@ -113,9 +110,4 @@ const struct sslload_tls *sslload_tls(void)
 {
     pthread_once(&tls_once, tls_load);
     return tls_ok;
-}
-
-const char *sslload_error(void)
-{
-    return load_error;
 }

@@ -66,10 +66,6 @@ const struct sslload_crypto *sslload_crypto(void);
  * need). */
 const struct sslload_tls *sslload_tls(void);
 
-/* The message logged when a library could not be opened, for a caller that
- * refuses to start ("" while nothing failed). */
-const char *sslload_error(void);
-
 /* Opens soname (RTLD_NOW) and resolves the n names into syms. Returns the
  * handle, or NULL with the reason in err (dlerror's text; the library is
  * closed again when a name is missing). Used by the two above; a test calls

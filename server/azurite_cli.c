@@ -495,7 +495,9 @@ int azurite_cli_tls_files(const struct azurite_cli *az, struct config *cfg, char
     /* the key is decrypted now, so OpenSSL is opened now */
     const struct sslload_crypto *c = sslload_crypto();
     if (!c) {
-        errfmt_set(err, errlen, "%s", sslload_error());
+        /* the loader has logged which library and what to install */
+        errfmt_set(err, errlen, "cannot read the encrypted key: OpenSSL could not be loaded "
+                                "(the line above says why and what to install)");
         return -1;
     }
     EVP_PKEY *pkey = NULL;

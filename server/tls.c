@@ -31,7 +31,9 @@ SSL_CTX *tls_ctx_new(const char *cert_file, const char *key_file, char *err, siz
     const struct sslload_tls *t = sslload_tls();
     const struct sslload_crypto *c = sslload_crypto();
     if (!t || !c) {
-        snprintf(err, errlen, "TLS: %s", sslload_error());
+        /* the loader has logged which library and what to install */
+        snprintf(err, errlen, "TLS: not available, a library it needs could not be loaded "
+                              "(the line above says which and what to install)");
         return NULL;
     }
     SSL_CTX *ctx = t->SSL_CTX_new(t->TLS_server_method());
