@@ -28,7 +28,8 @@ RUN autoreconf -fi \
 
 # Runtime stage: the binary, its links and man pages, the postgres
 # backend's module, and the shared libraries "ldd tabled" and the module
-# name (tests/integration/test_container.py checks
+# name, with OpenSSL and libevent_openssl, which tabled opens with dlopen
+# when first needed (tests/integration/test_container.py checks
 # this list against the build).
 FROM debian:12-slim
 ARG DEBIAN_FRONTEND=noninteractive

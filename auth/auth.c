@@ -164,6 +164,7 @@ const char *auth_why_name(enum auth_why w)
         [AUTH_WHY_SAS_SCOPE] = "outside the table SAS's scope",
         [AUTH_WHY_BEARER] = "bearer token refused",
         [AUTH_WHY_SECONDARY_WRITE] = "write on the secondary endpoint",
+        [AUTH_WHY_NO_CRYPTO] = "signature not checked: libcrypto could not be loaded",
     };
     return (unsigned)w < AUTH_WHY__COUNT && names[w] ? names[w] : "refused";
 }

@@ -59,6 +59,8 @@ enum auth_status {
     AUTH_PROTOCOL_MISMATCH,       /* AuthorizationProtocolMismatch (403) */
     AUTH_SECONDARY_WRITE,         /* InsufficientAccountPermissions (403):
                                    * a write on the secondary endpoint */
+    AUTH_UNAVAILABLE,             /* InternalError (500): a signature could
+                                   * not be checked (libcrypto missing) */
     AUTH__COUNT
 };
 
@@ -157,6 +159,7 @@ enum auth_why {
                                     * operation, or key outside its range */
     AUTH_WHY_BEARER,               /* bearer token refused */
     AUTH_WHY_SECONDARY_WRITE,      /* write on the secondary endpoint */
+    AUTH_WHY_NO_CRYPTO,            /* libcrypto could not be loaded */
     AUTH_WHY__COUNT
 };
 
@@ -305,9 +308,10 @@ const char *auth_authorize_explain(struct arena *a, const struct auth_result *re
  * (normally req->path) to b (doc/protocol.md, SharedKey; SharedKeyLite). */
 void auth_sharedkey_string_to_sign(struct buf *b, const struct request *req, const char *account,
                                    const char *path, size_t path_len, int lite);
-/* Base64(HMAC-SHA256(key, msg)) into out (>= 45 bytes, NUL-terminated). */
-void auth_hmac_b64(struct auth_cache *cache, const unsigned char *key, size_t key_len,
-                   const char *msg, size_t msg_len,
-                   char out[45]);
+/* Base64(HMAC-SHA256(key, msg)) into out (>= 45 bytes, NUL-terminated).
+ * Returns 0, or -1 when libcrypto cannot be loaded (logged once; the
+ * request is answered AUTH_UNAVAILABLE). */
+int auth_hmac_b64(struct auth_cache *cache, const unsigned char *key, size_t key_len,
+                  const char *msg, size_t msg_len, char out[45]);
 
 #endif

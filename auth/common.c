@@ -13,6 +13,7 @@
 
 #include "core/coding.h"
 #include "core/pages.h"
+#include "core/sslload.h"
 #include "core/timefmt.h"
 
 /* Percent-decodes s into arena memory. '+' stays '+': the SDKs send a
@@ -107,12 +108,13 @@ void auth_cache_free(struct auth_cache *c)
 
 /* The pad states of key: computed once per key when cache keeps them,
  * else into *tmp. */
-static const struct hmac_pads *hmac_pads_for(struct auth_cache *cache, const unsigned char *key,
+static const struct hmac_pads *hmac_pads_for(const struct sslload_crypto *c,
+                                             struct auth_cache *cache, const unsigned char *key,
                                              size_t key_len, struct hmac_pads *tmp)
 {
     unsigned char k[64] = {0}, pad[64];
     if (key_len > sizeof k)
-        SHA256(key, key_len, k);
+        c->SHA256(key, key_len, k);
     else if (key_len)
         memcpy(k, key, key_len);
     struct hmac_pads *p = tmp;
@@ -125,39 +127,46 @@ static const struct hmac_pads *hmac_pads_for(struct auth_cache *cache, const uns
     memcpy(p->key, k, sizeof k);
     for (unsigned i = 0; i < sizeof pad; i++)
         pad[i] = k[i] ^ 0x36;
-    SHA256_Init(&p->inner);
-    SHA256_Update(&p->inner, pad, sizeof pad);
+    c->SHA256_Init(&p->inner);
+    c->SHA256_Update(&p->inner, pad, sizeof pad);
     for (unsigned i = 0; i < sizeof pad; i++)
         pad[i] = k[i] ^ 0x5c;
-    SHA256_Init(&p->outer);
-    SHA256_Update(&p->outer, pad, sizeof pad);
+    c->SHA256_Init(&p->outer);
+    c->SHA256_Update(&p->outer, pad, sizeof pad);
     p->used = 1;
     return p;
 }
 
 /* Base64(HMAC-SHA256(key, msg)): the signature of every scheme here
- * (RFC 2104 over the cached pad states). */
-void auth_hmac_b64(struct auth_cache *cache, const unsigned char *key, size_t key_len,
-                   const char *msg, size_t msg_len, char out[45])
+ * (RFC 2104 over the cached pad states). libcrypto is opened on the first
+ * signature (core/sslload.h), not at start. */
+int auth_hmac_b64(struct auth_cache *cache, const unsigned char *key, size_t key_len,
+                  const char *msg, size_t msg_len, char out[45])
 {
+    const struct sslload_crypto *sc = sslload_crypto();
+    if (!sc)
+        return -1;
     struct hmac_pads tmp;
-    const struct hmac_pads *p = hmac_pads_for(cache, key, key_len, &tmp);
+    const struct hmac_pads *p = hmac_pads_for(sc, cache, key, key_len, &tmp);
     unsigned char ih[32], mac[32];
     SHA256_CTX c = p->inner;
-    SHA256_Update(&c, msg, msg_len);
-    SHA256_Final(ih, &c);
+    sc->SHA256_Update(&c, msg, msg_len);
+    sc->SHA256_Final(ih, &c);
     c = p->outer;
-    SHA256_Update(&c, ih, sizeof ih);
-    SHA256_Final(mac, &c);
+    sc->SHA256_Update(&c, ih, sizeof ih);
+    sc->SHA256_Final(mac, &c);
     coding_b64_encode(mac, sizeof mac, out);
+    return 0;
 }
 
-/* Constant-time MAC compare (the length of a signature is public). */
+/* Constant-time MAC compare (the length of a signature is public); after
+ * auth_hmac_b64(), so libcrypto is open. */
 int auth_mac_equal(const char computed[45], const char *given, size_t given_len)
 {
-    if (given_len != 44)
+    const struct sslload_crypto *sc = sslload_crypto();
+    if (given_len != 44 || !sc)
         return 0;
-    return CRYPTO_memcmp(computed, given, 44) == 0;
+    return sc->CRYPTO_memcmp(computed, given, 44) == 0;
 }
 
 int64_t auth_now(const struct auth_ctx *ctx)

@@ -218,7 +218,10 @@ static enum auth_status check_sig(const struct auth_ctx *ctx, const struct accou
         char mac[45];
         if (key_lens[k] == 0)
             continue;
-        auth_hmac_b64(ctx->cache, keys[k], key_lens[k], sts->data, sts->len, mac);
+        if (auth_hmac_b64(ctx->cache, keys[k], key_lens[k], sts->data, sts->len, mac) < 0)
+            return auth_refuse(out, AUTH_UNAVAILABLE, AUTH_WHY_NO_CRYPTO,
+                               "the SAS signature could not be checked: libcrypto could not "
+                               "be loaded (the error log says why)");
         if (auth_mac_equal(mac, s->sig, s->sig_len))
             return AUTH_OK;
     }

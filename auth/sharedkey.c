@@ -189,7 +189,14 @@ enum auth_status auth_sharedkey_verify(const struct auth_ctx *ctx, const struct 
                 char mac[45];
                 if (key_lens[ki] == 0)
                     continue;
-                auth_hmac_b64(ctx->cache, keys[ki], key_lens[ki], sts.data, sts.len, mac);
+                if (auth_hmac_b64(ctx->cache, keys[ki], key_lens[ki], sts.data, sts.len,
+                                  mac) < 0) {
+                    buf_free(&sts);
+                    return auth_refuse(out, AUTH_UNAVAILABLE, AUTH_WHY_NO_CRYPTO,
+                                       "the SharedKey signature could not be checked: "
+                                       "libcrypto could not be loaded (the error log "
+                                       "says why)");
+                }
                 matched = auth_mac_equal(mac, sig, sig_len);
             }
         }

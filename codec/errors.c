@@ -187,6 +187,8 @@ enum terr terr_from_auth(enum auth_status s)
         return TERR_AuthorizationProtocolMismatch;
     case AUTH_SECONDARY_WRITE:
         return TERR_InsufficientAccountPermissions;
+    case AUTH_UNAVAILABLE:
+        return TERR_InternalError;
     case AUTH__COUNT:
         break;
     }

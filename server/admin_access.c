@@ -8,8 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
+#include "core/sslload.h"
 
 /* 1 when addr is 0.0.0.0 or :: (with or without brackets): binding there
  * says nothing about the name clients will use. */
@@ -61,9 +60,13 @@ void admin_access_init(struct admin_access *a, const struct config *cfg)
     if (!cfg)
         return;
     if (cfg->admin_token[0]) {
+        /* libcrypto is opened here, with a token only; without it (logged)
+         * no token matches: the listener stays closed to every request */
+        const struct sslload_crypto *sc = sslload_crypto();
         a->has_token = 1;
-        SHA256((const unsigned char *)cfg->admin_token, strlen(cfg->admin_token),
-               a->token_sha256);
+        if (sc)
+            sc->SHA256((const unsigned char *)cfg->admin_token, strlen(cfg->admin_token),
+                       a->token_sha256);
     }
     a->listener_loopback = config_addr_is_loopback(cfg->admin_host);
     for (size_t i = 0; i < cfg->nadmin_allowed_hosts; i++)
@@ -128,9 +131,12 @@ static int token_matches(const struct admin_access *a, const char *value)
     const char *t = value + 6;
     while (*t == ' ' || *t == '\t')
         t++;
+    const struct sslload_crypto *sc = sslload_crypto();
+    if (!sc)
+        return 0;
     unsigned char got[32];
-    SHA256((const unsigned char *)t, strlen(t), got);
-    return CRYPTO_memcmp(got, a->token_sha256, sizeof got) == 0;
+    sc->SHA256((const unsigned char *)t, strlen(t), got);
+    return sc->CRYPTO_memcmp(got, a->token_sha256, sizeof got) == 0;
 }
 
 /* Length of an authority ("name", "name:port") without a ":80" port,

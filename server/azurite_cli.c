@@ -39,10 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/pkcs12.h>
-#include <openssl/x509.h>
+#include "core/sslload.h"
 
 #include "core/errfmt.h"
 
@@ -447,13 +444,14 @@ void azurite_cli_apply(const struct azurite_cli *az, struct config *cfg)
 }
 
 /* OpenSSL's last error as text after a prefix. */
-static void az_ssl_err(char *err, size_t errlen, const char *what, const char *file)
+static void az_ssl_err(const struct sslload_crypto *c, char *err, size_t errlen,
+                       const char *what, const char *file)
 {
     char e[256] = "unknown error";
-    unsigned long code = ERR_peek_last_error();
+    unsigned long code = c->ERR_peek_last_error();
     if (code)
-        ERR_error_string_n(code, e, sizeof e);
-    ERR_clear_error();
+        c->ERR_error_string_n(code, e, sizeof e);
+    c->ERR_clear_error();
     errfmt_set(err, errlen, "%s %s: %s", what, file, e);
 }
 
@@ -474,7 +472,7 @@ static int az_write_pem(const char *path, int (*write)(FILE *, void *), void *ob
 
 static int az_write_key(FILE *f, void *k)
 {
-    return PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL) == 1;
+    return sslload_crypto()->PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL) == 1;
 }
 
 /* PEM password callback: the --pwd value. */
@@ -494,6 +492,14 @@ int azurite_cli_tls_files(const struct azurite_cli *az, struct config *cfg, char
     dir[0] = '\0';
     if (!az->https || !az->pwd[0])
         return 0;
+    /* the key is decrypted now, so OpenSSL is opened now */
+    const struct sslload_crypto *c = sslload_crypto();
+    if (!c) {
+        /* the loader has logged which library and what to install */
+        errfmt_set(err, errlen, "cannot read the encrypted key: OpenSSL could not be loaded "
+                                "(the line above says why and what to install)");
+        return -1;
+    }
     EVP_PKEY *pkey = NULL;
     X509 *cert = NULL;
     STACK_OF(X509) *ca = NULL;
@@ -506,23 +512,23 @@ int azurite_cli_tls_files(const struct azurite_cli *az, struct config *cfg, char
     }
     if (az->key[0]) {
         /* PEM certificate, encrypted PEM key. */
-        pkey = PEM_read_PrivateKey(f, NULL, az_pem_pwd, (void *)az->pwd);
+        pkey = c->PEM_read_PrivateKey(f, NULL, az_pem_pwd, (void *)az->pwd);
         fclose(f);
         if (!pkey) {
-            az_ssl_err(err, errlen, "--key: cannot decrypt", az->key);
+            az_ssl_err(c, err, errlen, "--key: cannot decrypt", az->key);
             return -1;
         }
     } else {
-        PKCS12 *p12 = d2i_PKCS12_fp(f, NULL);
+        PKCS12 *p12 = c->d2i_PKCS12_fp(f, NULL);
         fclose(f);
         if (!p12) {
-            az_ssl_err(err, errlen, "--cert: not a PFX (PKCS#12) file:", az->cert);
+            az_ssl_err(c, err, errlen, "--cert: not a PFX (PKCS#12) file:", az->cert);
             return -1;
         }
-        int ok = PKCS12_parse(p12, az->pwd, &pkey, &cert, &ca);
-        PKCS12_free(p12);
+        int ok = c->PKCS12_parse(p12, az->pwd, &pkey, &cert, &ca);
+        c->PKCS12_free(p12);
         if (!ok || !pkey || !cert) {
-            az_ssl_err(err, errlen, "--cert: cannot open PFX (wrong --pwd?)", az->cert);
+            az_ssl_err(c, err, errlen, "--cert: cannot open PFX (wrong --pwd?)", az->cert);
             goto out;
         }
     }
@@ -542,9 +548,11 @@ int azurite_cli_tls_files(const struct azurite_cli *az, struct config *cfg, char
     if (cert) {
         snprintf(cfg->tls_cert, sizeof cfg->tls_cert, "%s/cert.pem", dir);
         FILE *cf = fopen(cfg->tls_cert, "w");
-        int ok = cf && PEM_write_X509(cf, cert) == 1;
-        for (int i = 0; ok && ca && i < sk_X509_num(ca); i++)
-            ok = PEM_write_X509(cf, sk_X509_value(ca, i)) == 1;
+        int ok = cf && c->PEM_write_X509(cf, cert) == 1;
+        /* sk_X509_num and sk_X509_value, the inline wrappers */
+        const OPENSSL_STACK *chain = (const OPENSSL_STACK *)ca;
+        for (int i = 0; ok && ca && i < c->OPENSSL_sk_num(chain); i++)
+            ok = c->PEM_write_X509(cf, c->OPENSSL_sk_value(chain, i)) == 1;
         if (cf && fclose(cf) != 0)
             ok = 0;
         if (!ok) {
@@ -554,9 +562,12 @@ int azurite_cli_tls_files(const struct azurite_cli *az, struct config *cfg, char
     }
     rc = 0;
 out:
-    EVP_PKEY_free(pkey);
-    X509_free(cert);
-    sk_X509_pop_free(ca, X509_free);
+    c->EVP_PKEY_free(pkey);
+    c->X509_free(cert);
+    /* sk_X509_pop_free(ca, X509_free), the inline wrapper */
+    if (ca)
+        c->OPENSSL_sk_pop_free((OPENSSL_STACK *)ca,
+                               (OPENSSL_sk_freefunc)(void (*)(void))c->X509_free);
     return rc;
 }
 

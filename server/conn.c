@@ -1229,7 +1229,7 @@ static void conn_finish(struct conn *c)
 /* Ends a lingering close: close_notify on TLS, then free. */
 static void conn_linger_end(struct conn *c)
 {
-    if (c->bev)
+    if (c->bev && c->tls)   /* (a plain connection must not load libssl) */
         tls_close_notify(c->bev);
     conn_free(c);
 }

@@ -14,7 +14,6 @@
 #include <time.h>
 
 #include <event2/event.h>
-#include <openssl/crypto.h>
 
 #include "backends/backend.h"
 #include "backends/registry.h"
@@ -39,6 +38,7 @@
 #include "guard/fault.h"
 #include "core/heap.h"
 #include "core/log.h"
+#include "core/sslload.h"
 #include "core/metrics.h"
 #include "server/notify.h"
 #include "server/reload.h"
@@ -190,7 +190,7 @@ static int is_public_dev(const struct account_cfg *a)
     char key[CODING_B64_LEN(CONFIG_MAX_KEY_BYTES) + 1];
     coding_b64_encode(a->key1, a->key1_len, key);
     int pub = strcmp(a->name, DEV_ACCOUNT_NAME) == 0 && strcmp(key, DEV_ACCOUNT_KEY) == 0;
-    OPENSSL_cleanse(key, sizeof key);
+    explicit_bzero(key, sizeof key);
     return pub;
 }
 
@@ -679,6 +679,10 @@ int main(int argc, char **argv)
         if (faults)
             metrics_add_series(metrics, fault_render_metrics, faults);
         admin = admin_new(metrics, faults);
+        /* the token's digest needs libcrypto: without it, refuse to start
+         * (the reason is logged) rather than serve a closed listener */
+        if (cfg.admin_token[0] && !sslload_crypto())
+            goto fail;
         admin_set_access(admin, &cfg);
         /* the partition advisor: always on with the admin listener */
         advisor = advisor_new(&alim, clock_mono_us());

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 
 #include "advisor/advisor.h"
 #include "server/config_options.h"
@@ -101,8 +100,8 @@ static int reload_accounts(struct config *cur, const struct config *next)
         if (!b) {
             if (a->key1_len || a->key2_len)
                 changed++;
-            OPENSSL_cleanse(a->key1, sizeof a->key1);
-            OPENSSL_cleanse(a->key2, sizeof a->key2);
+            explicit_bzero(a->key1, sizeof a->key1);
+            explicit_bzero(a->key2, sizeof a->key2);
             a->key1_len = a->key2_len = 0;
             continue;
         }
@@ -110,8 +109,8 @@ static int reload_accounts(struct config *cur, const struct config *next)
             memcmp(a->key1, b->key1, b->key1_len) == 0 &&
             memcmp(a->key2, b->key2, b->key2_len) == 0)
             continue;
-        OPENSSL_cleanse(a->key1, sizeof a->key1);
-        OPENSSL_cleanse(a->key2, sizeof a->key2);
+        explicit_bzero(a->key1, sizeof a->key1);
+        explicit_bzero(a->key2, sizeof a->key2);
         memcpy(a->key1, b->key1, b->key1_len);
         memcpy(a->key2, b->key2, b->key2_len);
         a->key1_len = b->key1_len;
@@ -201,5 +200,5 @@ void reload_run(void *arg)
     log_info("reload: configuration reloaded (keys changed for %d account(s)%s%s)", keys,
              ctx ? ", TLS certificate read again" : "", log_path[0] ? ", log file reopened" : "");
 out:
-    OPENSSL_cleanse(&next, sizeof next);
+    explicit_bzero(&next, sizeof next);
 }

@@ -6,7 +6,7 @@ for its "ready at" line and then until its VmRSS has stopped moving, and
 reads /proc/PID/status (VmRSS, RssAnon, RssFile) and /proc/PID/smaps (the
 resident pages of each mapping). Nothing is sent to the server: this is
 the footprint of a process that has started and waits for its first
-request. Each configuration is started --reps times, binaries alternated
+request. (The signed configuration is the one exception: one request.) Each configuration is started --reps times, binaries alternated
 within each round, and the median is printed (doc/performance.md, Idle
 footprint).
 
@@ -24,10 +24,14 @@ Usage:
                            (tests/integration/pg_harness.py; skipped without
                            the server binaries or without libpq in tabled)
                  tls       the defaults plus an HTTPS listener
-                           (--tls-port 0, a self-signed certificate)
+                           (--tls-port on a free port, a self-signed
+                           certificate; --tls-port 0 would be no listener)
                  admin     the defaults plus the admin listener
                            (--admin-port 0: metrics, advisor, dashboard)
                  throttle  the defaults plus --throttle
+                 signed    the defaults after one SharedKey-signed request
+                           (GET /Tables, sent right after the ready line:
+                           libcrypto is loaded by the first signature)
   --breakdown  also the resident KiB of each mapping family (the binary,
                the C library, the C++ runtime with LevelDB, OpenSSL, libpq
                and what it pulls in, libsystemd and what it pulls in, the
@@ -42,6 +46,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -50,9 +55,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.dont_write_bytecode = True   # keep the source tree clean
 
-READY_RE = re.compile(rb"ready at https?://[^ ]+")
-CONFIGS = ("defaults", "memory", "flatfile", "postgres", "tls", "admin", "throttle")
+READY_RE = re.compile(rb"ready at https?://([^ :]+):(\d+)")
+CONFIGS = ("defaults", "memory", "flatfile", "postgres", "tls", "admin", "throttle", "signed")
 
 # Mapping families: a shared object's file name prefix -> its family.
 FAMILIES = [
@@ -156,7 +162,7 @@ class Pg:
 def args_for(config, tmp, pg):
     """tabled's arguments for a configuration, or None when it cannot run."""
     base = ["--port", "0"]
-    if config == "defaults":
+    if config in ("defaults", "signed"):
         return base
     if config in ("memory", "flatfile"):
         return base + ["--backend", config]
@@ -166,7 +172,12 @@ def args_for(config, tmp, pg):
                                                "--backend-option", "conninfo=" + ci]
     if config == "tls":
         cert, key = self_signed(tmp)
-        return base + ["--tls-port", "0", "--tls-cert", cert, "--tls-key", key]
+        # a free port: --tls-port 0 means no HTTPS listener at all
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        return base + ["--tls-port", str(port), "--tls-cert", cert, "--tls-key", key]
     if config == "admin":
         return base + ["--admin-port", "0"]
     if config == "throttle":
@@ -174,9 +185,24 @@ def args_for(config, tmp, pg):
     raise SystemExit("unknown configuration %r (known: %s)" % (config, ", ".join(CONFIGS)))
 
 
-def measure(binary, args, tmp, settle, timeout=60.0):
-    """Starts binary with args in tmp, waits for ready and for a steady
-    VmRSS; returns (status dict, families) or raises RuntimeError."""
+def signed_get(host, port):
+    """One SharedKey-signed GET /Tables (devstoreaccount1); raises
+    RuntimeError unless it is answered 200."""
+    import tabled_harness as h
+
+    class At:
+        pass
+    at = At()
+    at.host, at.port = host, port
+    r = h.Http(at).get("/Tables")
+    if r.status != 200:
+        raise RuntimeError("signed GET /Tables answered %d" % r.status)
+
+
+def measure(binary, args, tmp, settle, timeout=60.0, signed=False):
+    """Starts binary with args in tmp, waits for ready (then sends one
+    signed request when signed) and for a steady VmRSS; returns (status
+    dict, families) or raises RuntimeError."""
     p = subprocess.Popen([binary] + args, cwd=tmp, stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
@@ -192,6 +218,9 @@ def measure(binary, args, tmp, settle, timeout=60.0):
                 if not chunk and p.poll() is not None:
                     continue
                 out += chunk
+        if signed:
+            m = READY_RE.search(out)
+            signed_get(m.group(1).decode(), int(m.group(2)))
         # steady: the same VmRSS three times 0.25 s apart, after settle s
         time.sleep(settle)
         last, same = None, 0
@@ -261,7 +290,7 @@ def main():
                         if args is None:
                             skipped[(label, c)] = pg.why
                             continue
-                        m = measure(path, args, tmp, a.settle)
+                        m = measure(path, args, tmp, a.settle, signed=c == "signed")
                         res.setdefault((label, c), []).append(m)
                     except (RuntimeError, subprocess.CalledProcessError, OSError) as e:
                         skipped[(label, c)] = (str(e).strip().splitlines() or ["?"])[-1][-120:]

@@ -19,6 +19,9 @@ drift. For each binary:
           sp=r) instead.
   SDK GET: --sdk: the SAS GET with the headers an Azure SDK sends
           (minimalmetadata, User-Agent, a fresh x-ms-client-request-id...).
+  SharedKey GET: --sharedkey: the GET with authentication on, each one
+          signed with SharedKey (an HMAC-SHA256 computed by the server for
+          every request, where a repeated SAS is found in its cache).
 
   insert: --inserts N: N single ~1 KiB inserts (POST, each its own
           RowKey) on one connection; the count minus that of a run with
@@ -30,7 +33,7 @@ drift. For each binary:
           (Data ne 'y', which every entity passes, so each returns the
           page of 1,000 after testing the filter on each).
 
-  instr_ab.py [--gets N] [--int] [--no-batch] [--no-get] [--table-sas] [--sdk]
+  instr_ab.py [--gets N] [--int] [--no-batch] [--no-get] [--table-sas] [--sdk] [--sharedkey]
               [--inserts N]
               [--pages N] [--scans N] [--backend NAME] BASE_BINARY NEW_BINARY
 
@@ -78,10 +81,34 @@ SDK_HEADERS = ("Accept: application/json;odata=minimalmetadata\r\nx-ms-version: 
                "Accept-Encoding: gzip, deflate\r\nConnection: keep-alive\r\n")
 
 
-def http(sock, method, path, body=b"", sdk=False):
+def sharedkey_request(method, path, body=b""):
+    """The bytes of a request signed with SharedKey for devstoreaccount1
+    (doc/protocol.md, SharedKey), dated now (the server refuses a date 15
+    minutes off)."""
+    key = base64.b64decode("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
+                           "K1SZFPTOtr/KBHBeksoGMGw==")
+    import email.utils
+    date = email.utils.formatdate(usegmt=True)
+    ctype = "application/json" if body else ""
+    sts = "%s\n\n%s\n%s\n/devstoreaccount1/devstoreaccount1%s" % (method, ctype, date,
+                                                                  path.split("?")[0])
+    sig = base64.b64encode(hmac.new(key, sts.encode(), hashlib.sha256).digest()).decode()
+    head = ("%s /devstoreaccount1%s HTTP/1.1\r\nHost: x\r\nx-ms-version: 2019-02-02\r\n"
+            "x-ms-date: %s\r\nAuthorization: SharedKey devstoreaccount1:%s\r\n"
+            "Accept: application/json;odata=nometadata\r\n%s"
+            "Content-Length: %d\r\n\r\n" % (method, path, date, sig,
+                                           "Content-Type: %s\r\n" % ctype if ctype else "",
+                                           len(body)))
+    return head.encode() + body
+
+
+def http(sock, method, path, body=b"", sdk=False, sharedkey=False):
     """One request on a keep-alive connection; returns the status. sdk: with
-    SDK_HEADERS and a fresh x-ms-client-request-id instead of the short set."""
-    if sdk:
+    SDK_HEADERS and a fresh x-ms-client-request-id instead of the short set;
+    sharedkey: signed with SharedKey."""
+    if sharedkey:
+        head, body = sharedkey_request(method, path, body), b""
+    elif sdk:
         head = ("%s /devstoreaccount1%s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s"
                 "x-ms-client-request-id: %s\r\n\r\n"
                 % (method, path, SDK_HEADERS, uuid.uuid4())).encode()
@@ -189,13 +216,14 @@ def pages(binary, n, tmp, with_int=False, backend="memory", query=""):
     return stop(p, s, out)
 
 
-def gets(binary, n, tmp, sas=False, with_int=False, tsas=False, sdk=False):
+def gets(binary, n, tmp, sas=False, with_int=False, tsas=False, sdk=False, sk=False):
     """Instructions of a server run that answers n GETs (sas: with
     authentication on, each GET signed by an account SAS; tsas: by a table
-    SAS; sdk: with an SDK's headers)."""
-    out = os.path.join(tmp, "get-%d%s%s%s.out" % (n, "-sas" if sas else "", "-t" if tsas else "",
-                                                  "-sdk" if sdk else ""))
-    q = account_sas() if sas else ""
+    SAS; sdk: with an SDK's headers; sk: sas and every request signed with
+    SharedKey instead)."""
+    out = os.path.join(tmp, "get-%d%s%s%s%s.out" % (n, "-sas" if sas else "", "-t" if tsas else "",
+                                                    "-sdk" if sdk else "", "-sk" if sk else ""))
+    q = account_sas() if sas and not sk else ""
     gq = table_sas() if tsas else q
     p = subprocess.Popen(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, binary,
                           "--port", "0", "--backend", "memory", "--auth", "on" if sas else "off",
@@ -208,14 +236,15 @@ def gets(binary, n, tmp, sas=False, with_int=False, tsas=False, sdk=False):
             port = int(m.group(1))
             break
     s = socket.create_connection(("127.0.0.1", port))
-    assert http(s, "POST", "/Tables" + q, b'{"TableName":"bench"}') == 201
+    assert http(s, "POST", "/Tables" + q, b'{"TableName":"bench"}', sharedkey=sk) == 201
     ent = {"PartitionKey": "p", "RowKey": "r", "Data": "x" * 1000}
     if with_int:
         ent["Qty"] = 3
     ent = json.dumps(ent).encode()
-    assert http(s, "POST", "/bench" + q, ent) in (201, 204)
+    assert http(s, "POST", "/bench" + q, ent, sharedkey=sk) in (201, 204)
     for _ in range(n):
-        assert http(s, "GET", "/bench(PartitionKey='p',RowKey='r')" + gq, sdk=sdk) == 200
+        assert http(s, "GET", "/bench(PartitionKey='p',RowKey='r')" + gq, sdk=sdk,
+                    sharedkey=sk) == 200
     s.close()
     p.send_signal(signal.SIGTERM)
     p.wait()
@@ -251,6 +280,8 @@ def main():
                     help="also the point GET signed by a table SAS")
     ap.add_argument("--sdk", action="store_true",
                     help="also the account-SAS point GET with an SDK's headers")
+    ap.add_argument("--sharedkey", action="store_true",
+                    help="also the point GET signed with SharedKey")
     ap.add_argument("base")
     ap.add_argument("new")
     a = ap.parse_args()
@@ -271,6 +302,10 @@ def main():
                 r["SDK-headers SAS point GET"] = (
                     gets(binary, a.gets, tmp, True, a.int, False, True) -
                     gets(binary, 0, tmp, True, a.int, False, True)) / a.gets
+            if a.sharedkey:
+                r["SharedKey point GET"] = (
+                    gets(binary, a.gets, tmp, True, a.int, False, False, True) -
+                    gets(binary, 0, tmp, True, a.int, False, False, True)) / a.gets
             if not a.no_batch:
                 r["$batch of 100 inserts"] = (batches(binary, 20000, tmp) -
                                               batches(binary, 100, tmp)) / 199

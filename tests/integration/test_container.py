@@ -13,7 +13,9 @@ engine (the image build itself is NOT run here):
              and azurite in bin/
   libraries  the runtime stage's apt-get list is exactly the packages
              (dpkg -S) of the shared libraries the installed binary needs
-             (its NEEDED entries), libc6 aside (in the base image)
+             (its NEEDED entries, and the OpenSSL libraries it opens with
+             dlopen when first needed: their sonames in config.h), libc6
+             aside (in the base image)
   command    the image's CMD run against the installed binary in a temporary
              /data (0.0.0.0 -> 127.0.0.1, free ports): Azurite's readiness
              lines, an SDK call, data under /data; and the table-only
@@ -169,6 +171,18 @@ def test_libraries(tap, stages, exe):
             ["objdump", "-p", o], stdout=subprocess.PIPE).stdout.decode()) if n not in needed]
         paths.update(re.findall(r"^\s*(\S+) => (\S+)", subprocess.run(
             ["ldd", o], stdout=subprocess.PIPE).stdout.decode(), re.M))
+    # OpenSSL and libevent_openssl: opened with dlopen (core/sslload.c), by
+    # the sonames configure wrote into config.h; where ld.so finds them
+    with open(os.path.join(BUILD, "config.h")) as f:
+        dl = re.findall(r'#define SSLLOAD_\w+_SONAME "([^"]+)"', f.read())
+    cache = subprocess.run(["/sbin/ldconfig", "-p"], stdout=subprocess.PIPE).stdout.decode()
+    for lib in dl:
+        if lib not in needed:
+            needed.append(lib)
+        m = re.search(r"^\s*%s \(([^)]*)\) => (\S+)" % re.escape(lib), cache, re.M)
+        if m and lib not in paths:
+            paths[lib] = m.group(2)
+    tap.ok(len(dl) == 3, "libraries: config.h names the three libraries opened with dlopen", dl)
     # A sanitizer build (configure --enable-sanitizers) also needs the
     # sanitizer runtimes; the image's build does not use them.
     san = [lib for lib in needed if re.match(r"lib(a|ub|l|t)san\.", lib)]

@@ -350,6 +350,7 @@ static void test_auth_map(void)
         {AUTH_SOURCE_IP_MISMATCH, "AuthorizationSourceIPMismatch", 403},
         {AUTH_PROTOCOL_MISMATCH, "AuthorizationProtocolMismatch", 403},
         {AUTH_SECONDARY_WRITE, "InsufficientAccountPermissions", 403},
+        {AUTH_UNAVAILABLE, "InternalError", 500},
     };
     TEST_EQ_INT(terr_from_auth(AUTH_OK), TERR_NONE, "AUTH_OK is no error");
     TEST_EQ_INT((int)(sizeof cases / sizeof cases[0]), AUTH__COUNT - 1, "every refusal listed");
