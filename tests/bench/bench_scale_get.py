@@ -1,16 +1,18 @@
 #!/usr/bin/python3
-"""bench_scale_get.py - bench_scale's point GETs on a kept LevelDB store.
+"""bench_scale_get.py - bench_scale's point GETs on a kept store.
 
-  bench_scale_get.py load DIR SIZES
+  bench_scale_get.py load [--backend leveldb|flatfile] DIR SIZES
       loads DIR/data as bench_scale.py does (steps of SIZES, e.g.
       100000,1000000,10000000, each followed by the wait until the server
       is idle, which includes LevelDB's compaction after a load) and writes
       DIR/keys.json, the loaded steps that GETs draw their entities from
 
-  bench_scale_get.py get --store DIR[,DIR...] --bin NAME=PATH[:OPT=V;OPT=V]...
+  bench_scale_get.py get [--backend leveldb|flatfile] --store DIR[,DIR...]
+                     --bin NAME=PATH[:OPT=V;OPT=V]...
                      [--rounds 3] [--runs 3] [--seconds 5] [--paths 5000]
-      for each store and round, starts each binary in turn (the order
-      reversed every other round) on the store's data, with the
+      for each round and store (the stores alternate, so that sizes are
+      compared under the same conditions), starts each binary in turn (the
+      order reversed every other round) on the store's data, with the
       --backend-option settings given after the colon, and runs --runs wrk
       GET runs of --seconds over the same --paths random entities: the
       first run is cold (the pages of the memory-mapped table files are
@@ -41,10 +43,10 @@ def faults(pid):
     return int(v[7]), int(v[9])
 
 
-def load(d, sizes, conns=16):
+def load(d, sizes, backend, conns=16):
     class A:
         value = 1000
-    srv = bs.Server("leveldb", os.path.join(d, "data"), [])
+    srv = bs.Server(backend, os.path.join(d, "data"), [])
     srv.start()
     try:
         st, _, b = srv.request("POST", "/Tables", '{"TableName":"%s"}' % bs.TABLE)
@@ -72,15 +74,16 @@ def get(a):
         name, rest = b.split("=", 1)
         path, _, opts = rest.partition(":")
         bins.append((name, path, [o for o in opts.split(";") if o]))
-    tmp, res = tempfile.mkdtemp(), {}
+    tmp, res, stores = tempfile.mkdtemp(), {}, []
     for store in a.store.split(","):
         with open(os.path.join(store, "keys.json")) as f:
             keys = bs.Keys(a.conns)
             keys.steps = [tuple(s) for s in json.load(f)]
-        paths = bs.get_paths(keys, random.Random(a.seed), a.paths)
-        for rnd in range(a.rounds):
+        stores.append((store, bs.get_paths(keys, random.Random(a.seed), a.paths)))
+    for rnd in range(a.rounds):
+        for store, paths in stores:
             for name, path, opts in (bins if rnd % 2 == 0 else bins[::-1]):
-                srv = bs.Server("leveldb", os.path.join(store, "data"), opts)
+                srv = bs.Server(a.backend, os.path.join(store, "data"), opts)
                 srv.binary = path
                 srv.start()
                 try:
@@ -110,9 +113,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     lp = sub.add_parser("load")
+    lp.add_argument("--backend", default="leveldb", choices=["leveldb", "flatfile"])
     lp.add_argument("dir")
     lp.add_argument("sizes")
     gp = sub.add_parser("get")
+    gp.add_argument("--backend", default="leveldb", choices=["leveldb", "flatfile"])
     gp.add_argument("--store", required=True)
     gp.add_argument("--bin", action="append", required=True)
     gp.add_argument("--rounds", type=int, default=3)
@@ -124,7 +129,7 @@ def main():
     a = ap.parse_args()
     if a.cmd == "load":
         os.makedirs(a.dir, exist_ok=True)
-        load(a.dir, sorted(int(s) for s in a.sizes.split(",")))
+        load(a.dir, sorted(int(s) for s in a.sizes.split(",")), a.backend)
     else:
         get(a)
 
