@@ -172,6 +172,14 @@ static inline struct skl_node **skl_slot(struct skl *sl, struct skl_node *x, int
     return x ? &x->next[lvl] : &sl->head[lvl];
 }
 
+/* Starts loading node n's first two cache lines (its header, pointers
+ * and the start of its key), as the search will compare it. */
+static inline void skl_prefetch(const struct skl_node *n)
+{
+    __builtin_prefetch(n);
+    __builtin_prefetch((const char *)n + 64);
+}
+
 /* Compares node n's key with key. */
 static inline int skl_node_cmp(const struct skl_node *n, const void *key, size_t klen)
 {
@@ -213,7 +221,16 @@ static inline struct skl_node *skl_find_ge(struct skl *sl, const void *key, size
         if (fresh && sl->finger[lvl])
             x = sl->finger[lvl];
         struct skl_node *n;
-        while ((n = *skl_slot(sl, x, lvl)) && n != stop && skl_node_cmp(n, key, klen) < 0) {
+        while ((n = *skl_slot(sl, x, lvl)) && n != stop) {
+            /* the node the next level starts with, should the search go
+               down here: its load overlaps this comparison's */
+            if (lvl > 0) {
+                struct skl_node *d = *skl_slot(sl, x, lvl - 1);
+                if (d && d != n)
+                    skl_prefetch(d);
+            }
+            if (skl_node_cmp(n, key, klen) >= 0)
+                break;
             x = n;
             fresh = 0;
         }
