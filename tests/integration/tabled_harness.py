@@ -938,6 +938,30 @@ def run_make(*args, cwd=None, env=None, timeout=600):
                           capture_output=True, env=env or clean_env(), timeout=timeout)
 
 
+def free_port():
+    """A loopback port nothing listens on right now (the caller's server
+    binds it next)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def make_cert(tmp, name=""):
+    """A self-signed P-256 certificate for 127.0.0.1 and localhost, made
+    with the openssl CLI into tmp (files NAME-cert.pem and NAME-key.pem, or
+    cert.pem and key.pem); returns (cert, key) paths or raises."""
+    pre = name + "-" if name else ""
+    cert, key = os.path.join(tmp, pre + "cert.pem"), os.path.join(tmp, pre + "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
+                    "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
+    return cert, key
+
+
 def wait_for(cond, seconds, step=0.2):
     """Polls cond() until it is true or seconds passed; returns its last
     value."""

@@ -1601,32 +1601,12 @@ def test_sharedkey_raw(c):
 # HTTPS with a self-signed certificate
 
 
-def make_cert(tmp, name):
-    """A self-signed P-256 certificate for 127.0.0.1 made with the openssl
-    CLI; returns (cert, key) paths or raises."""
-    cert, key = os.path.join(tmp, name + "-cert.pem"), os.path.join(tmp, name + "-key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
-                    "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
-    return cert, key
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def start_tls_server(tap, cert, key):
     """tabled with HTTPS on a free port (--tls-port 0 means "off", see
     --help); a few tries in case another process takes the port first."""
     last = None
     for _ in range(5):
-        port = free_port()
+        port = h.free_port()
         srv = h.Server(args=["--tls-port", str(port), "--tls-cert", cert, "--tls-key", key])
         try:
             srv.start()
@@ -1671,8 +1651,8 @@ def test_https(tap):
 
 
 def _test_https(tap, tmp):
-    cert, key = make_cert(tmp, "a")
-    cert_b, key_b = make_cert(tmp, "b")
+    cert, key = h.make_cert(tmp, "a")
+    cert_b, key_b = h.make_cert(tmp, "b")
     garbage = os.path.join(tmp, "garbage.pem")
     with open(garbage, "w") as f:
         f.write("-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
@@ -1689,12 +1669,12 @@ def _test_https(tap, tmp):
         ("certificate file given as key", ["--tls-cert", cert, "--tls-key", cert], "a-cert.pem",
          r"key"),
     ]:
-        rc, out = tabled_start_failure(["--tls-port", str(free_port())] + args)
+        rc, out = tabled_start_failure(["--tls-port", str(h.free_port())] + args)
         tap.ok(rc not in (None, 0) and "ready at" not in out and want in out and
                re.search(words, out, re.I) and not h.SANITIZER_RE.search(out),
                "tabled refuses to start with a %s (exit %s, message names the file and the "
                "problem)" % (what, rc), out[-1500:])
-    rc, out = tabled_start_failure(["--tls-port", str(free_port()), "--tls-cert", cert])
+    rc, out = tabled_start_failure(["--tls-port", str(h.free_port()), "--tls-cert", cert])
     tap.ok(rc not in (None, 0) and "ready at" not in out,
            "tabled refuses --tls-port with --tls-cert but no --tls-key (exit %s)" % rc,
            out[-1500:])
@@ -1938,10 +1918,10 @@ ACL_BODY = ('<?xml version="1.0" encoding="utf-8"?><SignedIdentifiers><SignedIde
 
 
 def _test_bearer(tap, tmp):
-    cert, key = make_cert(tmp, "bearer")
+    cert, key = h.make_cert(tmp, "bearer")
     srv = None
     for _ in range(5):
-        port = free_port()
+        port = h.free_port()
         srv = h.Server(args=["--tls-port", str(port), "--tls-cert", cert, "--tls-key", key,
                              "--oauth", "basic"])
         try:

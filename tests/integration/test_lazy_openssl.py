@@ -54,25 +54,6 @@ def skip(tap, what, why):
         tap._emit("ok %d - %s # SKIP %s" % (tap.n, what, why))
 
 
-def make_cert(tmp):
-    """A self-signed P-256 certificate for 127.0.0.1 (openssl CLI)."""
-    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
-                    "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
-    return cert, key
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_idle(tap, seen):
     srv = h.Server(backend="leveldb").start()
     try:
@@ -96,10 +77,10 @@ def test_idle(tap, seen):
 
 
 def test_tls(tap, tmp, seen):
-    cert, key = make_cert(tmp)
+    cert, key = h.make_cert(tmp)
     srv = None
     for _ in range(5):
-        port = free_port()
+        port = h.free_port()
         try:
             srv = h.Server(args=["--tls-port", str(port), "--tls-cert", cert,
                                  "--tls-key", key]).start()
@@ -198,7 +179,7 @@ def test_missing(tap, tmp, seen):
     if "libssl.so" in seen:
         wrapper = hidden_wrapper(tmp, seen["libssl.so"])
         name = os.path.basename(seen["libssl.so"])
-        rc, out = start_failure(wrapper, ["--tls-port", str(free_port()), "--tls-cert", cert,
+        rc, out = start_failure(wrapper, ["--tls-port", str(h.free_port()), "--tls-cert", cert,
                                           "--tls-key", key])
         tap.ok(rc not in (None, 0) and "ready at" not in out and "cannot load %s" % name in out
                and "TLS" in out and not h.SANITIZER_RE.search(out),

@@ -48,27 +48,9 @@ KEY_O = "a2V5LU8ta2V5LU8ta2V5LU8ta2V5LU8ta2V5LU8ta2V5LU8tMDEyMzQ1Njc4OQ=="
 WAIT = 60.0   # generous: the machine is shared
 
 
-def make_cert(tmp, name):
-    """A self-signed P-256 certificate for 127.0.0.1; (cert, key) paths."""
-    cert, key = os.path.join(tmp, name + "-cert.pem"), os.path.join(tmp, name + "-key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "2", "-subj", "/CN=127.0.0.1"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
-    return cert, key
-
-
 def fingerprint_pem(path):
     with open(path) as f:
         return hashlib.sha256(ssl.PEM_cert_to_DER_cert(f.read())).hexdigest()
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Env:
@@ -160,7 +142,7 @@ def start(tap, env):
     """tabled with HTTPS on a free port (a few tries if it is taken)."""
     last = None
     for _ in range(5):
-        env.tls_port = free_port()
+        env.tls_port = h.free_port()
         srv = h.Server(args=["--config", env.conf, "--tls-port", str(env.tls_port),
                              "--log-level", "info"])
         try:
@@ -173,8 +155,8 @@ def start(tap, env):
 
 
 def run(tap, env):
-    cert_a, key_a = make_cert(env.tmp, "a")
-    cert_b, key_b = make_cert(env.tmp, "b")
+    cert_a, key_a = h.make_cert(env.tmp, "a")
+    cert_b, key_b = h.make_cert(env.tmp, "b")
     shutil.copy(cert_a, env.cert)
     shutil.copy(key_a, env.key)
     env.write_conf("[account %s]\nkey1 = %s\n[account %s]\nkey1 = %s\n"

@@ -47,33 +47,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_SCRIPT = os.path.normpath(os.path.join(HERE, "..", "js", "test_tls_linger.mjs"))
 
 
-def make_cert(tmp):
-    """A self-signed P-256 certificate for 127.0.0.1 made with the openssl
-    CLI; returns (cert, key) paths."""
-    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "2", "-subj", "/CN=127.0.0.1", "-addext",
-                    "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
-    return cert, key
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def start_tls_server(tap, cert, key, extra=()):
     """tabled with HTTPS on a free port; a few tries in case another
     process takes the port first. Returns (server, tls port) or (None,
     None)."""
     last = None
     for _ in range(5):
-        port = free_port()
+        port = h.free_port()
         srv = h.Server(args=["--tls-port", str(port), "--tls-cert", cert,
                              "--tls-key", key] + list(extra))
         try:
@@ -278,7 +258,7 @@ def main():
         tap.done()
     tmp = tempfile.mkdtemp(prefix="tabled-tls-linger-")
     try:
-        cert, key = make_cert(tmp)
+        cert, key = h.make_cert(tmp)
         srv, port = start_tls_server(tap, cert, key)
         if srv is None:
             tap.done()
