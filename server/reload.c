@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 #include "advisor/advisor.h"
 #include "server/config_options.h"
 #include "core/log.h"
