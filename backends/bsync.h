@@ -11,7 +11,10 @@
  * loop changes. The handoff is a mutex and a condition variable (the job
  * in, the status out) and an eventfd the loop watches through the host's
  * fd_watch hook: the job's done callback always runs on the loop thread,
- * from that watch, never from inside a backend method.
+ * from that watch, never from inside a backend method. While the loop
+ * starts each job soon after the last one's end (a busy group commit), the
+ * thread polls for the next one for a moment instead of sleeping, which
+ * saves the wake-up (bsync.c).
  *
  * The same worker serves a job that is long but as self-contained: a
  * backend's compaction of a range on request (backend.h compact_v2;
@@ -27,6 +30,7 @@
 #define TABLED_BSYNC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backends/backend.h"
 
@@ -47,6 +51,11 @@ int bsync_busy(struct bsync *b);
 /* Blocks until the job in flight, if any, has returned (done follows from
    the loop as usual). */
 void bsync_wait(struct bsync *b);
+
+/* How many times the thread, after a job, polled for the next one and
+   found it (*found) or went to sleep after the longest poll (*missed);
+   see bsync.c. For tests and benchmarks. */
+void bsync_polls(struct bsync *b, uint64_t *found, uint64_t *missed);
 
 /* Waits for the job in flight, stops the thread and frees the worker; a
    done callback not yet delivered is dropped. NULL is a no-op. */
