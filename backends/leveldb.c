@@ -37,6 +37,13 @@
  * touches only inofd, logfd, lognum and many_logs; the loop leaves them
  * alone while a job may run (close and a reopen wait for it first).
  *
+ * Zeros ahead of the live log. With durability batch or sync the loop
+ * keeps preallocate bytes of zeros written ahead of the end of LevelDB's
+ * live log (through zfd, a descriptor of its own), so that LevelDB's
+ * records overwrite blocks the file has and their fdatasync commits no new
+ * size; LevelDB's log reader takes a zero tail for padding. ldb_prealloc
+ * says why that is safe without knowing LevelDB's exact place in the log.
+ *
  * Failed writes. After a failed log write LevelDB keeps appending to the
  * same log, where the partial record would make its log reader drop the
  * rest of that 32 KiB block on recovery, later acknowledged records
@@ -141,6 +148,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -182,6 +190,13 @@ struct backend_store {
     struct bsync *syncer;           /* BATCH with a host: the sync worker */
     struct backend_call *sync_call; /* the sync_v2 in flight */
     int logfd;                      /* the worker's descriptor of the live log */
+    int zfd;                        /* the loop's descriptor of the live log, for
+                                       the zeros written ahead (-1: none) */
+    long long zlognum;              /* its number */
+    uint64_t zpos;                  /* where LevelDB writes in it (an estimate
+                                       from the records since zfd's fstat) */
+    uint64_t zend;                  /* the end of the zeros written there */
+    size_t prealloc;                /* option preallocate (0: off) */
     long long lognum;               /* its number, -1: none yet */
     int many_logs;                  /* more than 64 logs seen (logged later) */
     int sync_thread;                /* option sync-thread: use a worker */
@@ -253,7 +268,7 @@ static int ldb_status(const char *e)
 /* Parses the options into st->opt (and the cache and filter it owns). */
 /* The settings the --backend-option rows below fill. */
 struct ldb_conf {
-    size_t cache, wbuf, fsize, bsize;
+    size_t cache, wbuf, fsize, bsize, prealloc;
     long long files, bloom;
     int compress, sync_thread, idle_compact;
 };
@@ -281,6 +296,10 @@ static const struct opt ldb_rows[] = {
      .help = "snappy compression of table blocks (halves the disk, slower scans)"},
     {.name = "sync-thread", .type = OPT_BOOL, LDB_AT(sync_thread), .def = "on", .arg = "on|off",
      .help = "durability batch syncs on a worker thread (off: on the event loop)"},
+    {.name = "preallocate", .type = OPT_SIZE, LDB_AT(prealloc), .min = 0, .max = 1 << 30,
+     .def = "1M", .arg = "BYTES", .help = "with durability batch or sync, keep this many bytes "
+     "of zeros written ahead of the log's end, so that the fdatasync of a write does not also "
+     "have to commit a new file size; 0: append"},
     {.name = "idle-compaction", .type = OPT_BOOL, LDB_AT(idle_compact), .def = "on",
      .arg = "on|off", .help = "compact the store when writes stop after a large load (off: "
      "leave it to LevelDB, whose reads then pay for it)"},
@@ -305,6 +324,7 @@ static int ldb_settings(struct backend_store *st, const char *const *pa, char *e
     st->sync_thread = c.sync_thread;
     st->idle_compact = c.idle_compact;
     st->wbuf = wbuf;
+    st->prealloc = c.prealloc;
     st->opt = leveldb_options_create();
     leveldb_options_set_create_if_missing(st->opt, 1);
     leveldb_options_set_write_buffer_size(st->opt, (size_t)wbuf);
@@ -335,6 +355,8 @@ static void ldb_free_store(struct backend_store *st)
     free(st->nhi);
     if (st->logfd >= 0)
         close(st->logfd);
+    if (st->zfd >= 0)
+        close(st->zfd);
     free(st->getval);
     if (st->batch)
         leveldb_writebatch_destroy(st->batch);
@@ -373,8 +395,8 @@ static int ldb_open(const struct backend_options *o, struct backend_store **out,
         ldb_err(err, errlen, "open: out of memory");
         return BACKEND_NOMEM;
     }
-    st->dirfd = st->inofd = st->logfd = -1;
-    st->lognum = -1;
+    st->dirfd = st->inofd = st->logfd = st->zfd = -1;
+    st->lognum = st->zlognum = -1;
     st->durability = o->durability;
     st->log = o->log;
     st->host = o->host;
@@ -534,23 +556,32 @@ static int ldb_after_sync(struct backend_store *st)
     return r;
 }
 
-/* Points logfd at the newest log file (LevelDB's live one). 0 or -errno. */
-static int ldb_open_live_log(struct backend_store *st)
+/* The number of the newest log file (LevelDB's live one) in *newest.
+ * 0 or -errno (-ENOENT: none). Reads only dirfd, from either thread. */
+static int ldb_newest_log(struct backend_store *st, long long *newest)
 {
     DIR *d;
     int oe = ldb_opendir(st, &d);
     if (oe)
         return oe;
-    long long newest = -1;
+    *newest = -1;
     struct dirent *de;
     while ((de = readdir(d))) {
         long long x = ldb_log_number(de->d_name);
-        if (x > newest)
-            newest = x;
+        if (x > *newest)
+            *newest = x;
     }
     closedir(d);
-    if (newest < 0)
-        return -ENOENT;
+    return *newest < 0 ? -ENOENT : 0;
+}
+
+/* Points logfd at the newest log file (LevelDB's live one). 0 or -errno. */
+static int ldb_open_live_log(struct backend_store *st)
+{
+    long long newest;
+    int oe = ldb_newest_log(st, &newest);
+    if (oe)
+        return oe;
     if (newest == st->lognum && st->logfd >= 0)
         return 0;
     char name[32];
@@ -563,6 +594,90 @@ static int ldb_open_live_log(struct backend_store *st)
     st->logfd = lf;
     st->lognum = newest;
     return 0;
+}
+
+/* Bytes LevelDB's log gains for one WriteBatch of these writes: the
+ * batch (12-byte header; per write a tag, the key and for a put the value,
+ * each with its varint length) and a 7-byte record header per 32 KiB
+ * block it spans, counted a little high (the block's padding of at most 6
+ * bytes included). Only an estimate for ldb_prealloc. */
+static uint64_t ldb_log_bytes(const struct backend_write *w, size_t n)
+{
+    uint64_t b = 12;
+    for (size_t i = 0; i < n; i++) {
+        b += 1 + 5 + w[i].key_len;
+        if (w[i].op == BACKEND_PUT)
+            b += 5 + w[i].val_len;
+    }
+    return b + (b / 32761 + 1) * 14;
+}
+
+/* Zeros written ahead of LevelDB's log, as the flat file does with its
+ * own (doc/performance.md, "The flat file's log with zeros written ahead"
+ * and "LevelDB's log with zeros written ahead"): an fdatasync after
+ * LevelDB appends must also commit the file's new size (a journal commit
+ * on ext4), one after it overwrote blocks the file has need not. Called
+ * on the loop after each write that reached LevelDB's log (logged bytes
+ * of it), with LevelDB idle: LevelDB writes its live log only from the
+ * thread that calls leveldb_write, at its own position, never past the
+ * file's end but by appending. So zeros written at or beyond the file's
+ * size (fstat) can never cover a record; LevelDB's position is known
+ * only as an estimate (zpos), which decides when, never where, zeros are
+ * written. LevelDB's log reader takes a zero-filled tail for padding (a
+ * record header of zeros: "preallocated file regions") and reads nothing
+ * from it. After a log switch (a new newest .log) zfd follows it: at once
+ * when the sync worker saw the new log (ldb_sync_done), else once the
+ * estimate reaches the zeros' end in the old log. Errors only leave this
+ * log without zeros (LevelDB then appends, as without them). */
+static void ldb_prealloc(struct backend_store *st, uint64_t logged)
+{
+    static uint8_t zeros[64 << 10]; /* never written (.bss; resident once read) */
+    if (!st->prealloc || st->durability == BACKEND_DURABLE_NONE)
+        return;
+    st->zpos += logged;
+    if (st->zfd >= 0 && st->zpos + st->prealloc / 2 <= st->zend)
+        return;
+    long long newest;
+    if (ldb_newest_log(st, &newest) < 0)
+        return;
+    if (newest != st->zlognum || st->zfd < 0) {
+        char name[32];
+        snprintf(name, sizeof(name), "%06lld.log", newest);
+        int fd = openat(st->dirfd, name, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+            return;
+        if (st->zfd >= 0)
+            close(st->zfd);
+        st->zfd = fd;
+        st->zlognum = newest;
+        st->zpos = st->zend = 0;
+    }
+    struct stat sb;
+    if (fstat(st->zfd, &sb) != 0)
+        return;
+    uint64_t size = (uint64_t)sb.st_size;
+    if (size > st->zend)            /* LevelDB got past the zeros (or a new log): */
+        st->zpos = st->zend = size; /* it appends at the end, so that is its place */
+    uint64_t from = st->zend, start = from;
+    uint64_t to = (st->zpos + st->prealloc + 4095) & ~(uint64_t)4095;
+    while (from < to) {
+        struct iovec iov[16];
+        int k = 0;
+        uint64_t len = 0;
+        while (k < 16 && from + len < to) {
+            size_t c = to - from - len < sizeof zeros ? (size_t)(to - from - len) : sizeof zeros;
+            iov[k++] = (struct iovec){(void *)zeros, c};
+            len += c;
+        }
+        ssize_t wr = pwritev(st->zfd, iov, k, (off_t)from);
+        if (wr <= 0)
+            break;
+        from += (uint64_t)wr;
+        st->zend = from;
+    }
+    /* start their writeback now, so that the next sync finds little to do */
+    if (from > start)
+        sync_file_range(st->zfd, (off_t)start, (off_t)(from - start), SYNC_FILE_RANGE_WRITE);
 }
 
 /* The worker's job: fdatasync of the live log (after a log switch: of
@@ -691,6 +806,9 @@ static int ldb_reopen(struct backend_store *st, char *err, size_t errlen)
     }
     st->broken = 0;
     st->dirty = 0;                  /* recovery wrote everything to tables */
+    if (st->zfd >= 0)               /* and began a new log: zeros go there next */
+        close(st->zfd);
+    st->zfd = -1;
     st->backoff_ms = 0;
     st->retry_us = 0;
     st->full_logged = 0;
@@ -1017,6 +1135,7 @@ static int ldb_apply_v2(struct backend_store *st, const struct backend_write *w,
     } else {
         st->dirty = 1;
     }
+    ldb_prealloc(st, ldb_log_bytes(w, n));
     ldb_note_writes(st, w, n);
     return backend_call_end(call, BACKEND_OK);
 }
@@ -1034,6 +1153,7 @@ static int ldb_sync(struct backend_store *st, char *err, size_t errlen)
         return ldb_reopen(st, err, errlen);
     char *lerr = NULL;
     leveldb_write(st->db, st->wsync, st->empty, &lerr);
+    st->zpos += ldb_log_bytes(NULL, 0);  /* the empty batch's record */
     if (lerr) {
         ldb_err(err, errlen, "sync: %s", lerr);
         ldb_log(st, BACKEND_LOG_ERROR, "sync failed (%s); reopening before the next write", lerr);
@@ -1058,6 +1178,10 @@ static void ldb_sync_done(void *arg, int r)
     struct backend_call *call = st->sync_call;
     st->sync_call = NULL;
     ldb_note_many_logs(st);
+    if (st->zfd >= 0 && st->lognum != st->zlognum) {
+        close(st->zfd);             /* the worker found a new log: zeros go there */
+        st->zfd = -1;
+    }
     if (r < 0) {
         ldb_err(call->err, sizeof call->err, "sync: fdatasync of the log: %s", strerror(-r));
         ldb_log(st, BACKEND_LOG_ERROR, "sync failed (%s); reopening before the next write",
