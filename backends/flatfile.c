@@ -95,7 +95,6 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1786,30 +1785,12 @@ static int ff_probe(void *ctx, const void *key, size_t klen, int want_version, u
  * appends until a later call succeeds. */
 static void ff_prealloc(struct backend_store *st)
 {
-    static uint8_t zeros[64 << 10]; /* never written (.bss; resident once read) */
     if (!st->prealloc || st->durability == BACKEND_DURABLE_NONE || st->failed ||
         st->alloc_end >= st->end + st->prealloc / 2)
         return;
-    uint64_t from = st->alloc_end, start = from;    /* alloc_end >= end always */
-    uint64_t to = (st->end + st->prealloc + 4095) & ~(uint64_t)4095;
-    while (from < to) {
-        struct iovec iov[16];
-        int n = 0;
-        uint64_t len = 0;
-        while (n < 16 && from + len < to) {
-            size_t k = to - from - len < sizeof zeros ? (size_t)(to - from - len) : sizeof zeros;
-            iov[n++] = (struct iovec){(void *)zeros, k};
-            len += k;
-        }
-        ssize_t w = pwritev(st->fd, iov, n, (off_t)from);
-        if (w <= 0)
-            break;
-        from += (uint64_t)w;
-        st->alloc_end = from;
-    }
-    /* start their writeback now, so that the next sync finds little to do */
-    if (from > start)
-        sync_file_range(st->fd, (off_t)start, (off_t)(from - start), SYNC_FILE_RANGE_WRITE);
+    /* alloc_end >= end always */
+    st->alloc_end = bfs_write_zeros(st->fd, st->alloc_end,
+                                    (st->end + st->prealloc + 4095) & ~(uint64_t)4095);
 }
 /* Appends the writes as one record (version 2), after the argument and
  * expectation checks, then updates the index and counts what each write

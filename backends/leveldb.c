@@ -148,7 +148,6 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "backends/backend.h"
@@ -631,7 +630,6 @@ static uint64_t ldb_log_bytes(const struct backend_write *w, size_t n)
  * log without zeros (LevelDB then appends, as without them). */
 static void ldb_prealloc(struct backend_store *st, uint64_t logged)
 {
-    static uint8_t zeros[64 << 10]; /* never written (.bss; resident once read) */
     if (!st->prealloc || st->durability == BACKEND_DURABLE_NONE)
         return;
     st->zpos += logged;
@@ -658,26 +656,8 @@ static void ldb_prealloc(struct backend_store *st, uint64_t logged)
     uint64_t size = (uint64_t)sb.st_size;
     if (size > st->zend)            /* LevelDB got past the zeros (or a new log): */
         st->zpos = st->zend = size; /* it appends at the end, so that is its place */
-    uint64_t from = st->zend, start = from;
-    uint64_t to = (st->zpos + st->prealloc + 4095) & ~(uint64_t)4095;
-    while (from < to) {
-        struct iovec iov[16];
-        int k = 0;
-        uint64_t len = 0;
-        while (k < 16 && from + len < to) {
-            size_t c = to - from - len < sizeof zeros ? (size_t)(to - from - len) : sizeof zeros;
-            iov[k++] = (struct iovec){(void *)zeros, c};
-            len += c;
-        }
-        ssize_t wr = pwritev(st->zfd, iov, k, (off_t)from);
-        if (wr <= 0)
-            break;
-        from += (uint64_t)wr;
-        st->zend = from;
-    }
-    /* start their writeback now, so that the next sync finds little to do */
-    if (from > start)
-        sync_file_range(st->zfd, (off_t)start, (off_t)(from - start), SYNC_FILE_RANGE_WRITE);
+    st->zend = bfs_write_zeros(st->zfd, st->zend,
+                               (st->zpos + st->prealloc + 4095) & ~(uint64_t)4095);
 }
 
 /* The worker's job: fdatasync of the live log (after a log switch: of
