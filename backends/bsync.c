@@ -32,9 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/cpu.h"
 
 #define BSYNC_POLL_US 100           /* the longest poll after a job */
@@ -58,19 +58,11 @@ struct bsync {
     void *arg;
     int rc;
     int can_poll;                   /* more than one CPU online */
-    uint64_t end_ns;                /* when the last job returned (0: none yet) */
+    uint64_t end_us;                /* when the last job returned (0: none yet) */
     unsigned short_share;           /* share of short job end -> next start
                                        gaps, of BSYNC_SHARE_ONE */
     uint64_t polled, missed;        /* polls that found the next job, or not */
 };
-
-/* CLOCK_MONOTONIC in nanoseconds. */
-static uint64_t bsync_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 /* The state, written for bsync_poll's readers too (under mu as before). */
 static void bsync_set(struct bsync *b, enum bsync_state s)
@@ -87,7 +79,7 @@ static int bsync_poll(struct bsync *b, uint64_t until)
             return 1;
         if (__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE))
             return 0;
-        if (i % 32 == 0 && bsync_now_ns() >= until)
+        if (i % 32 == 0 && clock_mono_us() >= until)
             return 0;
         cpu_relax();
     }
@@ -110,14 +102,14 @@ static void *bsync_main(void *p)
         int rc = job(arg);
         pthread_mutex_lock(&b->mu);
         b->rc = rc;
-        b->end_ns = bsync_now_ns();
+        b->end_us = clock_mono_us();
         bsync_set(b, BSYNC_FINISHED);
         pthread_cond_broadcast(&b->cv);
         uint64_t one = 1;
         while (write(b->efd, &one, sizeof one) < 0 && errno == EINTR)
             ;
         if (b->can_poll && b->short_share >= BSYNC_SHARE_POLL) {
-            uint64_t until = b->end_ns + BSYNC_POLL_US * 1000u;
+            uint64_t until = b->end_us + BSYNC_POLL_US;
             pthread_mutex_unlock(&b->mu);
             int found = bsync_poll(b, until);
             pthread_mutex_lock(&b->mu);
@@ -188,9 +180,9 @@ void bsync_start(struct bsync *b, int (*job)(void *arg), void (*done)(void *arg,
                  void *arg)
 {
     pthread_mutex_lock(&b->mu);
-    if (b->end_ns) {
+    if (b->end_us) {
         /* was the gap since the last job's end short enough for a poll? */
-        unsigned shortgap = bsync_now_ns() - b->end_ns < BSYNC_POLL_US * 1000u;
+        unsigned shortgap = clock_mono_us() - b->end_us < BSYNC_POLL_US;
         b->short_share = b->short_share - (b->short_share >> BSYNC_SHARE_SHIFT) +
                          (shortgap * BSYNC_SHARE_ONE >> BSYNC_SHARE_SHIFT);
     }
