@@ -4,11 +4,15 @@
  * start-up. */
 #include "backends/ffindex.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 
 #define FFIDX_BULK_CHUNK ((size_t)1 << 22)  /* queued writes merged at once */
@@ -18,14 +22,21 @@
 #define FFIDX_HUGE ((size_t)2 << 20)        /* a huge page */
 #define FFIDX_FILL_MIN ((size_t)4 << 20)    /* a reserved block this large gets a fill thread */
 #define FFIDX_FILL_STEP ((size_t)16 << 20)  /* bytes it faults in per call */
+#define FFIDX_COLLAPSE_STEP ((size_t)2 << 20) /* bytes made one huge page per call */
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25        /* Linux 6.1; older C headers lack the name */
+#endif
 
-/* The thread faulting in a reserved block (ffidx_arena_reserve). */
+/* The thread faulting in a reserved block (ffidx_arena_reserve), or
+ * turning its kept part into huge pages afterwards (ffidx_arena_done). */
 struct ffidx_fill {
     pthread_t thread;
     char *base;
     size_t size;
     int stop;                   /* set (atomically) to end it early */
 };
+
+static void ffidx_thread_stop(struct ffidx_fill *f);
 
 /* Bytes a live node stands for in the log (for the garbage estimate). */
 static uint64_t ffidx_node_bytes(const struct ffidx_node *n)
@@ -44,7 +55,11 @@ void ffidx_init(struct ffidx *ix, uint64_t seed)
  * array's), and detaches the cursors. */
 void ffidx_free(struct ffidx *ix)
 {
-    ffidx_arena_done(ix);       /* no thread may touch a block being unmapped */
+    /* no thread may touch a block being unmapped */
+    ffidx_thread_stop(ix->huge);
+    ix->huge = NULL;
+    ffidx_thread_stop(ix->fill);
+    ix->fill = NULL;
     /* the malloc()ed nodes one by one, the arena's with its blocks */
     struct skl_node *n = ix->sl.head[0];
     while (n) {
@@ -139,6 +154,52 @@ static void *ffidx_fill_main(void *arg)
     return NULL;
 }
 
+/* The huge-page thread: makes the block huge pages 2 MiB at a time
+ * (MADV_COLLAPSE), from its start, until the end or until told to stop.
+ * A kernel without MADV_COLLAPSE leaves it to khugepaged, which the
+ * block's MADV_HUGEPAGE advice already asks for. */
+static void *ffidx_huge_main(void *arg)
+{
+    struct ffidx_fill *f = arg;
+    /* the lowest priority: the work is only worth the CPU nobody else
+       wants (this thread's nice value, not the process's) */
+    setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
+    /* only whole aligned huge pages can be made */
+    char *p = (char *)(((uintptr_t)f->base + FFIDX_HUGE - 1) & ~(uintptr_t)(FFIDX_HUGE - 1));
+    for (; p + FFIDX_COLLAPSE_STEP <= f->base + f->size &&
+           !__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
+         p += FFIDX_COLLAPSE_STEP)
+        if (madvise(p, FFIDX_COLLAPSE_STEP, MADV_COLLAPSE) != 0 && errno == EINVAL)
+            break;
+    return NULL;
+}
+
+/* Starts fn on a new thread over [base, base + size); NULL when it cannot. */
+static struct ffidx_fill *ffidx_thread_start(void *(*fn)(void *), char *base, size_t size)
+{
+    struct ffidx_fill *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->base = base;
+    f->size = size;
+    if (pthread_create(&f->thread, NULL, fn, f) != 0) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* Tells a thread of ffidx_thread_start to stop, waits for it and frees it
+ * (NULL: nothing). */
+static void ffidx_thread_stop(struct ffidx_fill *f)
+{
+    if (!f)
+        return;
+    __atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(f->thread, NULL);
+    free(f);
+}
+
 void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes)
 {
     if (ix->fill || bytes < FFIDX_HUGE || bytes > ((uint64_t)1 << 40))
@@ -147,7 +208,6 @@ void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes)
     void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return;
-    madvise(m, size, MADV_HUGEPAGE);
     struct ffidx_chunk *c = m;
     c->next = ix->chunks;
     c->size = size;
@@ -155,19 +215,17 @@ void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes)
     ix->chunks = c;
     ix->arena_bytes += size;
 #ifdef MADV_POPULATE_WRITE
-    if (size < FFIDX_FILL_MIN)
-        return;
-    struct ffidx_fill *f = calloc(1, sizeof *f);
-    if (!f)
-        return;
-    f->base = m;
-    f->size = size;
-    if (pthread_create(&f->thread, NULL, ffidx_fill_main, f) != 0) {
-        free(f);
-        return;
+    if (size >= FFIDX_FILL_MIN) {
+        /* small pages while it is filled, huge ones once the load is done
+           (ffidx_arena_done): see ffindex.h */
+        madvise(m, size, MADV_NOHUGEPAGE);
+        ix->fill = ffidx_thread_start(ffidx_fill_main, m, size);
+        if (ix->fill)
+            return;
     }
-    ix->fill = f;
 #endif
+    /* no thread: huge pages as the nodes fault them in */
+    madvise(m, size, MADV_HUGEPAGE);
 }
 
 void ffidx_arena_done(struct ffidx *ix)
@@ -175,13 +233,13 @@ void ffidx_arena_done(struct ffidx *ix)
     struct ffidx_fill *f = ix->fill;
     if (!f)
         return;
-    __atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
-    pthread_join(f->thread, NULL);
+    char *base = f->base;
+    ffidx_thread_stop(f);
     ix->fill = NULL;
     /* the estimate is a little high: unmap what no node took (the block
        is the first chunk still, or one the nodes went on past) */
     for (struct ffidx_chunk *c = ix->chunks; c; c = c->next) {
-        if ((char *)c != f->base)
+        if ((char *)c != base)
             continue;
         size_t keep = (c->used + FFIDX_HUGE - 1) & ~(FFIDX_HUGE - 1);
         if (keep < c->size) {
@@ -189,8 +247,9 @@ void ffidx_arena_done(struct ffidx *ix)
             ix->arena_bytes -= c->size - keep;
             c->size = keep;
         }
+        madvise(c, c->size, MADV_HUGEPAGE);
+        ix->huge = ffidx_thread_start(ffidx_huge_main, (char *)c, c->size);
     }
-    free(f);
 }
 
 /* Frees an unlinked node: its one block (an arena node stays until the

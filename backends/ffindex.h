@@ -53,6 +53,7 @@ struct ffidx {
     struct skl sl;              /* the linked nodes; its cursors survive writes */
     struct ffidx_chunk *chunks; /* arena blocks, freed with the index */
     struct ffidx_fill *fill;    /* the thread faulting in a reserved block, or NULL */
+    struct ffidx_fill *huge;    /* the thread making it huge pages afterwards, or NULL */
     uint64_t arena_bytes;       /* their size */
     uint64_t arena_hint;        /* bytes of arena nodes expected in all */
     uint64_t live_bytes;        /* sum of klen + vlen + FFIDX_ENTRY_OVERHEAD */
@@ -85,8 +86,8 @@ static inline size_t ffidx_count(const struct ffidx *ix)
 }
 
 void ffidx_init(struct ffidx *ix, uint64_t seed);
-/* Frees every node and pending bulk entry; registered cursors are detached
- * (they report the end). */
+/* Stops the arena's threads, then frees every node and pending bulk
+ * entry; registered cursors are detached (they report the end). */
 void ffidx_free(struct ffidx *ix);
 
 /* A new unlinked node holding a copy of key; NULL when out of memory. */
@@ -101,12 +102,18 @@ struct ffidx_node *ffidx_node_arena(struct ffidx *ix, const void *key, size_t kl
  * about bytes (the expected size of them all) and, when it is large,
  * starts a thread that faults it in ahead of the nodes filled into it:
  * the kernel zeroing the fresh pages is most of a large load, and this
- * way it runs on another core while this one reads and builds. Without
- * the block or the thread the load works as before. */
+ * way it runs on another core while this one reads and builds. The
+ * block has small pages while it is filled: on a virtual machine that
+ * hands free memory back to its hypervisor, huge pages take several
+ * times longer to fault in (ffidx_arena_done makes them afterwards).
+ * Without the block or the thread the load works as before. */
 void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes);
-/* Ends the start-up's reservation: stops and joins the thread (if any),
- * and gives back the reserved block's unused end. Idempotent; called on
- * every path of a load, and by ffidx_free. */
+/* Ends the start-up's reservation: stops and joins the fault-in thread
+ * (if any), gives back the reserved block's unused end, and starts a
+ * thread that turns the rest into huge pages in the background
+ * (MADV_COLLAPSE, 2 MiB a call; ix->huge, stopped by ffidx_free), for
+ * fewer TLB misses in lookups. Idempotent; called on every path of a
+ * load. */
 void ffidx_arena_done(struct ffidx *ix);
 /* Frees an unlinked node (NULL: nothing; an arena node: nothing now). */
 void ffidx_node_free(struct ffidx *ix, struct ffidx_node *n);
