@@ -248,6 +248,7 @@ void ffidx_arena_done(struct ffidx *ix)
             c->size = keep;
         }
         madvise(c, c->size, MADV_HUGEPAGE);
+        ffidx_thread_stop(ix->huge);    /* none but after a load into a used index */
         ix->huge = ffidx_thread_start(ffidx_huge_main, (char *)c, c->size);
     }
 }
