@@ -7,7 +7,7 @@
 Starts each binary in turn on the data directory DATA (the order reversed
 every other round), polls GET PATH until it answers 200, and reports the
 wall time from the start to that answer and the process's CPU time at
-that moment (utime + stime of every thread, /proc/PID/stat), then kills
+that moment (utime + stime of all its threads, bench_get's reading), then kills
 the server with SIGKILL, as a crash would end it. Before each start it
 waits --pause seconds with no server running: on a virtual machine that
 hands freed memory back to its hypervisor (free page reporting) a few
@@ -23,27 +23,15 @@ access log off.
 import argparse
 import http.client
 import os
-import socket
 import statistics
 import subprocess
+import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_get import cpu_seconds, free_port  # noqa: E402
+
 DEFAULT_PATH = "/devstoreaccount1/scale(PartitionKey='s0c0000',RowKey='r0000000001-00')"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def cpu_seconds(pid):
-    """utime + stime of the process so far, seconds."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def first_answer(port, path, proc, limit=600):
