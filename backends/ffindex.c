@@ -29,14 +29,38 @@
 
 /* The thread faulting in a reserved block (ffidx_arena_reserve), or
  * turning its kept part into huge pages afterwards (ffidx_arena_done). */
-struct ffidx_fill {
+struct ffidx_thread {
     pthread_t thread;
     char *base;
     size_t size;
     int stop;                   /* set (atomically) to end it early */
 };
 
-static void ffidx_thread_stop(struct ffidx_fill *f);
+/* Starts fn on a new thread over [base, base + size); NULL when it cannot. */
+static struct ffidx_thread *ffidx_thread_start(void *(*fn)(void *), char *base, size_t size)
+{
+    struct ffidx_thread *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->base = base;
+    f->size = size;
+    if (pthread_create(&f->thread, NULL, fn, f) != 0) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* Tells a thread of ffidx_thread_start to stop, waits for it and frees it
+ * (NULL: nothing). */
+static void ffidx_thread_stop(struct ffidx_thread *f)
+{
+    if (!f)
+        return;
+    __atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(f->thread, NULL);
+    free(f);
+}
 
 /* Bytes a live node stands for in the log (for the garbage estimate). */
 static uint64_t ffidx_node_bytes(const struct ffidx_node *n)
@@ -142,7 +166,7 @@ struct ffidx_node *ffidx_node_arena(struct ffidx *ix, const void *key, size_t kl
  * (where the nodes go first) until the end or until told to stop. */
 static void *ffidx_fill_main(void *arg)
 {
-    struct ffidx_fill *f = arg;
+    struct ffidx_thread *f = arg;
 #ifdef MADV_POPULATE_WRITE
     for (size_t off = 0; off < f->size && !__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE);
          off += FFIDX_FILL_STEP) {
@@ -160,7 +184,7 @@ static void *ffidx_fill_main(void *arg)
  * block's MADV_HUGEPAGE advice already asks for. */
 static void *ffidx_huge_main(void *arg)
 {
-    struct ffidx_fill *f = arg;
+    struct ffidx_thread *f = arg;
     /* the lowest priority: the work is only worth the CPU nobody else
        wants (this thread's nice value, not the process's) */
     setpriority(PRIO_PROCESS, (id_t)gettid(), 19);
@@ -172,32 +196,6 @@ static void *ffidx_huge_main(void *arg)
         if (madvise(p, FFIDX_COLLAPSE_STEP, MADV_COLLAPSE) != 0 && errno == EINVAL)
             break;
     return NULL;
-}
-
-/* Starts fn on a new thread over [base, base + size); NULL when it cannot. */
-static struct ffidx_fill *ffidx_thread_start(void *(*fn)(void *), char *base, size_t size)
-{
-    struct ffidx_fill *f = calloc(1, sizeof *f);
-    if (!f)
-        return NULL;
-    f->base = base;
-    f->size = size;
-    if (pthread_create(&f->thread, NULL, fn, f) != 0) {
-        free(f);
-        return NULL;
-    }
-    return f;
-}
-
-/* Tells a thread of ffidx_thread_start to stop, waits for it and frees it
- * (NULL: nothing). */
-static void ffidx_thread_stop(struct ffidx_fill *f)
-{
-    if (!f)
-        return;
-    __atomic_store_n(&f->stop, 1, __ATOMIC_RELEASE);
-    pthread_join(f->thread, NULL);
-    free(f);
 }
 
 void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes)
@@ -230,7 +228,7 @@ void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes)
 
 void ffidx_arena_done(struct ffidx *ix)
 {
-    struct ffidx_fill *f = ix->fill;
+    struct ffidx_thread *f = ix->fill;
     if (!f)
         return;
     char *base = f->base;

@@ -47,13 +47,13 @@ struct ffidx_chunk {
     size_t size, used;          /* bytes mapped, bytes handed out (header included) */
 };
 
-struct ffidx_fill;
+struct ffidx_thread;
 
 struct ffidx {
     struct skl sl;              /* the linked nodes; its cursors survive writes */
     struct ffidx_chunk *chunks; /* arena blocks, freed with the index */
-    struct ffidx_fill *fill;    /* the thread faulting in a reserved block, or NULL */
-    struct ffidx_fill *huge;    /* the thread making it huge pages afterwards, or NULL */
+    struct ffidx_thread *fill;  /* the thread faulting in a reserved block, or NULL */
+    struct ffidx_thread *huge;  /* the thread making it huge pages afterwards, or NULL */
     uint64_t arena_bytes;       /* their size */
     uint64_t arena_hint;        /* bytes of arena nodes expected in all */
     uint64_t live_bytes;        /* sum of klen + vlen + FFIDX_ENTRY_OVERHEAD */

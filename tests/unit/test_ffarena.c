@@ -8,10 +8,8 @@
  * freeing the index while the thread works must stop it first. */
 #include "config.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
