@@ -73,6 +73,7 @@ void ffidx_init(struct ffidx *ix, uint64_t seed)
 {
     memset(ix, 0, sizeof(*ix));
     skl_init(&ix->sl, offsetof(struct ffidx_node, sk), seed, 0);   /* gets come in random order */
+    ffh_init(&ix->hash, seed);
 }
 
 /* Frees the linked nodes (the list's) and the queued ones (the bulk
@@ -84,6 +85,7 @@ void ffidx_free(struct ffidx *ix)
     ix->huge = NULL;
     ffidx_thread_stop(ix->fill);
     ix->fill = NULL;
+    ffh_free(&ix->hash, &ix->sl);
     /* the malloc()ed nodes one by one, the arena's with its blocks */
     struct skl_node *n = ix->sl.head[0];
     while (n) {
@@ -259,28 +261,45 @@ void ffidx_node_free(struct ffidx *ix, struct ffidx_node *n)
         skl_node_free(&ix->sl, &n->sk);
 }
 
-/* Point lookup through the list (with its finger). */
+/* Point look-up: the hash when it is sure, else the list. */
 struct ffidx_node *ffidx_find(struct ffidx *ix, const void *key, size_t klen)
 {
+    int sure;
+    struct skl_node *n = ffh_find(&ix->hash, key, klen, &sure);
+    if (n || sure)
+        return ffidx_of(n);
     return ffidx_of(skl_find(&ix->sl, key, klen));
 }
 
-/* skl_put(), keeping live_bytes. */
+int ffidx_hash_start(struct ffidx *ix)
+{
+    return ffh_start(&ix->hash, &ix->sl);
+}
+
+int ffidx_hash_step(struct ffidx *ix)
+{
+    return ffh_step(&ix->hash, &ix->sl, FFIDX_HASH_STEP);
+}
+
+/* skl_put(), keeping live_bytes and the hash. */
 struct ffidx_node *ffidx_put(struct ffidx *ix, struct ffidx_node *n)
 {
     struct ffidx_node *old = ffidx_of(skl_put(&ix->sl, &n->sk));
     if (old)
         ix->live_bytes -= ffidx_node_bytes(old);
     ix->live_bytes += ffidx_node_bytes(n);
+    ffh_put(&ix->hash, &ix->sl, &n->sk, old ? &old->sk : NULL);
     return old;
 }
 
-/* skl_remove(), keeping live_bytes. */
+/* skl_remove(), keeping live_bytes and the hash. */
 struct ffidx_node *ffidx_remove(struct ffidx *ix, const void *key, size_t klen)
 {
     struct ffidx_node *old = ffidx_of(skl_remove(&ix->sl, key, klen));
-    if (old)
+    if (old) {
         ix->live_bytes -= ffidx_node_bytes(old);
+        ffh_remove(&ix->hash, &ix->sl, &old->sk);
+    }
     return old;
 }
 
@@ -404,6 +423,7 @@ static void ffidx_bulk_merge(struct ffidx *ix)
     struct ffidx_bulk_ent *a = ix->bulk;
     if (!n)
         return;
+    ffh_free(&ix->hash, &ix->sl);   /* links and frees past it: ffidx_hash_start again */
     for (size_t i = 0; i < n; i++)
         a[i].cache = ffidx_chunk(a[i].node, 0);
     int budget = 2;
@@ -481,6 +501,8 @@ void ffidx_bulk_finish(struct ffidx *ix)
  * of each level, which the caller keeps in tail[]. */
 void ffidx_append(struct ffidx *ix, struct ffidx_node *n, struct skl_node **tail)
 {
+    if (ix->hash.slot)
+        ffh_free(&ix->hash, &ix->sl);   /* links past it: ffidx_hash_start again */
     skl_link(&ix->sl, &n->sk, tail);
     for (int lvl = 0; lvl < n->sk.height; lvl++)
         tail[lvl] = &n->sk;

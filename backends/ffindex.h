@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/ffhash.h"
 #include "backends/skiplist.h"
 
 #define FFIDX_TOMB 1u            /* sk.flags: a delete, only during bulk load */
@@ -60,6 +61,7 @@ struct ffidx {
     struct ffidx_bulk_ent *bulk;
     size_t nbulk, capbulk;
     uint64_t bulk_seq;
+    struct ffh hash;            /* the keys' hash for point look-ups (ffhash.h), or off */
 };
 
 /* The ffidx node of a list node (NULL stays NULL). */
@@ -118,8 +120,25 @@ void ffidx_arena_done(struct ffidx *ix);
 /* Frees an unlinked node (NULL: nothing; an arena node: nothing now). */
 void ffidx_node_free(struct ffidx *ix, struct ffidx_node *n);
 
-/* The node with exactly this key, or NULL. */
+/* The node with exactly this key, or NULL: through the keys' hash where
+ * it answers, else the list's search. */
 struct ffidx_node *ffidx_find(struct ffidx *ix, const void *key, size_t klen);
+
+/* Turns the keys' hash on once the index is loaded (a start-up's bulk
+ * load and checkpoint appends turn it off): maps its table and starts its
+ * build, which ffidx_hash_step then does a slice at a time. Returns 0, or
+ * -1 when it stays off (out of memory): look-ups then search the list. */
+int ffidx_hash_start(struct ffidx *ix);
+/* One slice of the hash's build (FFIDX_HASH_STEP nodes). Returns 1 while
+ * more remains. Puts and removes may run between slices. */
+int ffidx_hash_step(struct ffidx *ix);
+#define FFIDX_HASH_STEP 4096
+/* 1 while the hash's build has slices left (a put or remove that grew
+ * or shrank the table past its bounds starts a new build). */
+static inline int ffidx_hash_pending(const struct ffidx *ix)
+{
+    return ffh_pending(&ix->hash);
+}
 
 /* Links n (vlen set), replacing the node with the same key. Returns the
  * replaced node, unlinked, for the caller to free; NULL when it was new.

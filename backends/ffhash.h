@@ -1,0 +1,91 @@
+/* ffhash.h - a hash of the flat-file index's keys beside its skip list.
+ *
+ * A point look-up in the skip list visits about 45 nodes at ten million
+ * keys, each in a different cache line of a large arena; this table finds
+ * the node in one or two. It maps a key to its linked list node and holds
+ * nothing else: the list stays the index (order, cursors, scans).
+ *
+ * Open addressing with linear probing over slots of 8 bytes: the
+ * node's address in the low 48 bits, then 6 bits of the key's hash (so
+ * that most slots of another key are passed without reading its node) and
+ * 10 bits of the slot's distance from the key's home slot (so that a
+ * remove can shift the run after it back without hashing other keys). 0
+ * is an empty slot. The hash is seeded at random per table; no key is
+ * looked for past FFH_PROBE slots, so keys chosen to collide cost a
+ * bounded probe and then the list's search, never a long scan.
+ *
+ * The table is built after start-up, a few thousand nodes per event-loop
+ * turn (ffh_step walks the list with a registered cursor, so writes in
+ * between are safe), and kept by every put and remove meanwhile. Until the
+ * walk ends it holds a subset of the list: a key it lacks may still be
+ * linked, and ffh_find says so. It is built anew, sized for FFH_BUILD_LOAD,
+ * when the keys pass FFH_MAX_LOAD of the slots or fall under an eighth
+ * (a key's home slot is the hash scaled to the table's size, so any size
+ * will do: about 13 bytes a key after a build, at most 16 before the
+ * next).
+ *
+ * Needs only the C library and Linux's mmap. */
+#ifndef TABLED_FFHASH_H
+#define TABLED_FFHASH_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/skiplist.h"
+
+#define FFH_PROBE 512u          /* slots looked at for one key, at most */
+#define FFH_MIN_SLOTS 1024      /* the smallest table */
+#define FFH_BUILD_LOAD 0.6      /* a table is built for keys this share of its slots */
+#define FFH_MAX_LOAD 0.75       /* and built anew, larger, when they pass this */
+
+struct ffh {
+    uint64_t *slot;             /* nslots slots (mmap'ed), or NULL: the table is off */
+    size_t nslots;
+    size_t used;                /* occupied slots */
+    uint64_t seed;              /* of the hash; a new one for every table */
+    uint64_t seed_base;         /* mixed into each new seed (ffh_init's) */
+    int walking;                /* the build's walk is under way (walk attached) */
+    int complete;               /* every linked node is in the table */
+    int refused;                /* a key found no slot within FFH_PROBE since the build began */
+    int disabled;               /* node addresses do not fit 48 bits: never on */
+    struct skl_cursor walk;     /* the walk's position on the list */
+    uint64_t builds;            /* tables built (statistics, tests) */
+};
+
+/* An empty, off table; seed is mixed into the random seed of each table. */
+void ffh_init(struct ffh *h, uint64_t seed);
+/* Ends the walk and unmaps the table; it is off afterwards (ffh_start
+ * turns it on again). sl is the list the walk is registered with. */
+void ffh_free(struct ffh *h, struct skl *sl);
+
+/* Maps an empty table sized for the list's keys (FFH_BUILD_LOAD) and
+ * starts the walk from the list's first node; an earlier table is dropped
+ * first. Returns 0, or -1 (out of memory, or disabled): the table is then
+ * off and every look-up goes to the list. */
+int ffh_start(struct ffh *h, struct skl *sl);
+/* Adds up to budget more nodes of the walk. Returns 1 while the walk has
+ * more to do, 0 once it is over (or the table is off). */
+int ffh_step(struct ffh *h, struct skl *sl, size_t budget);
+/* 1 while ffh_step has work: a build under way. */
+static inline int ffh_pending(const struct ffh *h)
+{
+    return h->slot && h->walking;
+}
+
+/* The home slot of a key in the table (it must be on); for tests and
+ * diagnostics. */
+size_t ffh_home_of(const struct ffh *h, const void *key, size_t klen);
+
+/* The linked node with this key, or NULL. *sure is set to 1 when a NULL
+ * answer is final (the table is complete and the key is not in it) and
+ * to 0 when the list must be searched (off, mid-build, or a key that
+ * found no slot). */
+struct skl_node *ffh_find(const struct ffh *h, const void *key, size_t klen, int *sure);
+
+/* After the list linked n, replacing old (NULL: n's key is new): keeps
+ * the table, and rebuilds it larger when the keys pass FFH_MAX_LOAD. */
+void ffh_put(struct ffh *h, struct skl *sl, struct skl_node *n, struct skl_node *old);
+/* After the list unlinked old (no replacement): keeps the table, and
+ * rebuilds it smaller when the keys fall under an eighth of it. */
+void ffh_remove(struct ffh *h, struct skl *sl, struct skl_node *old);
+
+#endif
