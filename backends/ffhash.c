@@ -45,11 +45,13 @@ static uint64_t ffh_hash(uint64_t seed, const uint8_t *k, size_t len)
     return ffh_mix(x ^ w);
 }
 
+/* A slot's distance from its key's home slot. */
 static uint64_t ffh_slot_dist(uint64_t s)
 {
     return s >> FFH_DIST_SHIFT;
 }
 
+/* A slot's node. */
 static struct skl_node *ffh_slot_node(uint64_t s)
 {
     return (struct skl_node *)(uintptr_t)(s & FFH_PTR_MASK);
@@ -68,6 +70,7 @@ static size_t ffh_next(const struct ffh *h, size_t i)
     return i + 1 == h->nslots ? 0 : i + 1;
 }
 
+/* The table's hash of node n's key. */
 static uint64_t ffh_key_hash(const struct ffh *h, const struct skl_node *n)
 {
     return ffh_hash(h->seed, skl_key(n), n->klen);
