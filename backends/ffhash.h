@@ -18,7 +18,12 @@
  * turn (ffh_step walks the list with a registered cursor, so writes in
  * between are safe), and kept by every put and remove meanwhile. Until the
  * walk ends it holds a subset of the list: a key it lacks may still be
- * linked, and ffh_find says so. It is built anew, sized for FFH_BUILD_LOAD,
+ * linked, and ffh_find says so. After a large checkpoint load the table is
+ * built on a thread instead (ffh_job_start), from the load's arena of
+ * nodes, which no one frees or changes the keys of while the index
+ * lives: the loop keeps a journal of its puts and removes meanwhile (each
+ * with its key's hash, so that replaying it reads no node) and replays it
+ * when the thread is done, then uses the table. It is built anew, sized for FFH_BUILD_LOAD,
  * when the keys pass FFH_MAX_LOAD of the slots or fall under an eighth
  * (a key's home slot is the hash scaled to the table's size, so any size
  * will do: about 13 bytes a key after a build, at most 16 before the
@@ -36,6 +41,19 @@
 #define FFH_MIN_SLOTS 1024      /* the smallest table */
 #define FFH_BUILD_LOAD 0.6      /* a table is built for keys this share of its slots */
 #define FFH_MAX_LOAD 0.75       /* and built anew, larger, when they pass this */
+#define FFH_JOURNAL_MAX ((size_t)1 << 20) /* writes kept while a thread builds; past
+                                             it the thread's build is given up */
+#define FFH_JOB_POLL_MS 5       /* how often the loop looks whether the thread is done */
+
+struct ffh_job;                 /* a build on a thread (ffhash.c) */
+
+/* Where a thread's build finds nodes: [first, end) holds whole nodes one
+ * after another, each node_off bytes of its owner's fields, then its
+ * struct skl_node, forward pointers and key, the whole rounded up to 8
+ * bytes (as ffidx_node_arena carves them). */
+struct ffh_range {
+    const char *first, *end;
+};
 
 struct ffh {
     uint64_t *slot;             /* nslots slots (mmap'ed), or NULL: the table is off */
@@ -47,29 +65,49 @@ struct ffh {
     int complete;               /* every linked node is in the table */
     int refused;                /* a key found no slot within FFH_PROBE since the build began */
     int disabled;               /* node addresses do not fit 48 bits: never on */
+    struct ffh_job *job;        /* a build on a thread, or NULL */
     struct skl_cursor walk;     /* the walk's position on the list */
     uint64_t builds;            /* tables built (statistics, tests) */
+    size_t replayed;            /* journal entries replayed at the last take-over (tests) */
 };
 
 /* An empty, off table; seed is mixed into the random seed of each table. */
 void ffh_init(struct ffh *h, uint64_t seed);
-/* Ends the walk and unmaps the table; it is off afterwards (ffh_start
+/* Ends the walk or stops and joins the thread, and unmaps the table; it is off afterwards (ffh_start
  * turns it on again). sl is the list the walk is registered with. */
 void ffh_free(struct ffh *h, struct skl *sl);
 
 /* Maps an empty table sized for the list's keys (FFH_BUILD_LOAD) and
  * starts the walk from the list's first node; an earlier table is dropped
- * first. Returns 0, or -1 (out of memory, or disabled): the table is then
+ * first. While a thread builds (ffh_job_start) it does nothing and
+ * returns 0. Returns 0, or -1 (out of memory, or disabled): the table is then
  * off and every look-up goes to the list. */
 int ffh_start(struct ffh *h, struct skl *sl);
-/* Adds up to budget more nodes of the walk. Returns 1 while the walk has
- * more to do, 0 once it is over (or the table is off). */
+/* Adds up to budget more nodes of the walk, or, while a thread builds,
+ * adopts its table once it is done (joins it and replays the journal).
+ * Returns 1 while the build has more to do, 0 once it is over (or the
+ * table is off). */
 int ffh_step(struct ffh *h, struct skl *sl, size_t budget);
-/* 1 while ffh_step has work: a build under way. */
+/* 1 while ffh_step has work: a build under way (a walk or a thread). */
 static inline int ffh_pending(const struct ffh *h)
 {
-    return h->slot && h->walking;
+    return h->job || (h->slot && h->walking);
 }
+/* 1 while a thread builds: ffh_step then only looks whether it is done,
+ * and is worth calling every FFH_JOB_POLL_MS rather than every turn. */
+static inline int ffh_waiting(const struct ffh *h)
+{
+    return h->job != NULL;
+}
+
+/* Starts a build of a table for sl's keys on a thread, over the nodes of
+ * ranges r[0..nr) (they must be exactly the list's nodes now); node_off
+ * is where struct skl_node lies in each. An earlier table is dropped
+ * first. From now until ffh_step adopts the table, puts and removes are
+ * journalled and look-ups search the list. Returns 0, or -1 (out of
+ * memory, no thread, or disabled): the table is then off. */
+int ffh_job_start(struct ffh *h, struct skl *sl, const struct ffh_range *r, size_t nr,
+                  size_t node_off);
 
 /* The home slot of a key in the table (it must be on); for tests and
  * diagnostics. */

@@ -228,6 +228,27 @@ void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes)
     madvise(m, size, MADV_HUGEPAGE);
 }
 
+/* Starts the hash's build on a thread over every arena block's nodes,
+ * which are the list's nodes right after a checkpoint load (the loop's
+ * writes from now on go to the hash's journal). Without it the loop's
+ * walk builds the hash later (ffidx_hash_start). */
+static void ffidx_hash_job(struct ffidx *ix)
+{
+    size_t nr = 0;
+    for (struct ffidx_chunk *c = ix->chunks; c; c = c->next)
+        nr++;
+    struct ffh_range *r = malloc((nr ? nr : 1) * sizeof *r);
+    if (!r)
+        return;
+    size_t i = 0;
+    for (struct ffidx_chunk *c = ix->chunks; c; c = c->next, i++) {
+        r[i].first = (const char *)c + ((sizeof(*c) + 15) & ~(size_t)15);
+        r[i].end = (const char *)c + c->used;
+    }
+    ffh_job_start(&ix->hash, &ix->sl, r, nr, offsetof(struct ffidx_node, sk));
+    free(r);
+}
+
 void ffidx_arena_done(struct ffidx *ix)
 {
     struct ffidx_thread *f = ix->fill;
@@ -251,6 +272,8 @@ void ffidx_arena_done(struct ffidx *ix)
         ffidx_thread_stop(ix->huge);    /* none but after a load into a used index */
         ix->huge = ffidx_thread_start(ffidx_huge_main, (char *)c, c->size);
     }
+    if (ix->hash_job)
+        ffidx_hash_job(ix);
 }
 
 /* Frees an unlinked node: its one block (an arena node stays until the
@@ -423,7 +446,6 @@ static void ffidx_bulk_merge(struct ffidx *ix)
     struct ffidx_bulk_ent *a = ix->bulk;
     if (!n)
         return;
-    ffh_free(&ix->hash, &ix->sl);   /* links and frees past it: ffidx_hash_start again */
     for (size_t i = 0; i < n; i++)
         a[i].cache = ffidx_chunk(a[i].node, 0);
     int budget = 2;
@@ -450,11 +472,13 @@ static void ffidx_bulk_merge(struct ffidx *ix)
         if (old) {
             skl_unlink(&ix->sl, old, update, NULL);
             ix->live_bytes -= ffidx_node_bytes(ffidx_of(old));
+            ffh_remove(&ix->hash, &ix->sl, old);
             ffidx_node_free(ix, ffidx_of(old));
         }
         if (!(w->sk.flags & FFIDX_TOMB)) {
             skl_link(&ix->sl, &w->sk, update);
             ix->live_bytes += ffidx_node_bytes(w);
+            ffh_put(&ix->hash, &ix->sl, &w->sk, NULL);
         }
         for (size_t k = i; k < j; k++)
             if (k != win || (w->sk.flags & FFIDX_TOMB))

@@ -62,6 +62,8 @@ struct ffidx {
     size_t nbulk, capbulk;
     uint64_t bulk_seq;
     struct ffh hash;            /* the keys' hash for point look-ups (ffhash.h), or off */
+    int hash_job;               /* a large checkpoint load starts the hash's build on a
+                                   thread (set it before the load when the hash is wanted) */
 };
 
 /* The ffidx node of a list node (NULL stays NULL). */
@@ -114,8 +116,9 @@ void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes);
  * (if any), gives back the reserved block's unused end, and starts a
  * thread that turns the rest into huge pages in the background
  * (MADV_COLLAPSE, 2 MiB a call; ix->huge, stopped by ffidx_free), for
- * fewer TLB misses in lookups. Idempotent; called on every path of a
- * load. */
+ * fewer TLB misses in lookups. With hash_job set, also starts the build
+ * of the keys' hash on a thread over the arena's nodes (ffh_job_start).
+ * Idempotent; called on every path of a load. */
 void ffidx_arena_done(struct ffidx *ix);
 /* Frees an unlinked node (NULL: nothing; an arena node: nothing now). */
 void ffidx_node_free(struct ffidx *ix, struct ffidx_node *n);
@@ -138,6 +141,12 @@ int ffidx_hash_step(struct ffidx *ix);
 static inline int ffidx_hash_pending(const struct ffidx *ix)
 {
     return ffh_pending(&ix->hash);
+}
+/* 1 while a thread builds the hash (see hash_job): a step then only
+ * looks whether it is done, worth a call every FFH_JOB_POLL_MS. */
+static inline int ffidx_hash_waiting(const struct ffidx *ix)
+{
+    return ffh_waiting(&ix->hash);
 }
 
 /* Links n (vlen set), replacing the node with the same key. Returns the

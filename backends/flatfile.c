@@ -688,11 +688,13 @@ static void ff_hash_tick(void *arg)
 
 /* Keeps the hash's build going from the loop while it has slices left:
  * after the start, and after a write that grew or shrank the table past
- * its bounds (a new build). */
+ * its bounds (a new build); every FFH_JOB_POLL_MS while a thread builds
+ * it, to take its table over once it is done. */
 static void ff_hash_arm(struct backend_store *st)
 {
     if (st->host && !st->hash_timer && ffidx_hash_pending(&st->ix))
-        st->hash_timer = st->host->timer_add(st->host->arg, 0, ff_hash_tick, st);
+        st->hash_timer = st->host->timer_add(
+            st->host->arg, ffidx_hash_waiting(&st->ix) ? FFH_JOB_POLL_MS : 0, ff_hash_tick, st);
 }
 
 /* ---- open / close ---- */
@@ -852,6 +854,8 @@ static int ff_open(const struct backend_options *opt, struct backend_store **out
         rc = BACKEND_IOERR;
         goto fail;
     }
+    /* a large checkpoint's load starts the hash's build on a thread */
+    st->ix.hash_job = st->key_hash && opt->host;
     rc = ff_recover(st, err, errlen);
     if (rc != BACKEND_OK)
         goto fail;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/ffindex.h"
 #include "tests/unit/tap.h"
@@ -23,9 +24,13 @@ static uint64_t rnd(void)
     return rng;
 }
 
+static int ascending;           /* key_of: keys in the order of i (a checkpoint's load) */
+
 /* Key i as text, the way partition and row keys look. */
 static size_t key_of(uint64_t i, char *buf)
 {
+    if (ascending)
+        return (size_t)sprintf(buf, "pk\x01rk-%012llu", (unsigned long long)i);
     return (size_t)sprintf(buf, "pk%llu\x01rk-%llu", (unsigned long long)(i % 97),
                            (unsigned long long)i);
 }
@@ -155,7 +160,7 @@ int main(void)
     TEST_CHECK(all_agree(&ix, 400000), "every key agrees after shrinking");
     ffidx_free(&ix);
 
-    /* a bulk load turns the hash off; started again it serves the keys */
+    /* a bulk load keeps the hash as it links and frees */
     ffidx_init(&ix, 3);
     ffidx_hash_start(&ix);
     for (uint64_t i = 0; i < 1000; i++) {
@@ -166,12 +171,63 @@ int main(void)
         ffidx_bulk_add(&ix, n);
     }
     ffidx_bulk_finish(&ix);
-    TEST_CHECK(ix.hash.slot == NULL, "a bulk merge turns the hash off");
-    TEST_CHECK(all_agree(&ix, 2000), "look-ups go to the list meanwhile");
-    ffidx_hash_start(&ix);
+    TEST_CHECK(ix.hash.slot != NULL && all_agree(&ix, 2000), "a bulk merge keeps the hash");
     finish(&ix);
-    TEST_CHECK(all_agree(&ix, 2000) && ix.hash.complete, "started again it is complete");
+    TEST_CHECK(all_agree(&ix, 2000) && ix.hash.complete, "and its build completes");
     ffidx_free(&ix);
+
+    /* a checkpoint's load: the hash is built on a thread over the arena
+       while writes go to its journal, then taken over */
+    ascending = 1;
+    const uint64_t nload = 300000;
+    for (int pass = 0; pass < 2; pass++) {
+        ffidx_init(&ix, 5);
+        ix.hash_job = 1;
+        ffidx_arena_reserve(&ix, (uint64_t)24 << 20);
+        struct skl_node *tail[SKL_MAX_HEIGHT] = {NULL};
+        for (uint64_t i = 0; i < nload; i++) {
+            char k[64];
+            size_t kl = key_of(i * 2, k);
+            struct ffidx_node *n = ffidx_node_arena(&ix, k, kl);
+            n->vlen = (uint32_t)(i * 2);
+            ffidx_append(&ix, n, tail);
+        }
+        ffidx_arena_done(&ix);
+        TEST_CHECK(ix.hash.job != NULL, "a large load starts the hash's build on a thread");
+        if (pass == 1) {
+            ffidx_free(&ix);
+            TEST_CHECK(ix.hash.job == NULL && ix.hash.slot == NULL,
+                       "freeing the index while the thread builds stops it");
+            continue;
+        }
+        /* writes right away, while the thread is at work: new keys,
+           replaced and removed arena nodes, removed new ones */
+        bad = 0;
+        for (int op = 0; op < 40000 && !bad; op++) {
+            uint64_t i = rnd() % (nload * 2 + 1000);
+            if (op % 3 == 2)
+                del(&ix, i);
+            else
+                put(&ix, i);
+            if (op % 16 == 0)
+                bad = !agrees(&ix, rnd() % (nload * 2 + 1000));
+        }
+        TEST_CHECK(!bad, "look-ups agree while the thread builds");
+        int polls = 0;
+        while (ffidx_hash_step(&ix) && polls < 100000) {
+            struct timespec ts = {0, 100 * 1000};
+            nanosleep(&ts, NULL);
+            polls++;
+        }
+        TEST_CHECK(ix.hash.job == NULL && ix.hash.complete,
+                   "its table is taken over, with the journal replayed: complete");
+        printf("# %zu writes journalled while the thread built\n", ix.hash.replayed);
+        TEST_EQ_INT((long long)ix.hash.used, (long long)ffidx_count(&ix),
+                    "it holds every linked key once");
+        TEST_CHECK(all_agree(&ix, nload * 2 + 1000), "every key agrees after the take-over");
+        ffidx_free(&ix);
+    }
+    ascending = 0;
 
     /* keys crowding one home slot: past FFH_PROBE they are refused, the
        table stops answering "absent" by itself, and look-ups stay right */
