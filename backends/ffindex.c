@@ -525,7 +525,7 @@ void ffidx_bulk_finish(struct ffidx *ix)
  * of each level, which the caller keeps in tail[]. */
 void ffidx_append(struct ffidx *ix, struct ffidx_node *n, struct skl_node **tail)
 {
-    if (ix->hash.slot)
+    if (ix->hash.slot || ix->hash.job)
         ffh_free(&ix->hash, &ix->sl);   /* links past it: ffidx_hash_start again */
     skl_link(&ix->sl, &n->sk, tail);
     for (int lvl = 0; lvl < n->sk.height; lvl++)
