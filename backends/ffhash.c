@@ -117,8 +117,6 @@ void ffh_init(struct ffh *h, uint64_t seed)
     h->seed_base = seed;
 }
 
-/* Unmaps the table and ends the walk (the cursor may already be detached
- * by a freed list: skl_cursor_close does not read sl then). */
 /* Stops a thread's build, waits for it and frees it with its table and
  * journal. */
 static void ffh_job_free(struct ffh *h)
@@ -136,6 +134,9 @@ static void ffh_job_free(struct ffh *h)
     h->job = NULL;
 }
 
+/* Stops a thread's build, unmaps the table and ends the walk (the cursor
+ * may already be detached by a freed list: skl_cursor_close does not
+ * read sl then). */
 void ffh_free(struct ffh *h, struct skl *sl)
 {
     ffh_job_free(h);
@@ -189,9 +190,6 @@ int ffh_start(struct ffh *h, struct skl *sl)
     return 0;
 }
 
-/* Puts n (hash x) in the table, or finds it there already. Returns 0, or
- * -1 when no slot within FFH_PROBE was free (the table is then no longer
- * complete) or n's address does not fit (the table is then disabled). */
 /* Puts n (hash x) in the table slot[0..nslots), or finds it there
  * already. Returns 0 (*used counts a new slot), -1 when no slot within
  * FFH_PROBE was free, -2 when n's address does not fit a slot. */
@@ -216,6 +214,9 @@ static int ffh_place(uint64_t *slot, size_t nslots, size_t *used, const struct s
     return -1;
 }
 
+/* Puts n (hash x) in the table, or finds it there already. Returns 0, or
+ * -1 when no slot within FFH_PROBE was free (the table is then no longer
+ * complete) or n's address does not fit (the table is then disabled). */
 static int ffh_insert(struct ffh *h, struct skl *sl, struct skl_node *n, uint64_t x)
 {
     int r = ffh_place(h->slot, h->nslots, &h->used, n, x);
