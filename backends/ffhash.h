@@ -23,13 +23,14 @@
  * nodes, which no one frees or changes the keys of while the index
  * lives: the loop keeps a journal of its puts and removes meanwhile (each
  * with its key's hash, so that replaying it reads no node) and replays it
- * when the thread is done, then uses the table. It is built anew, sized for FFH_BUILD_LOAD,
- * when the keys pass FFH_MAX_LOAD of the slots or fall under an eighth
- * (a key's home slot is the hash scaled to the table's size, so any size
- * will do: about 13 bytes a key after a build, at most 16 before the
- * next).
+ * when the thread is done, then uses the table.
  *
- * Needs only the C library and Linux's mmap. */
+ * A table is built anew, sized for FFH_BUILD_LOAD, when the keys pass
+ * FFH_MAX_LOAD of the slots or fall under an eighth (a key's home slot is
+ * the hash scaled to the table's size, so any size will do): about 13
+ * bytes a key after a build, between 11 and 64 before the next.
+ *
+ * Needs the C library, POSIX threads and Linux's mmap. */
 #ifndef TABLED_FFHASH_H
 #define TABLED_FFHASH_H
 #include <stddef.h>
