@@ -35,7 +35,8 @@ struct ffh_job {
     uint64_t seed;
     int refused, bad;
     struct ffh_range *r;
-    size_t nr, node_off;
+    size_t nr;
+    struct skl shape;           /* only node_off, for skl_node_size() */
     struct ffh_jent *jl;
     size_t jn, jcap;
 };
@@ -147,7 +148,7 @@ void ffh_free(struct ffh *h, struct skl *sl)
         munmap(h->slot, h->nslots * sizeof(uint64_t));
     h->slot = NULL;
     h->used = 0;
-    h->complete = h->refused = 0;
+    h->refused = 0;
 }
 
 /* Maps an empty table sized for count keys (FFH_BUILD_LOAD), sets
@@ -225,7 +226,6 @@ static int ffh_insert(struct ffh *h, struct skl *sl, struct skl_node *n, uint64_
         ffh_free(h, sl);
     } else if (r == -1) {
         h->refused = 1;
-        h->complete = 0;
     }
     return r < 0 ? -1 : 0;
 }
@@ -242,6 +242,14 @@ static size_t ffh_locate(const struct ffh *h, const struct skl_node *n, uint64_t
             return i;
     }
     return (size_t)-1;
+}
+
+/* 1 when the list's keys have passed FFH_MAX_LOAD of the table's slots
+ * or fallen under an eighth of them: time for a table sized anew. */
+static int ffh_out_of_bounds(const struct ffh *h, const struct skl *sl)
+{
+    return (double)sl->count > FFH_MAX_LOAD * (double)h->nslots ||
+           (h->nslots > FFH_MIN_SLOTS && sl->count < h->nslots / 8);
 }
 
 /* Empties slot i and closes the hole: each entry after it in the run
@@ -280,9 +288,8 @@ static void *ffh_job_main(void *arg)
             uint64_t x[FFH_BATCH];
             size_t m = 0;
             for (; m < FFH_BATCH && p < j->r[ri].end; m++) {
-                const struct skl_node *n = (const struct skl_node *)(p + j->node_off);
-                size_t size = j->node_off + sizeof *n +
-                              (size_t)n->height * sizeof n->next[0] + n->klen;
+                const struct skl_node *n = (const struct skl_node *)(p + j->shape.node_off);
+                size_t size = skl_node_size(&j->shape, n);
                 b[m] = n;
                 x[m] = ffh_hash(j->seed, skl_key(n), n->klen);
                 __builtin_prefetch(&j->slot[ffh_home_n(j->nslots, x[m])], 1);
@@ -308,8 +315,7 @@ out:
     return NULL;
 }
 
-int ffh_job_start(struct ffh *h, struct skl *sl, const struct ffh_range *r, size_t nr,
-                  size_t node_off)
+int ffh_job_start(struct ffh *h, struct skl *sl, const struct ffh_range *r, size_t nr)
 {
     ffh_free(h, sl);
     if (h->disabled)
@@ -321,7 +327,7 @@ int ffh_job_start(struct ffh *h, struct skl *sl, const struct ffh_range *r, size
     }
     memcpy(j->r, r, nr * sizeof *r);
     j->nr = nr;
-    j->node_off = node_off;
+    j->shape.node_off = sl->node_off;
     if (!(j->slot = ffh_map(h, sl->count, &j->nslots))) {
         free(j->r);
         free(j);
@@ -373,7 +379,6 @@ static void ffh_job_adopt(struct ffh *h, struct skl *sl)
     h->nslots = j->nslots;
     h->used = j->used;
     h->refused = j->refused;
-    h->complete = 0;
     for (size_t i = 0; i < j->jn && h->slot && !h->disabled; i++) {
         struct skl_node *n = (struct skl_node *)(j->jl[i].node & ~(uintptr_t)1);
         if (!(j->jl[i].node & 1)) {
@@ -392,9 +397,7 @@ static void ffh_job_adopt(struct ffh *h, struct skl *sl)
         ffh_free(h, sl);
         return;
     }
-    h->complete = !h->refused;
-    if ((double)sl->count > FFH_MAX_LOAD * (double)h->nslots ||
-        (h->nslots > FFH_MIN_SLOTS && sl->count < h->nslots / 8))
+    if (ffh_out_of_bounds(h, sl))
         ffh_start(h, sl);
 }
 
@@ -432,7 +435,6 @@ int ffh_step(struct ffh *h, struct skl *sl, size_t budget)
         if (!n) {
             skl_cursor_close(sl, &h->walk);
             h->walking = 0;
-            h->complete = !h->refused;
             return 0;
         }
     }
@@ -458,7 +460,7 @@ struct skl_node *ffh_find(const struct ffh *h, const void *key, size_t klen, int
                 return n;
         }
     }
-    *sure = h->complete;
+    *sure = ffh_complete(h);
     return NULL;
 }
 
@@ -479,7 +481,7 @@ void ffh_put(struct ffh *h, struct skl *sl, struct skl_node *n, struct skl_node 
         h->slot[i] = (h->slot[i] & ~FFH_PTR_MASK) | (uint64_t)(uintptr_t)n;
     else if (ffh_insert(h, sl, n, x) != 0)
         return;
-    if ((double)sl->count > FFH_MAX_LOAD * (double)h->nslots)
+    if (ffh_out_of_bounds(h, sl))
         ffh_start(h, sl);
 }
 
@@ -494,6 +496,6 @@ void ffh_remove(struct ffh *h, struct skl *sl, struct skl_node *old)
     size_t i = ffh_locate(h, old, ffh_key_hash(h, old));
     if (i != (size_t)-1)
         ffh_delete_at(h, i);
-    if (h->nslots > FFH_MIN_SLOTS && sl->count < h->nslots / 8)
+    if (ffh_out_of_bounds(h, sl))
         ffh_start(h, sl);
 }

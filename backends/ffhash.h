@@ -49,9 +49,9 @@
 struct ffh_job;                 /* a build on a thread (ffhash.c) */
 
 /* Where a thread's build finds nodes: [first, end) holds whole nodes one
- * after another, each node_off bytes of its owner's fields, then its
- * struct skl_node, forward pointers and key, the whole rounded up to 8
- * bytes (as ffidx_node_arena carves them). */
+ * after another, each skl_node_size() bytes (its owner's fields up to the
+ * list's node_off, its struct skl_node, forward pointers and key) rounded
+ * up to 8 (as ffidx_node_arena carves them). */
 struct ffh_range {
     const char *first, *end;
 };
@@ -63,7 +63,6 @@ struct ffh {
     uint64_t seed;              /* of the hash; a new one for every table */
     uint64_t seed_base;         /* mixed into each new seed (ffh_init's) */
     int walking;                /* the build's walk is under way (walk attached) */
-    int complete;               /* every linked node is in the table */
     int refused;                /* a key found no slot within FFH_PROBE since the build began */
     int disabled;               /* node addresses do not fit 48 bits: never on */
     struct ffh_job *job;        /* a build on a thread, or NULL */
@@ -89,6 +88,13 @@ int ffh_start(struct ffh *h, struct skl *sl);
  * Returns 1 while the build has more to do, 0 once it is over (or the
  * table is off). */
 int ffh_step(struct ffh *h, struct skl *sl, size_t budget);
+/* 1 when every linked node is in the table: it is on, its build has
+ * ended and no key was refused since it began. */
+static inline int ffh_complete(const struct ffh *h)
+{
+    return h->slot && !h->walking && !h->job && !h->refused;
+}
+
 /* 1 while ffh_step has work: a build under way (a walk or a thread). */
 static inline int ffh_pending(const struct ffh *h)
 {
@@ -102,13 +108,11 @@ static inline int ffh_waiting(const struct ffh *h)
 }
 
 /* Starts a build of a table for sl's keys on a thread, over the nodes of
- * ranges r[0..nr) (they must be exactly the list's nodes now); node_off
- * is where struct skl_node lies in each. An earlier table is dropped
- * first. From now until ffh_step adopts the table, puts and removes are
+ * ranges r[0..nr) (they must be exactly the list's nodes now). An earlier
+ * table is dropped first. From now until ffh_step adopts the table, puts and removes are
  * journalled and look-ups search the list. Returns 0, or -1 (out of
  * memory, no thread, or disabled): the table is then off. */
-int ffh_job_start(struct ffh *h, struct skl *sl, const struct ffh_range *r, size_t nr,
-                  size_t node_off);
+int ffh_job_start(struct ffh *h, struct skl *sl, const struct ffh_range *r, size_t nr);
 
 /* The home slot of a key in the table (it must be on); for tests and
  * diagnostics. */

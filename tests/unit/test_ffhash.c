@@ -106,7 +106,7 @@ int main(void)
     TEST_CHECK(!bad, "look-ups agree with the list through random writes and builds");
     TEST_CHECK(ix.hash.builds > 1, "the table was built anew as the keys grew");
     finish(&ix);
-    TEST_CHECK(ix.hash.complete, "a finished build is complete");
+    TEST_CHECK(ffh_complete(&ix.hash), "a finished build is complete");
     TEST_EQ_INT((long long)ix.hash.used, (long long)ffidx_count(&ix),
                 "it holds every linked key once");
     TEST_CHECK(all_agree(&ix, range + 1000), "every key and every absent one agree after it");
@@ -146,7 +146,7 @@ int main(void)
     }
     TEST_CHECK(!bad, "look-ups mid-build agree with the list");
     TEST_CHECK(steps > 10, "the build takes many slices");
-    TEST_CHECK(ix.hash.complete && !ix.hash.refused, "the build ends complete");
+    TEST_CHECK(ffh_complete(&ix.hash) && !ix.hash.refused, "the build ends complete");
     TEST_EQ_INT((long long)ix.hash.used, (long long)ffidx_count(&ix),
                 "it holds every linked key once");
     TEST_CHECK(all_agree(&ix, 400000), "every key agrees after the build");
@@ -173,7 +173,7 @@ int main(void)
     ffidx_bulk_finish(&ix);
     TEST_CHECK(ix.hash.slot != NULL && all_agree(&ix, 2000), "a bulk merge keeps the hash");
     finish(&ix);
-    TEST_CHECK(all_agree(&ix, 2000) && ix.hash.complete, "and its build completes");
+    TEST_CHECK(all_agree(&ix, 2000) && ffh_complete(&ix.hash), "and its build completes");
     ffidx_free(&ix);
 
     /* a checkpoint's load: the hash is built on a thread over the arena
@@ -219,7 +219,7 @@ int main(void)
             nanosleep(&ts, NULL);
             polls++;
         }
-        TEST_CHECK(ix.hash.job == NULL && ix.hash.complete,
+        TEST_CHECK(ix.hash.job == NULL && ffh_complete(&ix.hash),
                    "its table is taken over, with the journal replayed: complete");
         printf("# %zu writes journalled while the thread built\n", ix.hash.replayed);
         TEST_EQ_INT((long long)ix.hash.used, (long long)ffidx_count(&ix),
@@ -249,7 +249,7 @@ int main(void)
     for (size_t j = 0; j < keep; j++)
         put(&ix, crowd[j]);
     TEST_EQ_INT((long long)ix.hash.builds, 1, "no rebuild below the load limit");
-    TEST_CHECK(ix.hash.refused && !ix.hash.complete, "keys past the probe limit are refused");
+    TEST_CHECK(ix.hash.refused && !ffh_complete(&ix.hash), "keys past the probe limit are refused");
     TEST_EQ_INT((long long)ix.hash.used, FFH_PROBE, "the run holds FFH_PROBE keys");
     bad = 0;
     for (size_t j = 0; j < nc && !bad; j++)
