@@ -22,6 +22,7 @@
 #define FFIDX_HUGE ((size_t)2 << 20)        /* a huge page */
 #define FFIDX_FILL_MIN ((size_t)4 << 20)    /* a reserved block this large gets a fill thread */
 #define FFIDX_FILL_STEP ((size_t)16 << 20)  /* bytes it faults in per call */
+#define FFIDX_CHUNK_HDR ((sizeof(struct ffidx_chunk) + 15) & ~(size_t)15) /* nodes start here */
 #define FFIDX_COLLAPSE_STEP ((size_t)2 << 20) /* bytes made one huge page per call */
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25        /* Linux 6.1; older C headers lack the name */
@@ -148,7 +149,7 @@ struct ffidx_node *ffidx_node_arena(struct ffidx *ix, const void *key, size_t kl
         c = m;
         c->next = ix->chunks;
         c->size = want;
-        c->used = (sizeof(*c) + 15) & ~(size_t)15;
+        c->used = FFIDX_CHUNK_HDR;
         ix->chunks = c;
         ix->arena_bytes += want;
     }
@@ -211,7 +212,7 @@ void ffidx_arena_reserve(struct ffidx *ix, uint64_t bytes)
     struct ffidx_chunk *c = m;
     c->next = ix->chunks;
     c->size = size;
-    c->used = (sizeof(*c) + 15) & ~(size_t)15;
+    c->used = FFIDX_CHUNK_HDR;
     ix->chunks = c;
     ix->arena_bytes += size;
 #ifdef MADV_POPULATE_WRITE
@@ -242,10 +243,10 @@ static void ffidx_hash_job(struct ffidx *ix)
         return;
     size_t i = 0;
     for (struct ffidx_chunk *c = ix->chunks; c; c = c->next, i++) {
-        r[i].first = (const char *)c + ((sizeof(*c) + 15) & ~(size_t)15);
+        r[i].first = (const char *)c + FFIDX_CHUNK_HDR;
         r[i].end = (const char *)c + c->used;
     }
-    ffh_job_start(&ix->hash, &ix->sl, r, nr, offsetof(struct ffidx_node, sk));
+    ffh_job_start(&ix->hash, &ix->sl, r, nr);
     free(r);
 }
 
