@@ -147,6 +147,26 @@ char *arena_sprintf(struct arena *a, const char *fmt, ...)
     return p;
 }
 
+char *arena_concat(struct arena *a, ...)
+{
+    va_list ap;
+    size_t n = 0;
+    va_start(ap, a);
+    for (const char *s; (s = va_arg(ap, const char *));)
+        n += strlen(s);
+    va_end(ap);
+    char *p = arena_alloc(a, n + 1), *q = p;
+    va_start(ap, a);
+    for (const char *s; (s = va_arg(ap, const char *));) {
+        size_t k = strlen(s);
+        memcpy(q, s, k);
+        q += k;
+    }
+    va_end(ap);
+    *q = '\0';
+    return p;
+}
+
 size_t arena_used(const struct arena *a)
 {
     return a->total;

@@ -20,6 +20,10 @@ char *arena_strndup(struct arena *a, const char *s, size_t n);
 char *arena_strdup(struct arena *a, const char *s);
 char *arena_sprintf(struct arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The NUL-terminated strings given, up to a NULL, one after the other:
+ * arena_sprintf("%s%s...") without parsing a format, for the strings a
+ * response builds on every request. */
+char *arena_concat(struct arena *a, ...) __attribute__((sentinel));
 /* Bytes handed out since the last reset (for limits and tests). */
 size_t arena_used(const struct arena *a);
 

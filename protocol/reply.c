@@ -23,7 +23,7 @@ void reply_json_content_type(struct req_ctx *c)
 
 const char *reply_metadata_url(struct req_ctx *c, const char *suffix)
 {
-    return arena_sprintf(c->a, "%s/$metadata#%s", c->base, suffix);
+    return arena_concat(c->a, c->base, "/$metadata#", suffix, (char *)NULL);
 }
 
 /* Appends s (n bytes) to b with the XML special characters escaped. */

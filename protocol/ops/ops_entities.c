@@ -122,8 +122,8 @@ static void write_single(struct req_ctx *c, const struct table_info *t, const st
     if (c->level != ODATA_NOMETADATA)
         md = reply_metadata_url(
             c, q && q->select_text
-                   ? arena_sprintf(c->a, "%s/@Element&$select=%s", t->name, q->select_text)
-                   : arena_sprintf(c->a, "%s/@Element", t->name));
+                   ? arena_concat(c->a, t->name, "/@Element&$select=", q->select_text, (char *)NULL)
+                   : arena_concat(c->a, t->name, "/@Element", (char *)NULL));
     struct entity_json_ctx jc = {
         .level = c->level,
         .base = c->base,

@@ -234,7 +234,8 @@ void op_query_entities(struct req_ctx *c)
         buf_putc(b, '{');
         if (c->level != ODATA_NOMETADATA) {
             const char *md = q.select_text
-                                 ? arena_sprintf(c->a, "%s&$select=%s", t->name, q.select_text)
+                                 ? arena_concat(c->a, t->name, "&$select=", q.select_text,
+                                                (char *)NULL)
                                  : t->name;
             md = reply_metadata_url(c, md);
             buf_puts(b, "\"odata.metadata\":");

@@ -1,8 +1,10 @@
 /* test_coding.c - hex, base64 and percent coding (core/coding.c): the
- * edge cases every caller relies on for its error codes. */
+ * edge cases every caller relies on for its error codes; and the arena's
+ * string builders (core/arena.c). */
 #include <stdint.h>
 #include <string.h>
 
+#include "core/arena.h"
 #include "core/buf.h"
 #include "core/coding.h"
 #include "tests/unit/tap.h"
@@ -212,8 +214,27 @@ static void test_ints(void)
     TEST_CHECK(strcmp(out, "1000") == 0, "decimal 1000");
 }
 
+/* arena_concat against arena_sprintf of the same pieces, one of them
+ * longer than arena_sprintf's stack buffer. */
+static void test_arena_strings(void)
+{
+    struct arena *a = arena_new(64);
+    char big[700];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    TEST_CHECK(strcmp(arena_concat(a, "http://h/acct", "/$metadata#", "t/@Element", (char *)NULL),
+                      "http://h/acct/$metadata#t/@Element") == 0, "concat of three");
+    TEST_CHECK(strcmp(arena_concat(a, (char *)NULL), "") == 0, "concat of none");
+    TEST_CHECK(strcmp(arena_concat(a, "", "x", "", (char *)NULL), "x") == 0, "empty pieces");
+    char *c = arena_concat(a, "a", big, "z", (char *)NULL);
+    TEST_CHECK(strcmp(c, arena_sprintf(a, "a%sz", big)) == 0 && strlen(c) == sizeof big + 1,
+               "a long concat equals the sprintf");
+    arena_free(a);
+}
+
 int main(void)
 {
+    test_arena_strings();
     test_hex();
     test_b64();
     test_pct();
