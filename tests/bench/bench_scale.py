@@ -358,6 +358,9 @@ def one_backend(backend, args, rnd):
     if backend == "postgres":
         sys.path.insert(0, os.path.join(HERE, "..", "integration"))
         import pg_harness
+        # as root the harness runs PostgreSQL as nobody, in a directory
+        # of its own inside this one, which mkdtemp made private
+        os.chmod(tmp, 0o755)
         tempfile.tempdir = tmp
         pg = pg_harness.PgServer(settings={"fsync": "on" if args.pg_fsync else "off",
                                            "shared_buffers": "1GB"})
