@@ -14,7 +14,10 @@ size it measures:
   load     entities/s of that step's load (wall clock); then the server
            is let settle until idle (LevelDB compacts after a load, on its
            own threads), and the wait is printed
-Server CPU is the tabled process's threads' time (schedstat). Measures:
+Server CPU is the tabled process's threads' time (schedstat); on
+postgres the database's CPU per request (the postmaster and its children,
+exited ones included, /proc/PID/stat) is given beside it ("DB CPU"), since
+there the database does most of the work. Measures:
 
   get      point GETs of 5,000 random existing entities (wrk, --conns
            connections, --seconds): req/s, server CPU per request, p99,
@@ -97,6 +100,31 @@ def cpu_s(pid):
     return total / 1e9
 
 
+def db_cpu_s(srv):
+    """CPU seconds the PostgreSQL server of srv has used (the postmaster,
+    its live children, and through the postmaster's cutime+cstime its
+    exited ones); None for the other backends."""
+    if not srv.db:
+        return None
+    total, master = 0, srv.db.postmaster_pid()
+    for pid in srv.db.backend_pids():
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                st = f.read()
+        except OSError:
+            continue
+        fields = st[st.rindex(")") + 2:].split()
+        total += int(fields[11]) + int(fields[12])
+        if pid == master:
+            total += int(fields[13]) + int(fields[14])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def db_us(srv, d0, n):
+    """Database CPU microseconds per request since d0 (db_cpu_s), or None."""
+    return None if d0 is None else (db_cpu_s(srv) - d0) * 1e6 / max(n, 1)
+
+
 def du_bytes(path):
     total = 0
     for d, _, files in os.walk(path):
@@ -114,6 +142,7 @@ class Server:
     def __init__(self, backend, data, options):
         self.backend, self.data, self.options = backend, data, options
         self.proc, self.port, self.binary = None, None, TABLED
+        self.db = None  # the PgServer of --backends postgres
 
     def start(self):
         cmd = [self.binary, "--port", "0", "--auth", "off", "--access-log", "off", "--log-level",
@@ -231,11 +260,12 @@ def wrk_get(srv, paths, args, tmp):
     script = os.path.join(tmp, "get.lua")
     with open(script, "w") as f:
         f.write(WRK_LUA % ",".join(paths))
-    c0, f0 = cpu_s(srv.proc.pid), minflt(srv.proc.pid)
+    c0, f0, d0 = cpu_s(srv.proc.pid), minflt(srv.proc.pid), db_cpu_s(srv)
     out = subprocess.run(["wrk", "-t1", "-c%d" % args.conns, "-d%ds" % args.seconds,
                           "--latency", "-s", script, "http://127.0.0.1:%d" % srv.port],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
     cpu, faults = cpu_s(srv.proc.pid) - c0, minflt(srv.proc.pid) - f0
+    db = db_us(srv, d0, 1)
     m = re.search(r"(\d+) requests in", out)
     rps = re.search(r"Requests/sec:\s*([\d.]+)", out)
     p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\b", out, re.M)
@@ -248,7 +278,8 @@ def wrk_get(srv, paths, args, tmp):
     scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[p99.group(2)]
     n = int(m.group(1))
     return {"rps": float(rps.group(1)), "cpu_us": cpu * 1e6 / max(n, 1),
-            "p99_ms": float(p99.group(1)) * scale, "faults": faults / max(n, 1)}
+            "p99_ms": float(p99.group(1)) * scale, "faults": faults / max(n, 1),
+            "db_cpu_us": None if db is None else db / max(n, 1)}
 
 
 def query(srv, flt, top=None, token=None):
@@ -337,10 +368,11 @@ def measure(srv, keys, args, tmp, rnd, row, binary):
     paths = get_paths(keys, rnd)
     row["get"] = wrk_get(srv, paths, args, tmp)
     row["get_warm"] = wrk_get(srv, paths, args, tmp)
-    c0 = cpu_s(srv.proc.pid)
+    c0, d0 = cpu_s(srv.proc.pid), db_cpu_s(srv)
     prefix = "i%d%s" % (len(keys.steps), "b" if binary and binary == args.base else "")
     ins = bench_insert(srv.port, args, prefix, ["-c", str(args.conns), "-d", str(args.seconds)])
     ins["cpu_us"] = (cpu_s(srv.proc.pid) - c0) * 1e6 / max(ins["requests"], 1)
+    ins["db_cpu_us"] = db_us(srv, d0, ins["requests"])
     row["insert"] = ins
     row["rss_load_kib"] = bg.rss_kib(srv.proc.pid)
     settle(srv)
@@ -370,6 +402,7 @@ def one_backend(backend, args, rnd):
         opts = ["conninfo=" + ci]
         label = "postgres (fsync %s)" % ("on" if args.pg_fsync else "off")
     srv = Server(backend, data, opts)
+    srv.db = pg
     rows = []
     try:
         srv.start()
@@ -378,15 +411,19 @@ def one_backend(backend, args, rnd):
             raise RuntimeError("create table: %d %r" % (st, b[:200]))
         keys, loaded = Keys(args.conns), 0
         for step, size in enumerate(args.sizes):
-            batches = (size - loaded) // 100
+            # (the inserts measured at the size before count: a step
+            # smaller than they made it loads nothing)
+            batches = max(0, (size - loaded) // 100)
             prefix = "s%d" % step
             t0 = time.monotonic()
-            r = bench_insert(srv.port, args, prefix, ["-c", str(args.conns), "-b", "100",
+            if batches:
+                bench_insert(srv.port, args, prefix, ["-c", str(args.conns), "-b", "100",
                                                       "-n", str(batches)])
             load_s = time.monotonic() - t0
             keys.add(prefix, batches)
             loaded += batches * 100
-            row = {"backend": label, "entities": loaded, "load_eps": batches * 100 / load_s,
+            row = {"backend": label, "entities": loaded,
+                   "load_eps": batches * 100 / load_s if batches else None,
                    "load_s": load_s, "settle_s": settle(srv)}
             builds = [("", None)]
             if args.base and backend != "memory":
@@ -421,13 +458,16 @@ MEASURES = [  # (name, unit, getter)
     ("load", "entities/s", lambda r: r["load_eps"]),
     ("GET", "req/s", lambda r: r["get"]["rps"]),
     ("GET CPU", "us/req", lambda r: r["get"]["cpu_us"]),
+    ("GET DB CPU", "us/req", lambda r: r["get"].get("db_cpu_us")),
     ("GET p99", "ms", lambda r: r["get"]["p99_ms"]),
     ("GET faults", "/req", lambda r: r["get"]["faults"]),
     ("GET warm", "req/s", lambda r: r["get_warm"]["rps"]),
     ("GET warm CPU", "us/req", lambda r: r["get_warm"]["cpu_us"]),
+    ("GET warm DB CPU", "us/req", lambda r: r["get_warm"].get("db_cpu_us")),
     ("GET warm p99", "ms", lambda r: r["get_warm"]["p99_ms"]),
     ("insert", "req/s", lambda r: r["insert"]["rps"]),
     ("insert CPU", "us/req", lambda r: r["insert"]["cpu_us"]),
+    ("insert DB CPU", "us/req", lambda r: r["insert"].get("db_cpu_us")),
     ("insert p99", "ms", lambda r: r["insert"]["p99_ms"]),
     ("page CPU", "ms", lambda r: r["page"]["cpu_ms"]),
     ("page wall", "ms", lambda r: r["page"]["wall_ms"]),
@@ -453,7 +493,8 @@ def fmt(v):
 def print_row(r):
     print("# %s at %s entities (load %.0f s, then idle after %.0f s): %s" % (
         r["backend"], "{:,}".format(r["entities"]), r["load_s"], r["settle_s"],
-        "; ".join("%s %s %s" % (n, fmt(g(r)), u) for n, u, g in MEASURES)), flush=True)
+        "; ".join("%s %s %s" % (n, fmt(g(r)), u) for n, u, g in MEASURES
+                  if g(r) is not None or not n.endswith("DB CPU"))), flush=True)
 
 
 def print_table(rows):
@@ -467,6 +508,8 @@ def print_table(rows):
         print("\n%s\n| %s |\n|%s" % (backend, " | ".join(head), "---|" * len(head)))
         for n, u, g in MEASURES:
             vals = [g(r) for r in rs]
+            if n.endswith("DB CPU") and all(v is None for v in vals):
+                continue  # a backend without a database server of its own
             grow = ["%.2fx" % (b / a) if a and b is not None else "-"
                     for a, b in zip(vals, vals[1:])]
             print("| %s | %s | %s |" % (n, u, " | ".join([fmt(v) for v in vals] + grow)))
