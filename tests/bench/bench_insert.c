@@ -236,8 +236,16 @@ int main(int argc, char **argv)
         case 'p': bi_port = atoi(optarg); break;
         case 'c': bi_conns = atoi(optarg); break;
         case 'd': bi_seconds = atof(optarg); bi_timed = 1; break;
-        case 'n': bi_limit = strtoul(optarg, NULL, 10); break;
-        case 'N': bi_per_conn = strtoul(optarg, NULL, 10); break;
+        case 'n':
+        case 'N':
+            /* strtoul takes "-5" for a huge count: a run without end */
+            if (optarg[strspn(optarg, "0123456789")] || !*optarg) {
+                fprintf(stderr, "bench_insert: -%c wants a count of requests, not \"%s\"\n",
+                        opt, optarg);
+                return 2;
+            }
+            *(opt == 'n' ? &bi_limit : &bi_per_conn) = strtoul(optarg, NULL, 10);
+            break;
         case 's': bi_value = strtoul(optarg, NULL, 10); break;
         case 'b': bi_batch = atoi(optarg); break;
         case 't': bi_table = optarg; break;
