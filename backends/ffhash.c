@@ -52,12 +52,24 @@ static uint64_t ffh_mix(uint64_t x)
     return x;
 }
 
+/* Of the eight bytes loaded as w (in memory order), the last len (1 to
+ * 7), as the low bytes of the result. */
+static uint64_t ffh_tail(uint64_t w, size_t len)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return w >> (8 * (8 - len));
+#else
+    return w & ((UINT64_C(1) << (8 * len)) - 1);
+#endif
+}
+
 /* The seeded hash of a key, eight bytes a step. Not a cryptographic hash:
  * the seed is secret and random, and FFH_PROBE bounds what keys that
  * collide anyway can cost (ffhash.h). */
 static uint64_t ffh_hash(uint64_t seed, const uint8_t *k, size_t len)
 {
     uint64_t x = seed ^ ((uint64_t)len * UINT64_C(0x9e3779b97f4a7c15));
+    int whole = len >= 8;
     while (len >= 8) {
         uint64_t w;
         memcpy(&w, k, 8);
@@ -67,7 +79,15 @@ static uint64_t ffh_hash(uint64_t seed, const uint8_t *k, size_t len)
         len -= 8;
     }
     uint64_t w = 0;
-    memcpy(&w, k, len);
+    if (len && whole) {
+        /* the key's last eight bytes, without those hashed already (a
+         * fixed-size load instead of a memcpy of len bytes) */
+        memcpy(&w, k + len - 8, 8);
+        w = ffh_tail(w, len);
+    } else {
+        for (size_t i = 0; i < len; i++)
+            w |= (uint64_t)k[i] << (8 * i);
+    }
     return ffh_mix(x ^ w);
 }
 
@@ -151,12 +171,12 @@ void ffh_free(struct ffh *h, struct skl *sl)
     h->refused = 0;
 }
 
-/* Maps an empty table sized for count keys (FFH_BUILD_LOAD), sets
- * *nslots, and draws the next table's seed into h->seed. NULL when out of
- * memory. */
-static uint64_t *ffh_map(struct ffh *h, size_t count, size_t *nslots)
+/* Maps an empty table sized for count keys at load (FFH_BUILD_LOAD or
+ * FFH_GROW_LOAD), sets *nslots, and draws the next table's seed into
+ * h->seed. NULL when out of memory. */
+static uint64_t *ffh_map(struct ffh *h, size_t count, double load, size_t *nslots)
 {
-    size_t n = (size_t)((double)count / FFH_BUILD_LOAD);
+    size_t n = (size_t)((double)count / load);
     n = n < FFH_MIN_SLOTS ? FFH_MIN_SLOTS : (n + 511) & ~(size_t)511;  /* whole pages */
     size_t bytes = n * sizeof(uint64_t);
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -177,11 +197,14 @@ int ffh_start(struct ffh *h, struct skl *sl)
 {
     if (h->job)
         return 0;               /* a thread builds: ffh_step adopts its table */
+    /* a table the keys outgrew: room for more before the next build */
+    double load = h->slot && (double)sl->count > FFH_MAX_LOAD * (double)h->nslots
+                      ? FFH_GROW_LOAD : FFH_BUILD_LOAD;
     ffh_free(h, sl);
     if (h->disabled)
         return -1;
     size_t n;
-    uint64_t *p = ffh_map(h, sl->count, &n);
+    uint64_t *p = ffh_map(h, sl->count, load, &n);
     if (!p)
         return -1;
     h->slot = p;
@@ -328,7 +351,7 @@ int ffh_job_start(struct ffh *h, struct skl *sl, const struct ffh_range *r, size
     memcpy(j->r, r, nr * sizeof *r);
     j->nr = nr;
     j->shape.node_off = sl->node_off;
-    if (!(j->slot = ffh_map(h, sl->count, &j->nslots))) {
+    if (!(j->slot = ffh_map(h, sl->count, FFH_BUILD_LOAD, &j->nslots))) {
         free(j->r);
         free(j);
         return -1;

@@ -25,10 +25,12 @@
  * with its key's hash, so that replaying it reads no node) and replays it
  * when the thread is done, then uses the table.
  *
- * A table is built anew, sized for FFH_BUILD_LOAD, when the keys pass
- * FFH_MAX_LOAD of the slots or fall under an eighth (a key's home slot is
- * the hash scaled to the table's size, so any size will do): about 13
- * bytes a key after a build, between 11 and 64 before the next.
+ * A table is sized for FFH_BUILD_LOAD of its slots, and built anew when
+ * the keys pass FFH_MAX_LOAD (then sized for FFH_GROW_LOAD: the walks of
+ * a growing list's builds add up to about twice its keys, not five
+ * times) or fall under an eighth (a key's home slot is the hash scaled to
+ * the table's size, so any size will do): about 13 bytes a key after a
+ * start, 20 after a build for growth, between 11 and 64 in between.
  *
  * Needs the C library, POSIX threads and Linux's mmap. */
 #ifndef TABLED_FFHASH_H
@@ -41,7 +43,9 @@
 #define FFH_PROBE 512u          /* slots looked at for one key, at most */
 #define FFH_MIN_SLOTS 1024      /* the smallest table */
 #define FFH_BUILD_LOAD 0.6      /* a table is built for keys this share of its slots */
-#define FFH_MAX_LOAD 0.75       /* and built anew, larger, when they pass this */
+#define FFH_MAX_LOAD 0.75       /* and built anew, larger, when they pass this: */
+#define FFH_GROW_LOAD 0.4       /* then for this share, so that a growing list
+                                   is walked for a build every 1.9x keys */
 #define FFH_JOURNAL_MAX ((size_t)1 << 20) /* writes kept while a thread builds; past
                                              it the thread's build is given up */
 #define FFH_JOB_POLL_MS 5       /* how often the loop looks whether the thread is done */
