@@ -31,7 +31,8 @@ compared between tabled-sas and nginx (the median of the per-round ratios).
   bench_get.py [--seconds S] [--conns C] [--rounds R] [--value BYTES]
                [--no-azurite] [--no-nginx] [--backend NAME] [--atom]
                [--shapes old,outside,outside-plain,outside-onekey]
-               [--entities N] [--sas account|table] [--base OLD_BINARY]
+               [--entities N] [--outside-backend leveldb|flatfile]
+               [--sas account|table] [--base OLD_BINARY]
                [--only-sas]
 
 --atom adds tabled-atom: the same signed GET with x-ms-version 2013-08-15
@@ -46,8 +47,8 @@ measured ("100,000 x 1 KiB entities, SAS-signed wrk, point GET"):
 
   outside   --entities (default 100000) entities of ~1 KiB loaded once
             (tests/bench/bench_insert -b 100 -w, 10 connections, into the
-            default backend leveldb in a fresh data directory, served by
-            each server started after that); every request a random one
+            default backend leveldb, or --outside-backend, in a fresh data
+            directory, served by each server started after that); every request a random one
             of them (a wrk Lua script builds each URL: a different path
             every time, the SAS query on each); the SAS kind of --sas
             (account, or table: a service SAS for table bench, sp=r);
@@ -348,16 +349,16 @@ end
 """
 
 
-def load_outside(tmp, entities, value):
-    """Loads the outside shape's entities once into a fresh leveldb data
-    directory (a server with --auth off, bench_insert $batch changesets of
+def load_outside(tmp, entities, value, backend="leveldb"):
+    """Loads the outside shape's entities once into a fresh data directory
+    of backend (a server with --auth off, bench_insert $batch changesets of
     100); returns the directory."""
     if entities % (100 * LOAD_CONNS):
         sys.exit("bench_get.py: --entities must be a multiple of %d" % (100 * LOAD_CONNS))
     if not os.access(BENCH_INSERT, os.X_OK):
         sys.exit("bench_get.py: %s not built (make tests/bench/bench_insert)" % BENCH_INSERT)
     data = os.path.join(tmp, "outside-data")
-    srv = tabled_proc(False, "leveldb", tmp, "loader", data=data).start()
+    srv = tabled_proc(False, backend, tmp, "loader", data=data).start()
     try:
         if call(srv.port, "POST", "/Tables", {"TableName": "bench"}) != 201:
             raise RuntimeError("loader: Create Table failed")
@@ -368,14 +369,14 @@ def load_outside(tmp, entities, value):
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if out.returncode != 0:
             raise RuntimeError("bench_insert failed:\n" + out.stdout)
-        print("outside shape: %d entities loaded into leveldb in %.1f s"
-              % (entities, time.monotonic() - t0))
+        print("outside shape: %d entities loaded into %s in %.1f s"
+              % (entities, backend, time.monotonic() - t0))
     finally:
         srv.stop()
     # LevelDB writes the load's log into tables when it next opens the
     # store, and compacts on its own threads: let that finish here, not
     # under the first measured server.
-    srv = tabled_proc(False, "leveldb", tmp, "settle", data=data).start()
+    srv = tabled_proc(False, backend, tmp, "settle", data=data).start()
     try:
         t0 = time.monotonic()
         while time.monotonic() - t0 < 600:
@@ -437,6 +438,8 @@ def main():
     ap.add_argument("--atom", action="store_true", help="also the GET in AtomPub XML")
     ap.add_argument("--shapes", default="old", help="old, outside or old,outside")
     ap.add_argument("--entities", type=int, default=100000, help="entities of the outside shape")
+    ap.add_argument("--outside-backend", default="leveldb", choices=("leveldb", "flatfile"),
+                    help="durable backend of the outside shapes")
     ap.add_argument("--sas", default="account", choices=("account", "table"),
                     help="SAS kind of the outside shape")
     ap.add_argument("--base", help="an older tabled binary run alternately with TABLED")
@@ -475,8 +478,8 @@ def main():
                 configs += [(shape, "tabled-noauth" + sfx, lambda be=be: tabled_proc(False, be, tmp)),
                             (shape, "tabled-auth" + sfx, lambda be=be: tabled_proc(True, be, tmp))]
         else:
-            data = data or load_outside(tmp, a.entities, a.value)
-            be, dd = "leveldb", data
+            data = data or load_outside(tmp, a.entities, a.value, a.outside_backend)
+            be, dd = a.outside_backend, data
         configs.append((shape, "tabled-sas" + sfx,
                         lambda be=be, dd=dd, n="tabled-sas" + sfx:
                         tabled_proc(True, be, tmp, n, data=dd)))
@@ -553,10 +556,10 @@ def main():
         if shape == "old":
             print("  old: one entity, one URL, %s backend, account SAS, nometadata" % a.backend)
         else:
-            print("  %s: %d entities, %s, leveldb, %s SAS, %s" % (
+            print("  %s: %d entities, %s, %s, %s SAS, %s" % (
                 shape, a.entities,
                 "the same one every request" if shape == "outside-onekey"
-                else "a random one per request", a.sas,
+                else "a random one per request", a.outside_backend, a.sas,
                 "the old shape's headers, nometadata" if shape == "outside-plain"
                 else "SDK headers, minimalmetadata"))
     print("%-22s %10s %22s %9s %9s %10s %12s" % ("server", "req/s", "range", "p50", "p99",
