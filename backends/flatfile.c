@@ -725,7 +725,7 @@ static const struct opt ff_rows[] = {
      .help = "durability batch syncs on a worker thread (off: on the event loop)"},
     {.name = "key-hash", .type = OPT_BOOL, FF_AT(key_hash), .def = "on", .arg = "on|off",
      .help = "keep a hash of the keys beside the ordered index, so that a point read finds "
-             "its key in one or two memory accesses instead of a search (about 13 bytes of "
+             "its key in one or two memory accesses instead of a search (13 to 20 bytes of "
              "memory a key, built in the background after a start); off: saves that memory"},
     {.name = "preallocate", .type = OPT_SIZE, FF_AT(prealloc), .min = 0, .max = 1 << 30,
      .def = "1M", .arg = "BYTES",
