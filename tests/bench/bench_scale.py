@@ -265,7 +265,6 @@ def wrk_get(srv, paths, args, tmp):
                           "--latency", "-s", script, "http://127.0.0.1:%d" % srv.port],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
     cpu, faults = cpu_s(srv.proc.pid) - c0, minflt(srv.proc.pid) - f0
-    db = db_us(srv, d0, 1)
     m = re.search(r"(\d+) requests in", out)
     rps = re.search(r"Requests/sec:\s*([\d.]+)", out)
     p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\b", out, re.M)
@@ -279,7 +278,7 @@ def wrk_get(srv, paths, args, tmp):
     n = int(m.group(1))
     return {"rps": float(rps.group(1)), "cpu_us": cpu * 1e6 / max(n, 1),
             "p99_ms": float(p99.group(1)) * scale, "faults": faults / max(n, 1),
-            "db_cpu_us": None if db is None else db / max(n, 1)}
+            "db_cpu_us": db_us(srv, d0, n)}
 
 
 def query(srv, flt, top=None, token=None):
@@ -417,8 +416,8 @@ def one_backend(backend, args, rnd):
             prefix = "s%d" % step
             t0 = time.monotonic()
             if batches:
-                bench_insert(srv.port, args, prefix, ["-c", str(args.conns), "-b", "100",
-                                                      "-n", str(batches)])
+                bench_insert(srv.port, args, prefix,
+                             ["-c", str(args.conns), "-b", "100", "-n", str(batches)])
             load_s = time.monotonic() - t0
             keys.add(prefix, batches)
             loaded += batches * 100
