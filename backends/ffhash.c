@@ -171,6 +171,19 @@ void ffh_free(struct ffh *h, struct skl *sl)
     h->refused = 0;
 }
 
+/* 1 when the list's keys have passed FFH_MAX_LOAD of the table's slots. */
+static int ffh_outgrown(const struct ffh *h, const struct skl *sl)
+{
+    return (double)sl->count > FFH_MAX_LOAD * (double)h->nslots;
+}
+
+/* 1 when the keys have outgrown the table or fallen under an eighth of
+ * its slots: time for a table sized anew. */
+static int ffh_out_of_bounds(const struct ffh *h, const struct skl *sl)
+{
+    return ffh_outgrown(h, sl) || (h->nslots > FFH_MIN_SLOTS && sl->count < h->nslots / 8);
+}
+
 /* Maps an empty table sized for count keys at load (FFH_BUILD_LOAD or
  * FFH_GROW_LOAD), sets *nslots, and draws the next table's seed into
  * h->seed. NULL when out of memory. */
@@ -198,8 +211,7 @@ int ffh_start(struct ffh *h, struct skl *sl)
     if (h->job)
         return 0;               /* a thread builds: ffh_step adopts its table */
     /* a table the keys outgrew: room for more before the next build */
-    double load = h->slot && (double)sl->count > FFH_MAX_LOAD * (double)h->nslots
-                      ? FFH_GROW_LOAD : FFH_BUILD_LOAD;
+    double load = h->slot && ffh_outgrown(h, sl) ? FFH_GROW_LOAD : FFH_BUILD_LOAD;
     ffh_free(h, sl);
     if (h->disabled)
         return -1;
@@ -265,14 +277,6 @@ static size_t ffh_locate(const struct ffh *h, const struct skl_node *n, uint64_t
             return i;
     }
     return (size_t)-1;
-}
-
-/* 1 when the list's keys have passed FFH_MAX_LOAD of the table's slots
- * or fallen under an eighth of them: time for a table sized anew. */
-static int ffh_out_of_bounds(const struct ffh *h, const struct skl *sl)
-{
-    return (double)sl->count > FFH_MAX_LOAD * (double)h->nslots ||
-           (h->nslots > FFH_MIN_SLOTS && sl->count < h->nslots / 8);
 }
 
 /* Empties slot i and closes the hole: each entry after it in the run
